@@ -1,0 +1,210 @@
+//! One opened CUDA GPU: its context and stream, limits, loaded kernels and compile statistics.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
+
+use super::compile;
+use super::launch::{self, Args, Kernel, LaunchShape};
+use super::limits::Limits;
+use crate::kernels::KernelModule;
+use crate::{Error, Result};
+
+/// How each kernel module reached this process, for `--explain` and the compile-time report.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct CompileStats {
+    /// Modules compiled by NVRTC in this process, with seconds spent.
+    pub compiled: Vec<(String, f64)>,
+    /// Modules loaded from the on-disk cache, with seconds spent.
+    pub from_disk: Vec<(String, f64)>,
+}
+
+/// An opened CUDA GPU.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    limits: Limits,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    kernels: Mutex<HashMap<String, Kernel>>,
+    stats: Mutex<CompileStats>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Gpu({} {}, {})", self.ctx.ordinal(), self.limits.name, self.limits.arch())
+    }
+}
+
+/// True when the CUDA driver library can be loaded (looked up once).
+pub fn driver_present() -> bool {
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
+}
+
+/// The driver's CUDA version as (major, minor).
+pub fn driver_version() -> Result<(i32, i32)> {
+    if !driver_present() {
+        return Err(Error::unsupported("the NVIDIA driver library libcuda.so was not found"));
+    }
+    let mut v = 0;
+    let r = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
+    if r != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        return Err(Error::device("cuDriverGetVersion", format!("{r:?}")));
+    }
+    Ok((v / 1000, (v % 1000) / 10))
+}
+
+/// Number of CUDA devices the driver sees.
+pub fn device_count() -> Result<usize> {
+    if !driver_present() {
+        return Err(Error::unsupported("the NVIDIA driver library libcuda.so was not found"));
+    }
+    cudarc::driver::result::init().map_err(|e| Error::device("cuInit", e))?;
+    CudaContext::device_count()
+        .map(|n| n as usize)
+        .map_err(|e| Error::device("cuDeviceGetCount", e))
+}
+
+impl Gpu {
+    /// Opens GPU `ordinal`, failing with the reason when the driver, NVRTC or the device is
+    /// missing.
+    pub fn open(ordinal: usize) -> Result<Arc<Gpu>> {
+        let count = device_count()?;
+        compile::nvrtc_version()?;
+        if ordinal >= count {
+            return Err(Error::unsupported(format!(
+                "CUDA device {ordinal} does not exist; the driver sees {count} device(s)"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| Error::device(format!("creating a context on device {ordinal}"), e))?;
+        // One stream per Gpu and ordered launches: per-buffer event tracking would only add
+        // an event record to every launch.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(|e| Error::device("cuStreamCreate", e))?;
+        let limits = Limits::query(&ctx)?;
+        Ok(Arc::new(Gpu {
+            ctx,
+            stream,
+            limits,
+            modules: Mutex::new(HashMap::new()),
+            kernels: Mutex::new(HashMap::new()),
+            stats: Mutex::new(CompileStats::default()),
+        }))
+    }
+
+    /// The device's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+    /// The stream every op of this device enqueues on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+    /// The CUDA context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+    /// How the kernel modules were obtained so far.
+    pub fn compile_stats(&self) -> CompileStats {
+        self.stats.lock().unwrap().clone()
+    }
+
+    fn module(&self, m: &KernelModule) -> Result<Arc<CudaModule>> {
+        let mut mods = self.modules.lock().unwrap();
+        if let Some(x) = mods.get(m.name) {
+            return Ok(x.clone());
+        }
+        let arch = self.limits.arch();
+        let key = compile::cache_key(m, &arch)?;
+        let t = Instant::now();
+        let (cubin, from_disk) = match compile::disk_get(&key) {
+            Some(c) => (c, true),
+            None => {
+                let c = compile::compile_cubin(m, &arch)?;
+                compile::disk_put(&key, &c);
+                (c, false)
+            }
+        };
+        let loaded = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .map_err(|e| Error::device(format!("loading module {} ({arch})", m.name), e))?;
+        let secs = t.elapsed().as_secs_f64();
+        let mut st = self.stats.lock().unwrap();
+        if from_disk {
+            st.from_disk.push((m.name.to_string(), secs));
+        } else {
+            st.compiled.push((m.name.to_string(), secs));
+        }
+        mods.insert(m.name, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// The entry point `name` of module `m`, compiling or loading the module on first use.
+    pub fn kernel(&self, m: &KernelModule, name: &str) -> Result<Kernel> {
+        if let Some(k) = self.kernels.lock().unwrap().get(name) {
+            return Ok(k.clone());
+        }
+        let module = self.module(m)?;
+        let func = module
+            .load_function(name)
+            .map_err(|e| Error::device(format!("looking up kernel {name} in module {}", m.name), e))?;
+        let max_threads = func
+            .max_threads_per_block()
+            .map_err(|e| Error::device(format!("attributes of kernel {name}"), e))? as u32;
+        let k = Kernel {
+            name: name.to_string(),
+            func,
+            max_threads,
+        };
+        self.kernels.lock().unwrap().insert(name.to_string(), k.clone());
+        Ok(k)
+    }
+
+    /// Enqueues `kernel` on this device's stream after checking `shape` against the limits.
+    pub fn launch(&self, kernel: &Kernel, shape: LaunchShape, args: &mut Args) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| Error::device("binding the context", e))?;
+        launch::launch(&self.limits, self.stream.cu_stream(), kernel, shape, args)
+    }
+
+    /// The device address of a buffer, for kernel arguments.
+    pub fn ptr<T>(&self, s: &CudaSlice<T>) -> u64 {
+        let (p, _sync) = s.device_ptr(&self.stream);
+        p
+    }
+
+    /// Copies host data into a new device buffer (enqueued on the stream).
+    pub fn upload<T: DeviceRepr + ValidAsZeroBits>(&self, data: &[T]) -> Result<CudaSlice<T>> {
+        if data.is_empty() {
+            return self.alloc_zeroed(0);
+        }
+        self.stream
+            .clone_htod(data)
+            .map_err(|e| Error::device(format!("copying {} bytes to the device", std::mem::size_of_val(data)), e))
+    }
+
+    /// A zero-filled device buffer of `len` elements (at least one is allocated, so that
+    /// empty inputs still have a valid address).
+    pub fn alloc_zeroed<T: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<T>> {
+        self.stream
+            .alloc_zeros(len.max(1))
+            .map_err(|e| Error::device(format!("allocating {} bytes", len * std::mem::size_of::<T>()), e))
+    }
+
+    /// Copies a device buffer back; waits for the stream.
+    pub fn download<T: DeviceRepr + Default + Clone>(&self, s: &CudaSlice<T>, len: usize) -> Result<Vec<T>> {
+        let mut v = self
+            .stream
+            .clone_dtoh(s)
+            .map_err(|e| Error::device("copying results to the host", e))?;
+        v.truncate(len);
+        Ok(v)
+    }
+
+    /// Waits for all work on the stream, reporting asynchronous kernel failures.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(|e| Error::device("waiting for the stream", e))
+    }
+}

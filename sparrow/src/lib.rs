@@ -1,0 +1,30 @@
+//! sparrow: sparse and selection work on NVIDIA GPUs, with a real CPU backend.
+//!
+//! Layers, from the bottom: [`matrix`] (validated CSR and dense matrices, their files),
+//! [`device`] (the CPU or a CUDA GPU: context, buffers, NVRTC compilation, launches),
+//! kernels (CUDA C++ sources compiled at run time), [`ops`] (one public API per operation,
+//! each with a plan that picks a backend and says why), and on top [`validate`] and [`bench`].
+//!
+//! # Numeric semantics
+//!
+//! - `beta == 0` means the output is not read: NaN or garbage in C never reaches the result.
+//! - Products accumulate in the value type (f32 or f64). Results are compared with the oracle
+//!   relative to `|alpha| |A| |B| + |beta| |C|` elementwise, so the tolerance scales with the
+//!   magnitudes that were summed rather than with a possibly cancelled result.
+//! - Selection order of floats (used by the selection ops): NaN of any sign ranks above +inf;
+//!   -0.0 and +0.0 tie; the original bits are returned.
+#![warn(missing_docs)]
+
+pub mod baselines;
+pub mod bench;
+pub mod device;
+mod error;
+pub mod kernels;
+pub mod matrix;
+pub mod ops;
+mod scalar;
+pub mod validate;
+
+pub use device::Device;
+pub use error::{Error, Result};
+pub use scalar::Scalar;

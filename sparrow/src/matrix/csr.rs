@@ -1,0 +1,313 @@
+//! Compressed sparse row matrices: 64-bit row pointers so nnz may pass 2^31, 32-bit column
+//! indices because every column count we serve fits and it halves index traffic on the GPU.
+
+use crate::{Error, Result, Scalar};
+
+/// A CSR matrix whose structure has been fully validated.
+///
+/// Invariants, checked by every constructor: `row_ptr` has `nrows + 1` entries, starts at 0,
+/// never decreases and ends at `nnz`; every column index is in `0..ncols`; within a row the
+/// column indices are strictly increasing (sorted and unique). Kernels rely on these, so no
+/// public path builds a `Csr` without them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Csr<T> {
+    nrows: usize,
+    ncols: usize,
+    row_ptr: Vec<i64>,
+    col_idx: Vec<i32>,
+    values: Vec<T>,
+}
+
+/// Statistics of the row lengths, used by plans to choose kernels.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct RowStats {
+    /// Number of rows.
+    pub nrows: usize,
+    /// Number of stored entries.
+    pub nnz: usize,
+    /// Length of the longest row.
+    pub max_len: usize,
+    /// Mean row length.
+    pub mean_len: f64,
+    /// Number of rows with no entries.
+    pub empty_rows: usize,
+}
+
+impl<T: Scalar> Csr<T> {
+    /// Builds a matrix from its parts, requiring sorted, unique column indices within each row.
+    pub fn new(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<i64>,
+        col_idx: Vec<i32>,
+        values: Vec<T>,
+    ) -> Result<Self> {
+        check_shape(nrows, ncols)?;
+        check_row_ptr(nrows, &row_ptr, col_idx.len(), values.len())?;
+        for r in 0..nrows {
+            let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
+            let mut prev: i64 = -1;
+            for (p, &c) in col_idx[s..e].iter().enumerate() {
+                check_col(r, s + p, c, ncols)?;
+                if (c as i64) <= prev {
+                    let why = if c as i64 == prev {
+                        "repeats the previous index"
+                    } else {
+                        "is smaller than the previous index"
+                    };
+                    return Err(Error::invalid(
+                        "col_idx",
+                        format!(
+                            "row {r}: column index {c} at position {} {why}; indices must be sorted and unique within a row (Csr::normalized sorts and sums duplicates)",
+                            s + p
+                        ),
+                    ));
+                }
+                prev = c as i64;
+            }
+        }
+        Ok(Csr {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+        })
+    }
+
+    /// Builds a matrix from parts whose rows may be unsorted or hold duplicates: each row is
+    /// sorted by column and duplicates are summed. Everything else is validated as in [`Csr::new`].
+    pub fn normalized(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<i64>,
+        col_idx: Vec<i32>,
+        values: Vec<T>,
+    ) -> Result<Self> {
+        check_shape(nrows, ncols)?;
+        check_row_ptr(nrows, &row_ptr, col_idx.len(), values.len())?;
+        let mut new_ptr = Vec::with_capacity(nrows + 1);
+        let mut new_col = Vec::with_capacity(col_idx.len());
+        let mut new_val = Vec::with_capacity(values.len());
+        new_ptr.push(0i64);
+        let mut row: Vec<(i32, T)> = Vec::new();
+        for r in 0..nrows {
+            let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
+            row.clear();
+            for p in s..e {
+                check_col(r, p, col_idx[p], ncols)?;
+                row.push((col_idx[p], values[p]));
+            }
+            row.sort_by_key(|&(c, _)| c);
+            for &(c, v) in row.iter() {
+                if new_col.len() as i64 > *new_ptr.last().unwrap() && *new_col.last().unwrap() == c
+                {
+                    *new_val.last_mut().unwrap() += v;
+                } else {
+                    new_col.push(c);
+                    new_val.push(v);
+                }
+            }
+            new_ptr.push(new_col.len() as i64);
+        }
+        Ok(Csr {
+            nrows,
+            ncols,
+            row_ptr: new_ptr,
+            col_idx: new_col,
+            values: new_val,
+        })
+    }
+
+    /// Builds a matrix from coordinate triplets in any order; duplicates are summed.
+    pub fn from_triplets(
+        nrows: usize,
+        ncols: usize,
+        rows: &[usize],
+        cols: &[usize],
+        vals: &[T],
+    ) -> Result<Self> {
+        check_shape(nrows, ncols)?;
+        if rows.len() != cols.len() || rows.len() != vals.len() {
+            return Err(Error::invalid(
+                "triplets",
+                format!(
+                    "rows, cols and vals have lengths {}, {} and {}",
+                    rows.len(),
+                    cols.len(),
+                    vals.len()
+                ),
+            ));
+        }
+        let mut counts = vec![0i64; nrows + 1];
+        for (k, &r) in rows.iter().enumerate() {
+            if r >= nrows {
+                return Err(Error::invalid(
+                    "rows",
+                    format!("entry {k}: row index {r} is out of range for {nrows} rows"),
+                ));
+            }
+            if cols[k] >= ncols {
+                return Err(Error::invalid(
+                    "cols",
+                    format!("entry {k}: column index {} is out of range for {ncols} columns", cols[k]),
+                ));
+            }
+            counts[r + 1] += 1;
+        }
+        for r in 0..nrows {
+            counts[r + 1] += counts[r];
+        }
+        let mut next = counts.clone();
+        let mut col_idx = vec![0i32; rows.len()];
+        let mut values = vec![T::ZERO; rows.len()];
+        for k in 0..rows.len() {
+            let p = next[rows[k]] as usize;
+            col_idx[p] = cols[k] as i32;
+            values[p] = vals[k];
+            next[rows[k]] += 1;
+        }
+        Self::normalized(nrows, ncols, counts, col_idx, values)
+    }
+
+    /// An `nrows x ncols` matrix with no entries.
+    pub fn empty(nrows: usize, ncols: usize) -> Result<Self> {
+        Self::new(nrows, ncols, vec![0; nrows + 1], vec![], vec![])
+    }
+
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    /// Number of columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// Number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.col_idx.len()
+    }
+    /// Row pointers, `nrows + 1` of them.
+    pub fn row_ptr(&self) -> &[i64] {
+        &self.row_ptr
+    }
+    /// Column indices, row by row.
+    pub fn col_idx(&self) -> &[i32] {
+        &self.col_idx
+    }
+    /// Stored values, row by row.
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+    /// The range of entry positions of row `r`.
+    pub fn row_range(&self, r: usize) -> std::ops::Range<usize> {
+        self.row_ptr[r] as usize..self.row_ptr[r + 1] as usize
+    }
+    /// Consumes the matrix, returning `(row_ptr, col_idx, values)`.
+    pub fn into_parts(self) -> (Vec<i64>, Vec<i32>, Vec<T>) {
+        (self.row_ptr, self.col_idx, self.values)
+    }
+
+    /// Row-length statistics in one pass over the row pointers.
+    pub fn row_stats(&self) -> RowStats {
+        let mut max_len = 0usize;
+        let mut empty = 0usize;
+        for w in self.row_ptr.windows(2) {
+            let len = (w[1] - w[0]) as usize;
+            max_len = max_len.max(len);
+            empty += (len == 0) as usize;
+        }
+        RowStats {
+            nrows: self.nrows,
+            nnz: self.nnz(),
+            max_len,
+            mean_len: if self.nrows == 0 {
+                0.0
+            } else {
+                self.nnz() as f64 / self.nrows as f64
+            },
+            empty_rows: empty,
+        }
+    }
+
+    /// The same structure with values converted to `U` (rounding when narrowing).
+    pub fn cast<U: Scalar>(&self) -> Csr<U> {
+        Csr {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values: self.values.iter().map(|v| U::from_f64(v.to_f64())).collect(),
+        }
+    }
+}
+
+fn check_shape(nrows: usize, ncols: usize) -> Result<()> {
+    if ncols > i32::MAX as usize {
+        return Err(Error::invalid(
+            "ncols",
+            format!("{ncols} columns do not fit 32-bit column indices"),
+        ));
+    }
+    if nrows > i64::MAX as usize / 2 {
+        return Err(Error::invalid("nrows", format!("{nrows} rows is too many")));
+    }
+    Ok(())
+}
+
+fn check_row_ptr(nrows: usize, row_ptr: &[i64], n_idx: usize, n_val: usize) -> Result<()> {
+    if row_ptr.len() != nrows + 1 {
+        return Err(Error::invalid(
+            "row_ptr",
+            format!(
+                "has {} entries; {nrows} rows need {}",
+                row_ptr.len(),
+                nrows + 1
+            ),
+        ));
+    }
+    if n_idx != n_val {
+        return Err(Error::invalid(
+            "values",
+            format!("has {n_val} entries but col_idx has {n_idx}"),
+        ));
+    }
+    if row_ptr[0] != 0 {
+        return Err(Error::invalid(
+            "row_ptr",
+            format!("row 0: starts at {}, must start at 0", row_ptr[0]),
+        ));
+    }
+    for r in 0..nrows {
+        if row_ptr[r + 1] < row_ptr[r] {
+            return Err(Error::invalid(
+                "row_ptr",
+                format!(
+                    "row {r}: ends at {} before it starts at {}; row pointers must never decrease",
+                    row_ptr[r + 1],
+                    row_ptr[r]
+                ),
+            ));
+        }
+    }
+    if row_ptr[nrows] != n_idx as i64 {
+        return Err(Error::invalid(
+            "row_ptr",
+            format!(
+                "last entry is {} but there are {n_idx} column indices (nnz)",
+                row_ptr[nrows]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_col(r: usize, p: usize, c: i32, ncols: usize) -> Result<()> {
+    if c < 0 || c as usize >= ncols {
+        return Err(Error::invalid(
+            "col_idx",
+            format!("row {r}: column index {c} at position {p} is out of range for {ncols} columns"),
+        ));
+    }
+    Ok(())
+}

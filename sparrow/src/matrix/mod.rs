@@ -1,0 +1,12 @@
+//! Matrices: validated CSR, row-major dense with a leading dimension, their file formats and
+//! reproducible generators.
+
+mod csr;
+mod dense;
+pub mod gen;
+pub mod io;
+mod rng;
+
+pub use csr::{Csr, RowStats};
+pub use dense::Dense;
+pub use rng::Rng;

@@ -1,0 +1,195 @@
+//! `C = alpha * A * B + beta * C` for CSR A and row-major dense B and C with leading
+//! dimensions, in f32 or f64.
+//!
+//! Cost: `2 * nnz(A) * N` flops; at least `nnz * (4 + size_of::<T>())` bytes of A, B's
+//! referenced rows and C once (twice when `beta != 0`). `beta == 0` never reads C.
+
+pub mod cpu;
+pub(crate) mod cuda;
+pub mod oracle;
+pub mod plan;
+
+pub use plan::GpuPath;
+
+use super::{Backend, Plan};
+use crate::device::{DeviceCsr, DeviceDense, Gpu};
+use crate::matrix::{Csr, Dense, RowStats};
+use crate::{Device, Error, Result, Scalar};
+
+/// An SpMM request: the scalars, and optionally a forced GPU path (tests use it to reach
+/// every kernel).
+#[derive(Clone, Copy, Debug)]
+pub struct Spmm<T> {
+    alpha: T,
+    beta: T,
+    force: Option<GpuPath>,
+}
+
+impl<T: Scalar> Default for Spmm<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Scalar> Spmm<T> {
+    /// `C = A * B` (alpha 1, beta 0).
+    pub fn new() -> Self {
+        Spmm {
+            alpha: T::from_f64(1.0),
+            beta: T::ZERO,
+            force: None,
+        }
+    }
+    /// Sets alpha.
+    pub fn alpha(mut self, alpha: T) -> Self {
+        self.alpha = alpha;
+        self
+    }
+    /// Sets beta; 0 means C is not read.
+    pub fn beta(mut self, beta: T) -> Self {
+        self.beta = beta;
+        self
+    }
+    /// Forces a GPU path instead of the policy's choice.
+    pub fn force_path(mut self, path: GpuPath) -> Self {
+        self.force = Some(path);
+        self
+    }
+    /// The scalars `(alpha, beta)`.
+    pub fn scalars(&self) -> (T, T) {
+        (self.alpha, self.beta)
+    }
+
+    /// Checks shapes and scalars completely, before any work.
+    pub fn validate(&self, a: &Csr<T>, b: &Dense<T>, c: &Dense<T>) -> Result<()> {
+        check_shapes(a.nrows(), a.ncols(), (b.nrows(), b.ncols()), (c.nrows(), c.ncols()))?;
+        self.check_scalars()
+    }
+
+    fn check_scalars(&self) -> Result<()> {
+        if !self.alpha.to_f64().is_finite() {
+            return Err(Error::invalid("alpha", format!("{:?} is not finite", self.alpha)));
+        }
+        if !self.beta.to_f64().is_finite() {
+            return Err(Error::invalid("beta", format!("{:?} is not finite", self.beta)));
+        }
+        Ok(())
+    }
+
+    /// Which backend and kernel would run for an A with these statistics and N columns.
+    pub fn plan(&self, device: &Device, stats: &RowStats, n: usize) -> Result<Plan> {
+        plan_for::<T>("spmm", device, stats, n, self.force)
+    }
+
+    /// Runs on host data: on a GPU, copies in, computes, copies back.
+    pub fn run(&self, device: &Device, a: &Csr<T>, b: &Dense<T>, c: &mut Dense<T>) -> Result<Plan> {
+        self.validate(a, b, c)?;
+        let plan = self.plan(device, &a.row_stats(), b.ncols())?;
+        match device {
+            Device::Cpu => cpu::spmm(self.alpha, a, b, self.beta, c),
+            Device::Cuda(gpu) => {
+                let da = DeviceCsr::upload(gpu, a)?;
+                let db = DeviceDense::upload(gpu, b)?;
+                // C travels even when beta == 0 so padding between ncols and ld survives.
+                let mut dc = DeviceDense::upload(gpu, c)?;
+                self.run_device(gpu, &da, &db, &mut dc)?;
+                *c = dc.download(gpu)?;
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Enqueues the product on device-resident matrices with the path [`Spmm::plan`] names;
+    /// does not wait for the stream.
+    pub fn run_device(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceCsr<T>,
+        b: &DeviceDense<T>,
+        c: &mut DeviceDense<T>,
+    ) -> Result<()> {
+        check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
+        self.check_scalars()?;
+        let Some(path) = gpu_path(self.force, &a.stats, b.ncols)? else {
+            return Ok(());
+        };
+        cuda::spmm(gpu, path, self.alpha, a, b, self.beta, c)
+    }
+}
+
+pub(crate) fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) -> Result<()> {
+    if b.0 != k {
+        return Err(Error::invalid(
+            "b",
+            format!("has {} rows but A has {k} columns", b.0),
+        ));
+    }
+    if c.0 != m || c.1 != b.1 {
+        return Err(Error::invalid(
+            "c",
+            format!("is {} x {} but A * B is {m} x {}", c.0, c.1, b.1),
+        ));
+    }
+    Ok(())
+}
+
+/// The GPU path for this request, or None when there is nothing to launch.
+pub(crate) fn gpu_path(force: Option<GpuPath>, stats: &RowStats, n: usize) -> Result<Option<GpuPath>> {
+    if stats.nrows == 0 || n == 0 {
+        return Ok(None);
+    }
+    match force {
+        Some(p) if !p.supports(n) => Err(Error::invalid(
+            "path",
+            format!("forced path {p:?} cannot compute N = {n} columns"),
+        )),
+        Some(p) => Ok(Some(p)),
+        None => Ok(Some(plan::choose(stats, n).0)),
+    }
+}
+
+pub(crate) fn plan_for<T: Scalar>(
+    op: &'static str,
+    device: &Device,
+    stats: &RowStats,
+    n: usize,
+    force: Option<GpuPath>,
+) -> Result<Plan> {
+    match device {
+        Device::Cpu => Ok(Plan {
+            op,
+            backend: Backend::Cpu,
+            kernel: None,
+            shape: None,
+            reason: "the device is the CPU: rayon over rows".into(),
+        }),
+        Device::Cuda(_) => {
+            if stats.nrows == 0 || n == 0 {
+                return Ok(Plan {
+                    op,
+                    backend: Backend::Cuda,
+                    kernel: None,
+                    shape: None,
+                    reason: "the output is empty: nothing to launch".into(),
+                });
+            }
+            let (path, reason) = match force {
+                Some(p) if !p.supports(n) => {
+                    return Err(Error::invalid(
+                        "path",
+                        format!("forced path {p:?} cannot compute N = {n} columns"),
+                    ))
+                }
+                Some(p) => (p, format!("path forced to {p:?}")),
+                None => plan::choose(stats, n),
+            };
+            Ok(Plan {
+                op,
+                backend: Backend::Cuda,
+                kernel: Some(path.kernel_name(T::NAME)),
+                shape: Some(path.shape(stats.nrows)?),
+                reason,
+            })
+        }
+    }
+}
