@@ -1,1 +1,10 @@
-//! placeholder
+//! `sparrow bench`: our kernels beside cuSPARSE (and optionally the CPU backend) on the same
+//! data in the same process, timed with CUDA events, reported against the copy bandwidth
+//! measured in the same run.
+
+pub mod matrices;
+mod products;
+pub mod timing;
+
+pub use products::{run, BenchConfig, Record};
+pub use timing::{copy_bandwidth, time_cpu, time_gpu, Timing};

@@ -117,7 +117,8 @@ impl<T: Scalar> Spmm<T> {
     }
 }
 
-pub(crate) fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) -> Result<()> {
+/// Checks that B is k x n and C is m x n for an m x k A.
+pub fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) -> Result<()> {
     if b.0 != k {
         return Err(Error::invalid(
             "b",

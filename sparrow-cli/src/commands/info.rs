@@ -1,0 +1,80 @@
+//! `sparrow info`.
+
+use std::process::ExitCode;
+
+use sparrow::device::{compile, device_count, driver_version, Gpu};
+use sparrow::Result;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Also measure each GPU's device-to-device copy bandwidth (a 1 GiB copy, median of 10).
+    #[arg(long)]
+    bandwidth: bool,
+}
+
+pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
+    let mut report = serde_json::Map::new();
+    let driver = driver_version();
+    let nvrtc = compile::nvrtc_version();
+    let show = |r: &Result<(i32, i32)>| match r {
+        Ok((a, b)) => format!("{a}.{b}"),
+        Err(e) => format!("unavailable ({e})"),
+    };
+    report.insert("driver_cuda_version".into(), show(&driver).into());
+    report.insert("nvrtc_version".into(), show(&nvrtc).into());
+    report.insert("kernel_cache".into(), compile::cache_dir().map(|p| p.display().to_string()).unwrap_or_default().into());
+    let mut gpus = Vec::new();
+    let count = if driver.is_ok() { device_count().unwrap_or(0) } else { 0 };
+    for i in 0..count {
+        match Gpu::open(i) {
+            Ok(gpu) => {
+                let mut v = serde_json::to_value(gpu.limits()).expect("limits serialize");
+                v["arch"] = gpu.limits().arch().into();
+                if args.bandwidth {
+                    let bw = sparrow::bench::copy_bandwidth(&gpu, 1 << 30)?;
+                    v["copy_bandwidth_gbs"] = bw.into();
+                }
+                gpus.push(v);
+            }
+            Err(e) => gpus.push(serde_json::json!({"ordinal": i, "error": e.to_string()})),
+        }
+    }
+    report.insert("gpus".into(), gpus.clone().into());
+    report.insert("cpu_threads".into(), rayon_threads().into());
+    if ctx.json {
+        println!("{}", serde_json::Value::Object(report));
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("driver (CUDA version): {}", show(&driver));
+    println!("NVRTC:                 {}", show(&nvrtc));
+    println!("kernel cache:          {}", report["kernel_cache"].as_str().unwrap_or(""));
+    println!("CPU threads:           {}", rayon_threads());
+    if gpus.is_empty() {
+        println!("GPUs:                  none usable; work runs on the CPU");
+    }
+    for (i, g) in gpus.iter().enumerate() {
+        if let Some(e) = g.get("error") {
+            println!("GPU {i}: unusable: {}", e.as_str().unwrap_or(""));
+            continue;
+        }
+        println!(
+            "GPU {i}: {} ({}), {} SMs, {:.1} GiB, {} KiB shared memory per block (opt-in), L2 {} MiB, clusters up to {} ({} portable)",
+            g["name"].as_str().unwrap_or(""),
+            g["arch"].as_str().unwrap_or(""),
+            g["sms"],
+            g["total_memory"].as_f64().unwrap_or(0.0) / (1u64 << 30) as f64,
+            g["smem_per_block_optin"].as_u64().unwrap_or(0) / 1024,
+            g["l2_bytes"].as_u64().unwrap_or(0) >> 20,
+            g["max_cluster"],
+            g["max_cluster_portable"],
+        );
+        if let Some(bw) = g.get("copy_bandwidth_gbs") {
+            println!("       copy bandwidth {:.0} GB/s (read + write)", bw.as_f64().unwrap_or(0.0));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

@@ -1,0 +1,50 @@
+//! One module per subcommand, and what they share.
+
+pub mod bench;
+pub mod demo;
+pub mod info;
+pub mod products;
+pub mod validate;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use sparrow::device::DeviceSpec;
+use sparrow::{Device, Result};
+
+/// Global flags every command sees.
+pub struct Ctx {
+    pub device: String,
+    pub explain: bool,
+    pub json: bool,
+}
+
+impl Ctx {
+    /// Opens the device named by `--device`, saying on stderr which one and why.
+    pub fn open_device(&self) -> Result<Device> {
+        let spec: DeviceSpec = self.device.parse()?;
+        let (device, why) = Device::open(spec)?;
+        eprintln!("device: {} ({why})", device.describe());
+        Ok(device)
+    }
+}
+
+/// A spinner on stderr (drawn only on a terminal).
+pub fn spinner(msg: &str) -> ProgressBar {
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}").expect("valid template"));
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    pb.set_message(msg.to_string());
+    pb
+}
+
+/// Prints how the kernel modules reached this process (compiled now, or from the disk cache).
+pub fn report_compiles(device: &Device) {
+    if let Some(gpu) = device.gpu() {
+        let st = gpu.compile_stats();
+        for (m, s) in &st.compiled {
+            eprintln!("kernels: compiled module {m} with NVRTC in {s:.3} s");
+        }
+        for (m, s) in &st.from_disk {
+            eprintln!("kernels: loaded module {m} from the disk cache in {s:.3} s");
+        }
+    }
+}

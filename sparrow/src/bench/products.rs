@@ -1,0 +1,226 @@
+//! Benchmarks of SpMM and SpMV.
+
+use std::sync::Arc;
+
+use super::matrices;
+use super::timing::{copy_bandwidth, time_cpu, time_gpu, Timing};
+use crate::baselines::cusparse::{CsrDescr, Cusparse, SpmmCall, SpmvCall, SPMM_ALGS, SPMV_ALGS};
+use crate::device::{DeviceCsr, DeviceDense, Gpu};
+use crate::matrix::{gen, Csr, Dense};
+use crate::ops::spmm::{cpu as spmm_cpu, Spmm};
+use crate::ops::spmv::{cpu as spmv_cpu, Spmv};
+use crate::{Device, Error, Result, Scalar};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// `spmm` or `spmv`.
+    pub op: String,
+    /// Matrix names (see [`matrices::NAMES`]).
+    pub matrices: Vec<String>,
+    /// Columns of B (SpMM only).
+    pub ns: Vec<usize>,
+    /// `f32` or `f64`.
+    pub dtypes: Vec<String>,
+    /// Timed repetitions (at least 10 are used).
+    pub reps: usize,
+    /// Also time the CPU backend.
+    pub cpu: bool,
+}
+
+/// One measured row.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Record {
+    /// `spmm` or `spmv`.
+    pub op: String,
+    /// Matrix name.
+    pub matrix: String,
+    /// Rows of A.
+    pub nrows: usize,
+    /// Columns of A.
+    pub ncols: usize,
+    /// Entries of A.
+    pub nnz: usize,
+    /// Columns of B (1 for SpMV).
+    pub n: usize,
+    /// Value type.
+    pub dtype: String,
+    /// `sparrow`, `cusparse` or `cpu`.
+    pub backend: String,
+    /// Kernel or algorithm.
+    pub variant: String,
+    /// Median time, ms.
+    pub median_ms: f64,
+    /// Fastest time, ms.
+    pub min_ms: f64,
+    /// Repetitions.
+    pub reps: usize,
+    /// 2 nnz N / median time.
+    pub gflops: f64,
+    /// Minimum bytes moved (A, B and C once each) / median time.
+    pub gbs: f64,
+    /// `gbs` over the copy bandwidth measured in this run.
+    pub frac_copy_bw: f64,
+    /// The device's copy bandwidth measured in this run, GB/s.
+    pub copy_bw_gbs: f64,
+    /// Best cuSPARSE median over ours (above 1: we are faster); on sparrow rows only.
+    pub speedup_vs_cusparse: Option<f64>,
+    /// Largest |ours - cuSPARSE| / max |cuSPARSE| (cross-backend agreement); sparrow rows only.
+    pub agreement: Option<f64>,
+}
+
+fn min_bytes<T: Scalar>(a: &Csr<T>, n: usize) -> f64 {
+    let s = std::mem::size_of::<T>() as f64;
+    a.nnz() as f64 * (4.0 + s) + (a.nrows() + 1) as f64 * 8.0 + (a.ncols() * n) as f64 * s + (a.nrows() * n) as f64 * s
+}
+
+/// Runs the benchmark on `gpu`, calling `progress` before each case.
+pub fn run(gpu: &Arc<Gpu>, cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Record>> {
+    if cfg.op != "spmm" && cfg.op != "spmv" {
+        return Err(Error::invalid("op", format!("{:?} is not spmm or spmv", cfg.op)));
+    }
+    progress("measuring copy bandwidth");
+    let bw = copy_bandwidth(gpu, 1 << 30)?;
+    let mut out = Vec::new();
+    for dt in &cfg.dtypes {
+        match dt.as_str() {
+            "f32" => run_typed::<f32>(gpu, cfg, bw, progress, &mut out)?,
+            "f64" => run_typed::<f64>(gpu, cfg, bw, progress, &mut out)?,
+            other => return Err(Error::invalid("--dtype", format!("{other:?} is not f32 or f64"))),
+        }
+    }
+    Ok(out)
+}
+
+fn record<T: Scalar>(cfg: &BenchConfig, name: &str, a: &Csr<T>, n: usize, backend: &str, variant: &str, t: Timing, bw: f64) -> Record {
+    let secs = t.median_ms * 1e-3;
+    let gbs = min_bytes(a, n) / secs / 1e9;
+    Record {
+        op: cfg.op.clone(),
+        matrix: name.to_string(),
+        nrows: a.nrows(),
+        ncols: a.ncols(),
+        nnz: a.nnz(),
+        n,
+        dtype: T::NAME.to_string(),
+        backend: backend.to_string(),
+        variant: variant.to_string(),
+        median_ms: t.median_ms,
+        min_ms: t.min_ms,
+        reps: t.reps,
+        gflops: 2.0 * a.nnz() as f64 * n as f64 / secs / 1e9,
+        gbs,
+        frac_copy_bw: gbs / bw,
+        copy_bw_gbs: bw,
+        speedup_vs_cusparse: None,
+        agreement: None,
+    }
+}
+
+fn agreement<T: Scalar>(ours: &[T], theirs: &[T]) -> f64 {
+    let mut scale = 0.0f64;
+    let mut diff = 0.0f64;
+    for (a, b) in ours.iter().zip(theirs) {
+        scale = scale.max(b.to_f64().abs());
+        let d = (a.to_f64() - b.to_f64()).abs();
+        diff = if d.is_nan() { f64::INFINITY } else { diff.max(d) };
+    }
+    diff / scale.max(f64::MIN_POSITIVE)
+}
+
+fn run_typed<T: Scalar>(
+    gpu: &Arc<Gpu>,
+    cfg: &BenchConfig,
+    bw: f64,
+    progress: &mut dyn FnMut(&str),
+    out: &mut Vec<Record>,
+) -> Result<()> {
+    let reps = cfg.reps.max(10);
+    let cs = Cusparse::new(gpu.clone())?;
+    let device = Device::Cuda(gpu.clone());
+    for name in &cfg.matrices {
+        progress(&format!("building {name} ({})", T::NAME));
+        let a: Csr<T> = matrices::build(name)?;
+        let da = DeviceCsr::upload(gpu, &a)?;
+        let descr = CsrDescr::new(gpu, &a, &da)?;
+        let ns: Vec<usize> = if cfg.op == "spmv" { vec![1] } else { cfg.ns.clone() };
+        for &n in &ns {
+            progress(&format!("{} {name} N={n} {}", cfg.op, T::NAME));
+            let b = gen::dense::<T>(a.ncols(), n, n, 7)?;
+            let db = DeviceDense::upload(gpu, &b)?;
+            let c0 = Dense::filled(a.nrows(), n, n, T::ZERO)?;
+            let mut dc = DeviceDense::upload(gpu, &c0)?;
+            let first = out.len();
+            // Ours.
+            let (ours_t, variant, ours_c) = if cfg.op == "spmm" {
+                let op = Spmm::<T>::new();
+                let plan = op.plan(&device, &da.stats, n)?;
+                let t = time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db, &mut dc))?;
+                (t, plan.kernel.unwrap_or_default(), dc.download(gpu)?.into_data())
+            } else {
+                let op = Spmv::<T>::new();
+                let plan = op.plan(&device, &da.stats)?;
+                let t = time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db.buf, &dc.buf))?;
+                (t, plan.kernel.unwrap_or_default(), dc.download(gpu)?.into_data())
+            };
+            out.push(record(cfg, name, &a, n, "sparrow", &variant, ours_t, bw));
+            // cuSPARSE, every algorithm it accepts for this layout.
+            let mut best: Option<f64> = None;
+            let mut best_c: Option<Vec<T>> = None;
+            let mut dc2 = DeviceDense::upload(gpu, &c0)?;
+            if cfg.op == "spmm" {
+                for (alg_name, alg) in SPMM_ALGS {
+                    let call = match SpmmCall::new(&cs, &descr, &db, &mut dc2, T::from_f64(1.0), T::ZERO, alg) {
+                        Ok(c) => c,
+                        Err(Error::Unsupported { .. }) => continue,
+                        Err(e) => return Err(e),
+                    };
+                    let t = time_gpu(gpu, 3, reps, || call.enqueue())?;
+                    drop(call);
+                    out.push(record(cfg, name, &a, n, "cusparse", alg_name, t, bw));
+                    if best.is_none_or(|b| t.median_ms < b) {
+                        best = Some(t.median_ms);
+                        best_c = Some(dc2.download(gpu)?.into_data());
+                    }
+                }
+            } else {
+                for (alg_name, alg) in SPMV_ALGS {
+                    let call = match SpmvCall::new(&cs, &descr, &db.buf, &mut dc2.buf, T::from_f64(1.0), T::ZERO, alg) {
+                        Ok(c) => c,
+                        Err(Error::Unsupported { .. }) => continue,
+                        Err(e) => return Err(e),
+                    };
+                    let t = time_gpu(gpu, 3, reps, || call.enqueue())?;
+                    drop(call);
+                    out.push(record(cfg, name, &a, n, "cusparse", alg_name, t, bw));
+                    if best.is_none_or(|b| t.median_ms < b) {
+                        best = Some(t.median_ms);
+                        best_c = Some(dc2.download(gpu)?.into_data());
+                    }
+                }
+            }
+            if let (Some(b), Some(bc)) = (best, best_c) {
+                out[first].speedup_vs_cusparse = Some(b / ours_t.median_ms);
+                out[first].agreement = Some(agreement(&ours_c[..bc.len().min(ours_c.len())], &bc));
+            }
+            if cfg.cpu {
+                let mut c = c0.clone();
+                let t = if cfg.op == "spmm" {
+                    time_cpu(1, reps, || {
+                        spmm_cpu::spmm(T::from_f64(1.0), &a, &b, T::ZERO, &mut c);
+                        Ok(())
+                    })?
+                } else {
+                    let x = b.data().to_vec();
+                    let mut y = vec![T::ZERO; a.nrows()];
+                    time_cpu(1, reps, || {
+                        spmv_cpu::spmv(T::from_f64(1.0), &a, &x, T::ZERO, &mut y);
+                        Ok(())
+                    })?
+                };
+                out.push(record(cfg, name, &a, n, "cpu", "rayon", t, bw));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! Timing: CUDA events around each repetition on the GPU, a monotonic clock on the CPU;
+//! warm-up first, then the median and minimum of the repetitions.
+
+use std::time::Instant;
+
+use cudarc::driver::sys::CUevent_flags;
+
+use crate::device::Gpu;
+use crate::{Error, Result};
+
+/// Times of one benchmarked call.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Timing {
+    /// Median over the repetitions, milliseconds.
+    pub median_ms: f64,
+    /// Fastest repetition, milliseconds.
+    pub min_ms: f64,
+    /// Repetitions timed.
+    pub reps: usize,
+}
+
+fn summarize(mut v: Vec<f64>) -> Timing {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) };
+    Timing {
+        median_ms: median,
+        min_ms: v[0],
+        reps: n,
+    }
+}
+
+/// Times `f` (which enqueues work on `gpu`'s stream) with events around each repetition.
+pub fn time_gpu(gpu: &Gpu, warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
+    let reps = reps.max(1);
+    for _ in 0..warmup {
+        f()?;
+    }
+    gpu.synchronize()?;
+    let ctx = gpu.context();
+    let ev = |_| {
+        ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| Error::device("cuEventCreate", e))
+    };
+    let starts: Vec<_> = (0..reps).map(ev).collect::<Result<_>>()?;
+    let ends: Vec<_> = (0..reps).map(ev).collect::<Result<_>>()?;
+    for i in 0..reps {
+        starts[i].record(gpu.stream()).map_err(|e| Error::device("cuEventRecord", e))?;
+        f()?;
+        ends[i].record(gpu.stream()).map_err(|e| Error::device("cuEventRecord", e))?;
+    }
+    gpu.synchronize()?;
+    let times = (0..reps)
+        .map(|i| {
+            starts[i]
+                .elapsed_ms(&ends[i])
+                .map(|t| t as f64)
+                .map_err(|e| Error::device("cuEventElapsedTime", e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(summarize(times))
+}
+
+/// Times a CPU call with a monotonic clock.
+pub fn time_cpu(warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
+    for _ in 0..warmup {
+        f()?;
+    }
+    let mut v = Vec::with_capacity(reps.max(1));
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(summarize(v))
+}
+
+/// The device's copy bandwidth in GB/s: a device-to-device copy of `bytes`, counting bytes
+/// read plus bytes written, median of 10.
+pub fn copy_bandwidth(gpu: &Gpu, bytes: usize) -> Result<f64> {
+    let src = gpu.alloc_zeroed::<u8>(bytes)?;
+    let mut dst = gpu.alloc_zeroed::<u8>(bytes)?;
+    let t = time_gpu(gpu, 2, 10, || {
+        gpu.stream()
+            .memcpy_dtod(&src, &mut dst)
+            .map_err(|e| Error::device("cuMemcpyDtoD", e))
+    })?;
+    Ok(2.0 * bytes as f64 / (t.median_ms * 1e-3) / 1e9)
+}

@@ -1,0 +1,155 @@
+//! Validation cases of SpMM and SpMV: every GPU path forced on a skewed matrix with long rows
+//! and on one with 90% empty rows, N chosen to be ragged for each path, B and C padded with
+//! NaN past their columns, C prefilled with NaN when beta is 0. On the CPU, the rayon backend.
+
+use super::{Case, Outcome, Reference};
+use crate::matrix::{gen, Csr, Dense};
+use crate::ops::check::{compare, tolerance};
+use crate::ops::spmm::{oracle as spmm_oracle, GpuPath, Spmm};
+use crate::ops::spmv::{oracle as spmv_oracle, Spmv};
+use crate::{Device, Result, Scalar};
+
+pub(super) fn cases() -> Vec<Case> {
+    vec![
+        Case { name: "spmm/f32", run: spmm_case::<f32> },
+        Case { name: "spmm/f64", run: spmm_case::<f64> },
+        Case { name: "spmv/f32", run: spmv_case::<f32> },
+        Case { name: "spmv/f64", run: spmv_case::<f64> },
+    ]
+}
+
+fn matrices<T: Scalar>() -> Result<Vec<(&'static str, Csr<T>)>> {
+    Ok(vec![
+        ("powerlaw 20000x15000 max row 5000", gen::power_law(20_000, 15_000, 16.0, 5_000, 1.5, 101)?),
+        ("90% empty rows 20000x20000", gen::sparse_rows(20_000, 20_000, 0.9, 24, 102)?),
+    ])
+}
+
+/// A ragged N for each path: not a multiple of its group or column tile.
+fn n_for(path: GpuPath) -> usize {
+    match path {
+        GpuPath::NnzSplit { nmax, .. } => {
+            if nmax > 2 {
+                nmax as usize - 1
+            } else {
+                nmax as usize
+            }
+        }
+        GpuPath::ColWarp { lanes: 16, .. } => 13,
+        GpuPath::ColWarp { per_lane: 1, .. } => 31,
+        GpuPath::ColWarp { per_lane: 2, .. } => 57,
+        GpuPath::ColWarp { .. } => 203,
+    }
+}
+
+fn outcome(kernel: String, shapes: String, got: Vec<f64>, want: &[f64], scale: &[f64], tol: f64) -> Outcome {
+    let c = compare(&got, want, scale, tol);
+    let note = match c.worst {
+        Some(i) if !c.pass => format!("first bad element {i}: got {} want {}", got[i], want[i]),
+        _ => String::new(),
+    };
+    Outcome {
+        kernel,
+        reference: Reference::NaiveOracle,
+        shapes,
+        max_rel: c.max_rel,
+        max_abs: c.max_abs,
+        tolerance: tol,
+        pass: c.pass,
+        note,
+    }
+}
+
+fn packed<T: Scalar>(c: &Dense<T>) -> Vec<f64> {
+    c.to_packed().data().iter().map(|v| v.to_f64()).collect()
+}
+
+fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
+    let tol = tolerance::<T>();
+    let mut out = Vec::new();
+    for (mname, a) in matrices::<T>()? {
+        let paths: Vec<Option<GpuPath>> = match device {
+            Device::Cpu => vec![None],
+            Device::Cuda(_) => GpuPath::all().into_iter().map(Some).collect(),
+        };
+        for path in paths {
+            let n = path.map(n_for).unwrap_or(37);
+            for (beta, seed) in [(0.0, 1u64), (-0.5, 2)] {
+                let b = gen::dense::<T>(a.ncols(), n, n + 3, seed)?;
+                let mut c = if beta == 0.0 {
+                    Dense::filled(a.nrows(), n, n + 5, T::from_f64(f64::NAN))?
+                } else {
+                    gen::dense::<T>(a.nrows(), n, n + 5, seed + 10)?
+                };
+                let mut op = Spmm::<T>::new().alpha(T::from_f64(1.5)).beta(T::from_f64(beta));
+                if let Some(p) = path {
+                    op = op.force_path(p);
+                }
+                let (want, scale) = spmm_oracle::spmm(T::from_f64(1.5), &a, &b, T::from_f64(beta), &c);
+                let plan = op.run(device, &a, &b, &mut c)?;
+                let kernel = plan.kernel.unwrap_or_else(|| "spmm cpu (rayon)".into());
+                let mut o = outcome(
+                    kernel,
+                    format!("{mname}, N={n}, beta={beta}"),
+                    packed(&c),
+                    &want,
+                    &scale,
+                    tol,
+                );
+                // Padding past the last column must still be the NaN it was filled with.
+                let pad_ok = (0..c.nrows()).all(|i| c.data()[i * c.ld() + n..(i * c.ld() + c.ld()).min(c.data().len())].iter().all(|v| v.to_f64().is_nan()));
+                if !pad_ok {
+                    o.pass = false;
+                    o.note = "wrote into C's padding past its columns".into();
+                }
+                out.push(o);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
+    let tol = tolerance::<T>();
+    let mut out = Vec::new();
+    for (mname, a) in matrices::<T>()? {
+        let paths: Vec<Option<GpuPath>> = match device {
+            Device::Cpu => vec![None],
+            Device::Cuda(_) => {
+                let mut v = vec![None];
+                v.extend(crate::kernels::NNZSPLIT_GROUPS.map(|group| Some(GpuPath::NnzSplit { nmax: 1, group })));
+                v
+            }
+        };
+        for path in paths {
+            for (beta, seed) in [(0.0, 3u64), (-0.5, 4)] {
+                let x = gen::dense::<T>(a.ncols(), 1, 1, seed)?.into_data();
+                let mut y = if beta == 0.0 {
+                    vec![T::from_f64(f64::NAN); a.nrows()]
+                } else {
+                    gen::dense::<T>(a.nrows(), 1, 1, seed + 10)?.into_data()
+                };
+                let mut op = Spmv::<T>::new().alpha(T::from_f64(-2.0)).beta(T::from_f64(beta));
+                if let Some(p) = path {
+                    op = op.force_path(p);
+                }
+                let (want, scale) = spmv_oracle::spmv(T::from_f64(-2.0), &a, &x, T::from_f64(beta), &y);
+                let plan = op.run(device, &a, &x, &mut y)?;
+                let kernel = match (plan.kernel, path) {
+                    (Some(k), None) => format!("{k} (policy)"),
+                    (Some(k), Some(_)) => k,
+                    (None, _) => "spmv cpu (rayon)".into(),
+                };
+                out.push(outcome(
+                    kernel,
+                    format!("{mname}, beta={beta}"),
+                    y.iter().map(|v| v.to_f64()).collect(),
+                    &want,
+                    &scale,
+                    tol,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,191 @@
+//! SpMM and SpMV: the CPU backend against the naive oracle over random shapes, leading
+//! dimensions, scalars and adversarial contents (empty rows, empty matrices, NaN in C with
+//! beta = 0); request validation; and the plan's choices.
+
+use proptest::prelude::*;
+use sparrow::matrix::{gen, Csr, Dense, Rng};
+use sparrow::ops::check::{compare, tolerance};
+use sparrow::ops::spmm::{oracle as spmm_oracle, plan, GpuPath, Spmm};
+use sparrow::ops::spmv::{oracle as spmv_oracle, Spmv};
+use sparrow::ops::Backend;
+use sparrow::{Device, Error, Scalar};
+
+/// A random matrix with a given fraction of empty rows and ragged lengths.
+fn random_csr<T: Scalar>(nrows: usize, ncols: usize, empty: f64, max_len: usize, seed: u64) -> Csr<T> {
+    let mut rng = Rng::new(seed);
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..nrows {
+        if ncols == 0 || rng.uniform() < empty {
+            continue;
+        }
+        let len = rng.below(max_len as u64 + 1) as usize;
+        for _ in 0..len {
+            r.push(i);
+            c.push(rng.below(ncols as u64) as usize);
+            v.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
+        }
+    }
+    Csr::from_triplets(nrows, ncols, &r, &c, &v).unwrap()
+}
+
+fn check_spmm<T: Scalar>(a: &Csr<T>, n: usize, ldb_pad: usize, ldc_pad: usize, alpha: f64, beta: f64, seed: u64) {
+    let b = gen::dense::<T>(a.ncols(), n, n + ldb_pad, seed).unwrap();
+    let mut c = if beta == 0.0 {
+        Dense::filled(a.nrows(), n, n + ldc_pad, T::from_f64(f64::NAN)).unwrap()
+    } else {
+        gen::dense::<T>(a.nrows(), n, n + ldc_pad, seed + 1).unwrap()
+    };
+    let (want, scale) = spmm_oracle::spmm(T::from_f64(alpha), a, &b, T::from_f64(beta), &c);
+    let op = Spmm::new().alpha(T::from_f64(alpha)).beta(T::from_f64(beta));
+    let plan = op.run(&Device::Cpu, a, &b, &mut c).unwrap();
+    assert_eq!(plan.backend, Backend::Cpu);
+    let got: Vec<f64> = c.to_packed().data().iter().map(|v| v.to_f64()).collect();
+    let cmp = compare(&got, &want, &scale, tolerance::<T>());
+    assert!(cmp.pass, "{} x {} nnz {} N {n}: {cmp:?}", a.nrows(), a.ncols(), a.nnz());
+    // Padding past the columns is never written.
+    for i in 0..c.nrows() {
+        let end = ((i + 1) * c.ld()).min(c.data().len());
+        for v in &c.data()[i * c.ld() + n..end] {
+            if beta == 0.0 {
+                assert!(v.to_f64().is_nan(), "padding of row {i} was written");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn spmm_cpu_matches_oracle_f32(
+        nrows in 0usize..70, ncols in 0usize..60, n in 0usize..40,
+        empty in 0.0f64..1.0, max_len in 0usize..40, pads in (0usize..3, 0usize..3),
+        beta in prop_oneof![Just(0.0), Just(1.0), Just(-0.5)], alpha in -2.0f64..2.0, seed in any::<u64>())
+    {
+        let a = random_csr::<f32>(nrows, ncols, empty, max_len, seed);
+        check_spmm(&a, n, pads.0, pads.1, alpha, beta, seed);
+    }
+
+    #[test]
+    fn spmm_cpu_matches_oracle_f64(
+        nrows in 0usize..70, ncols in 0usize..60, n in 0usize..140,
+        empty in 0.0f64..1.0, max_len in 0usize..40, beta in prop_oneof![Just(0.0), Just(1.0), Just(-0.5)],
+        seed in any::<u64>())
+    {
+        let a = random_csr::<f64>(nrows, ncols, empty, max_len, seed);
+        check_spmm(&a, n, 1, 2, 1.25, beta, seed);
+    }
+
+    #[test]
+    fn spmv_cpu_matches_oracle(
+        nrows in 0usize..200, ncols in 0usize..100, empty in 0.0f64..1.0, max_len in 0usize..60,
+        beta in prop_oneof![Just(0.0), Just(1.0), Just(-0.5)], seed in any::<u64>())
+    {
+        let a = random_csr::<f32>(nrows, ncols, empty, max_len, seed);
+        let x = gen::dense::<f32>(ncols, 1, 1, seed).unwrap().into_data();
+        let mut y = if beta == 0.0 { vec![f32::NAN; nrows] } else { gen::dense::<f32>(nrows, 1, 1, seed + 1).unwrap().into_data() };
+        let (want, scale) = spmv_oracle::spmv(0.75, &a, &x, beta as f32, &y);
+        Spmv::new().alpha(0.75).beta(beta as f32).run(&Device::Cpu, &a, &x, &mut y).unwrap();
+        let got: Vec<f64> = y.iter().map(|&v| v as f64).collect();
+        let cmp = compare(&got, &want, &scale, tolerance::<f32>());
+        prop_assert!(cmp.pass, "{cmp:?}");
+    }
+}
+
+#[test]
+fn long_rows_and_power_law_on_cpu() {
+    let a = gen::power_law::<f32>(3000, 50_000, 16.0, 20_000, 1.5, 9).unwrap();
+    assert_eq!(a.row_stats().max_len, 20_000);
+    for n in [1, 3, 8, 33] {
+        check_spmm(&a, n, 0, 1, 1.0, -0.5, 4);
+    }
+}
+
+#[test]
+fn beta_zero_never_reads_c() {
+    let a = gen::banded::<f64>(50, 5, 1).unwrap();
+    let b = gen::dense::<f64>(50, 4, 4, 2).unwrap();
+    let mut c = Dense::filled(50, 4, 4, f64::NAN).unwrap();
+    Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap();
+    assert!(c.data().iter().all(|v| v.is_finite()));
+    let mut y = vec![f64::INFINITY; 50];
+    Spmv::new().run(&Device::Cpu, &a, b.to_packed().data().get(..50).unwrap(), &mut y).unwrap();
+    assert!(y.iter().all(|v| v.is_finite()));
+}
+
+#[test]
+fn empty_matrices_and_zero_columns() {
+    for (m, k, n) in [(0, 0, 0), (0, 5, 3), (4, 0, 3), (4, 5, 0)] {
+        let a = Csr::<f32>::empty(m, k).unwrap();
+        check_spmm(&a, n, 0, 0, 1.0, 0.0, 1);
+        check_spmm(&a, n, 1, 1, 1.0, 1.0, 1);
+    }
+}
+
+#[test]
+fn shape_errors_name_the_argument() {
+    let a = gen::banded::<f32>(10, 3, 1).unwrap();
+    let b = Dense::filled(9, 2, 2, 0.0f32).unwrap();
+    let mut c = Dense::filled(10, 2, 2, 0.0f32).unwrap();
+    let e = Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
+    assert_eq!(e.to_string(), "invalid argument `b`: has 9 rows but A has 10 columns");
+    let b = Dense::filled(10, 3, 3, 0.0f32).unwrap();
+    let e = Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
+    assert_eq!(e.to_string(), "invalid argument `c`: is 10 x 2 but A * B is 10 x 3");
+    let mut c = Dense::filled(10, 3, 3, 0.0f32).unwrap();
+    let e = Spmm::new().alpha(f32::NAN).run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
+    assert_eq!(e.to_string(), "invalid argument `alpha`: NaN is not finite");
+    let e = Spmm::new().beta(f32::INFINITY).run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
+    assert_eq!(e.to_string(), "invalid argument `beta`: inf is not finite");
+
+    let x = vec![0.0f32; 9];
+    let mut y = vec![0.0f32; 10];
+    let e = Spmv::new().run(&Device::Cpu, &a, &x, &mut y).unwrap_err();
+    assert_eq!(e.to_string(), "invalid argument `x`: has 9 elements but A has 10 columns");
+    let x = vec![0.0f32; 10];
+    let mut y = vec![0.0f32; 11];
+    let e = Spmv::new().run(&Device::Cpu, &a, &x, &mut y).unwrap_err();
+    assert_eq!(e.to_string(), "invalid argument `y`: has 11 elements but A has 10 rows");
+    assert!(matches!(e, Error::InvalidArgument { .. }));
+}
+
+#[test]
+fn plan_on_cpu_says_so() {
+    let a = gen::banded::<f32>(10, 3, 1).unwrap();
+    let p = Spmm::<f32>::new().plan(&Device::Cpu, &a.row_stats(), 8).unwrap();
+    assert_eq!(p.backend, Backend::Cpu);
+    assert_eq!(p.kernel, None);
+    assert_eq!(p.reason, "the device is the CPU: rayon over rows");
+}
+
+#[test]
+fn gpu_policy_picks_by_n_and_row_length() {
+    let stats = |mean: f64| sparrow::matrix::RowStats { nrows: 1000, nnz: (mean * 1000.0) as usize, max_len: 100, mean_len: mean, empty_rows: 0 };
+    assert_eq!(plan::choose(&stats(3.0), 1).0, GpuPath::NnzSplit { nmax: 1, group: 4 });
+    assert_eq!(plan::choose(&stats(16.0), 3).0, GpuPath::NnzSplit { nmax: 4, group: 16 });
+    assert_eq!(plan::choose(&stats(64.0), 8).0, GpuPath::NnzSplit { nmax: 8, group: 32 });
+    assert_eq!(plan::choose(&stats(64.0), 9).0, GpuPath::ColWarp { lanes: 16, per_lane: 1 });
+    assert_eq!(plan::choose(&stats(64.0), 32).0, GpuPath::ColWarp { lanes: 32, per_lane: 1 });
+    assert_eq!(plan::choose(&stats(64.0), 33).0, GpuPath::ColWarp { lanes: 32, per_lane: 2 });
+    assert_eq!(plan::choose(&stats(64.0), 256).0, GpuPath::ColWarp { lanes: 32, per_lane: 4 });
+    // Every path the policy can pick is in the list the tests force.
+    let all = GpuPath::all();
+    for n in 1..300 {
+        for mean in [0.5, 3.0, 7.0, 15.0, 31.0, 100.0] {
+            let (p, _) = plan::choose(&stats(mean), n);
+            assert!(all.contains(&p) && p.supports(n), "{p:?} for N = {n}");
+        }
+    }
+    assert!(!GpuPath::NnzSplit { nmax: 4, group: 8 }.supports(5));
+    assert_eq!(GpuPath::ColWarp { lanes: 16, per_lane: 1 }.shape(1000).unwrap().grid, [63, 1, 1]);
+}
+
+#[test]
+fn generators_are_deterministic_and_shaped() {
+    let a = gen::banded::<f32>(100, 8, 1).unwrap();
+    assert!(a.row_ptr().windows(2).all(|w| w[1] - w[0] == 8));
+    assert_eq!(gen::banded::<f32>(100, 8, 1).unwrap(), a);
+    let e = gen::sparse_rows::<f64>(10_000, 1000, 0.9, 4, 2).unwrap();
+    let frac = e.row_stats().empty_rows as f64 / 10_000.0;
+    assert!((0.88..0.92).contains(&frac), "{frac}");
+}
