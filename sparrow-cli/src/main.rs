@@ -41,8 +41,15 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let device = match cli.device.parse() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let ctx = commands::Ctx {
-        device: cli.device,
+        device,
         explain: cli.explain,
         json: cli.json,
     };

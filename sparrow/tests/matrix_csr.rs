@@ -24,7 +24,10 @@ fn valid_matrix_builds_and_reports_stats() {
 #[test]
 fn row_ptr_must_start_at_zero() {
     let e = err_text(Csr::new(2, 2, vec![1, 1, 1], vec![0], vec![1.0]));
-    assert_eq!(e, "invalid argument `row_ptr`: row 0: starts at 1, must start at 0");
+    assert_eq!(
+        e,
+        "invalid argument `row_ptr`: row 0: starts at 1, must start at 0"
+    );
 }
 
 #[test]
@@ -39,19 +42,28 @@ fn row_ptr_must_not_decrease() {
 #[test]
 fn row_ptr_must_end_at_nnz() {
     let e = err_text(Csr::new(2, 2, vec![0, 1, 1], vec![0, 1], vec![1.0, 2.0]));
-    assert_eq!(e, "invalid argument `row_ptr`: last entry is 1 but there are 2 column indices (nnz)");
+    assert_eq!(
+        e,
+        "invalid argument `row_ptr`: last entry is 1 but there are 2 column indices (nnz)"
+    );
 }
 
 #[test]
 fn row_ptr_length_must_match_rows() {
     let e = err_text(Csr::new(3, 2, vec![0, 1], vec![0], vec![1.0]));
-    assert_eq!(e, "invalid argument `row_ptr`: has 2 entries; 3 rows need 4");
+    assert_eq!(
+        e,
+        "invalid argument `row_ptr`: has 2 entries; 3 rows need 4"
+    );
 }
 
 #[test]
 fn values_length_must_match_indices() {
     let e = err_text(Csr::new(1, 2, vec![0, 1], vec![0], vec![1.0, 2.0]));
-    assert_eq!(e, "invalid argument `values`: has 2 entries but col_idx has 1");
+    assert_eq!(
+        e,
+        "invalid argument `values`: has 2 entries but col_idx has 1"
+    );
 }
 
 #[test]
@@ -84,13 +96,23 @@ fn unsorted_and_duplicate_indices_are_refused() {
 
 #[test]
 fn normalized_sorts_and_sums_duplicates() {
-    let a = Csr::<f64>::normalized(2, 5, vec![0, 4, 5], vec![3, 0, 3, 1, 4], vec![1.0, 2.0, 10.0, 3.0, 5.0]).unwrap();
+    let a = Csr::<f64>::normalized(
+        2,
+        5,
+        vec![0, 4, 5],
+        vec![3, 0, 3, 1, 4],
+        vec![1.0, 2.0, 10.0, 3.0, 5.0],
+    )
+    .unwrap();
     assert_eq!(a.row_ptr(), &[0, 3, 4]);
     assert_eq!(a.col_idx(), &[0, 1, 3, 4]);
     assert_eq!(a.values(), &[2.0, 3.0, 11.0, 5.0]);
     // Normalisation still refuses what cannot be repaired.
     let e = err_text(Csr::normalized(1, 2, vec![0, 1], vec![5], vec![1.0]));
-    assert!(e.contains("column index 5 at position 0 is out of range for 2 columns"), "{e}");
+    assert!(
+        e.contains("column index 5 at position 0 is out of range for 2 columns"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -100,7 +122,10 @@ fn triplets_sum_duplicates_and_check_ranges() {
     assert_eq!(a.col_idx(), &[1, 2]);
     assert_eq!(a.values(), &[2.0, 4.0]);
     let e = err_text(Csr::from_triplets(2, 3, &[2], &[0], &[1.0]));
-    assert_eq!(e, "invalid argument `rows`: entry 0: row index 2 is out of range for 2 rows");
+    assert_eq!(
+        e,
+        "invalid argument `rows`: entry 0: row index 2 is out of range for 2 rows"
+    );
     let e = err_text(Csr::from_triplets(2, 3, &[0], &[0, 1], &[1.0]));
     assert!(e.starts_with("invalid argument `triplets`"), "{e}");
 }
@@ -115,9 +140,16 @@ fn empty_matrices_are_valid() {
 
 #[test]
 fn dense_checks_leading_dimension_and_length() {
-    let e = Dense::<f32>::new(2, 3, 2, vec![0.0; 6]).unwrap_err().to_string();
-    assert_eq!(e, "invalid argument `ld`: leading dimension 2 is smaller than the 3 columns");
-    let e = Dense::<f32>::new(2, 3, 4, vec![0.0; 6]).unwrap_err().to_string();
+    let e = Dense::<f32>::new(2, 3, 2, vec![0.0; 6])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "invalid argument `ld`: leading dimension 2 is smaller than the 3 columns"
+    );
+    let e = Dense::<f32>::new(2, 3, 4, vec![0.0; 6])
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "invalid argument `data`: 6 elements are too few for 2 x 3 with leading dimension 4 (needs 7)"
@@ -125,6 +157,8 @@ fn dense_checks_leading_dimension_and_length() {
     let d = Dense::<f32>::new(2, 3, 4, (0..7).map(|x| x as f32).collect()).unwrap();
     assert_eq!(d.row(1), &[4.0, 5.0, 6.0]);
     assert_eq!(d.to_packed().data(), &[0.0, 1.0, 2.0, 4.0, 5.0, 6.0]);
-    let e = Dense::<f64>::from_rows(2, 2, vec![0.0; 3]).unwrap_err().to_string();
+    let e = Dense::<f64>::from_rows(2, 2, vec![0.0; 3])
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "invalid argument `data`: 3 elements do not make 2 x 2");
 }

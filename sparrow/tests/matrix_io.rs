@@ -8,7 +8,9 @@ use sparrow::matrix::{gen, Csr, Dense};
 use sparrow::Error;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -38,34 +40,59 @@ fn format_err<T: std::fmt::Debug>(r: Result<T, Error>) -> (PathBuf, String) {
 
 #[test]
 fn reads_scipy_npz_fixtures() {
-    assert_eq!(io::read_npz_csr::<f64>(fixture("small_f64.npz"), Normalize::Require).unwrap(), expected());
-    assert_eq!(io::read_npz_csr::<f64>(fixture("small_f64_int64.npz"), Normalize::Require).unwrap(), expected());
+    assert_eq!(
+        io::read_npz_csr::<f64>(fixture("small_f64.npz"), Normalize::Require).unwrap(),
+        expected()
+    );
+    assert_eq!(
+        io::read_npz_csr::<f64>(fixture("small_f64_int64.npz"), Normalize::Require).unwrap(),
+        expected()
+    );
     assert_eq!(
         io::read_npz_csr::<f32>(fixture("small_f32_stored.npz"), Normalize::Require).unwrap(),
         expected().cast::<f32>()
     );
     // Integer values convert exactly; the fixture's values were truncated by astype(int64).
-    let ints = io::read_npz_csr::<f64>(fixture("small_int64_values.npz"), Normalize::Require).unwrap();
+    let ints =
+        io::read_npz_csr::<f64>(fixture("small_int64_values.npz"), Normalize::Require).unwrap();
     assert_eq!(ints.values(), &[1.0, -2.0, 3.0, 4.0, 0.0, 6.0]);
 }
 
 #[test]
 fn npz_value_type_mismatch_is_refused() {
-    let (path, why) = format_err(io::read_npz_csr::<f32>(fixture("small_f64.npz"), Normalize::Require));
+    let (path, why) = format_err(io::read_npz_csr::<f32>(
+        fixture("small_f64.npz"),
+        Normalize::Require,
+    ));
     assert_eq!(path, fixture("small_f64.npz"));
-    assert_eq!(why, "data has dtype float64, but f32 was asked for; convert the file or choose --dtype f64");
+    assert_eq!(
+        why,
+        "data has dtype float64, but f32 was asked for; convert the file or choose --dtype f64"
+    );
 }
 
 #[test]
 fn npz_in_csc_format_is_refused() {
-    let (_, why) = format_err(io::read_npz_csr::<f64>(fixture("small_csc.npz"), Normalize::Require));
-    assert_eq!(why, "holds a sparse matrix in format \"csc\"; sparrow reads \"csr\" (convert with .tocsr())");
+    let (_, why) = format_err(io::read_npz_csr::<f64>(
+        fixture("small_csc.npz"),
+        Normalize::Require,
+    ));
+    assert_eq!(
+        why,
+        "holds a sparse matrix in format \"csc\"; sparrow reads \"csr\" (convert with .tocsr())"
+    );
 }
 
 #[test]
 fn npz_unsorted_rows_need_normalisation() {
-    let (_, why) = format_err(io::read_npz_csr::<f64>(fixture("small_unsorted.npz"), Normalize::Require));
-    assert!(why.contains("row 0: column index 0 at position 1 is smaller than the previous index"), "{why}");
+    let (_, why) = format_err(io::read_npz_csr::<f64>(
+        fixture("small_unsorted.npz"),
+        Normalize::Require,
+    ));
+    assert!(
+        why.contains("row 0: column index 0 at position 1 is smaller than the previous index"),
+        "{why}"
+    );
     let a = io::read_npz_csr::<f64>(fixture("small_unsorted.npz"), Normalize::SortAndSum).unwrap();
     assert_eq!(a, expected());
 }
@@ -79,7 +106,10 @@ fn npz_round_trip() {
     assert_eq!(io::sparse_value_dtype(&p).unwrap(), Some("f32"));
     let empty = Csr::<f64>::empty(3, 0).unwrap();
     io::write_npz_csr(&p, &empty).unwrap();
-    assert_eq!(io::read_npz_csr::<f64>(&p, Normalize::Require).unwrap(), empty);
+    assert_eq!(
+        io::read_npz_csr::<f64>(&p, Normalize::Require).unwrap(),
+        empty
+    );
 }
 
 /// Builds an .npz with the given members, each an (name, shape, data) array.
@@ -96,16 +126,22 @@ fn write_members(p: &Path, members: &[(&str, NpyData, Vec<u64>)], format: bool) 
             NpyData::I64(v) => io::write_npy_to(&mut buf, shape, v).unwrap(),
             NpyData::U32(v) => io::write_npy_to(&mut buf, shape, v).unwrap(),
         }
-        z.start_file(format!("{name}.npy"), zip::write::SimpleFileOptions::default()).unwrap();
+        z.start_file(
+            format!("{name}.npy"),
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
         z.write_all(&buf).unwrap();
     }
     if format {
         // Borrow the format member of a scipy fixture.
-        let mut src = zip::ZipArchive::new(std::fs::File::open(fixture("small_f64.npz")).unwrap()).unwrap();
+        let mut src =
+            zip::ZipArchive::new(std::fs::File::open(fixture("small_f64.npz")).unwrap()).unwrap();
         let mut e = src.by_name("format.npy").unwrap();
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
-        z.start_file("format.npy", zip::write::SimpleFileOptions::default()).unwrap();
+        z.start_file("format.npy", zip::write::SimpleFileOptions::default())
+            .unwrap();
         z.write_all(&bytes).unwrap();
     }
     z.finish().unwrap();
@@ -164,7 +200,10 @@ fn npz_length_mismatch_and_missing_members() {
     let p = tmp("no_format.npz");
     write_members(&p, &[("shape", NpyData::I64(vec![2, 5]), vec![2])], false);
     let (_, why) = format_err(io::read_npz_csr::<f64>(&p, Normalize::Require));
-    assert_eq!(why, "member format.npy is missing; not a matrix written by scipy.sparse.save_npz");
+    assert_eq!(
+        why,
+        "member format.npy is missing; not a matrix written by scipy.sparse.save_npz"
+    );
 }
 
 #[test]
@@ -184,13 +223,22 @@ fn npz_truncated_and_not_a_zip() {
 fn npy_round_trips_every_dtype() {
     let p = tmp("a.npy");
     io::write_npy(&p, &[2, 2], &[1.5f32, 2.0, -3.0, 4.0]).unwrap();
-    assert_eq!(io::read_npy(&p).unwrap().data, NpyData::F32(vec![1.5, 2.0, -3.0, 4.0]));
+    assert_eq!(
+        io::read_npy(&p).unwrap().data,
+        NpyData::F32(vec![1.5, 2.0, -3.0, 4.0])
+    );
     io::write_npy(&p, &[3], &[1.5f64, 2.0, -3.0]).unwrap();
-    assert_eq!(io::read_npy(&p).unwrap().data, NpyData::F64(vec![1.5, 2.0, -3.0]));
+    assert_eq!(
+        io::read_npy(&p).unwrap().data,
+        NpyData::F64(vec![1.5, 2.0, -3.0])
+    );
     io::write_npy(&p, &[2], &[-7i32, 9]).unwrap();
     assert_eq!(io::read_npy(&p).unwrap().data, NpyData::I32(vec![-7, 9]));
     io::write_npy(&p, &[2], &[-7i64, 1 << 40]).unwrap();
-    assert_eq!(io::read_npy(&p).unwrap().data, NpyData::I64(vec![-7, 1 << 40]));
+    assert_eq!(
+        io::read_npy(&p).unwrap().data,
+        NpyData::I64(vec![-7, 1 << 40])
+    );
     io::write_npy(&p, &[1, 2], &[7u32, 9]).unwrap();
     let a = io::read_npy(&p).unwrap();
     assert_eq!((a.shape, a.data), (vec![1, 2], NpyData::U32(vec![7, 9])));
@@ -246,15 +294,26 @@ fn mtx_general_symmetric_pattern_integer() {
     assert_eq!(io::read_mtx::<f64>(&p).unwrap(), expected());
     io::write_mtx(&p, &expected()).unwrap();
     assert_eq!(io::read_mtx::<f64>(&p).unwrap(), expected());
-    assert_eq!(io::read_sparse::<f64>(&p, Normalize::Require).unwrap(), expected());
+    assert_eq!(
+        io::read_sparse::<f64>(&p, Normalize::Require).unwrap(),
+        expected()
+    );
 
-    std::fs::write(&p, "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n1 1 2\n3 1 5\n2 2 -1\n").unwrap();
+    std::fs::write(
+        &p,
+        "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n1 1 2\n3 1 5\n2 2 -1\n",
+    )
+    .unwrap();
     let s = io::read_mtx::<f64>(&p).unwrap();
     assert_eq!(s.row_ptr(), &[0, 2, 3, 4]);
     assert_eq!(s.col_idx(), &[0, 2, 1, 0]);
     assert_eq!(s.values(), &[2.0, 5.0, -1.0, 5.0]);
 
-    std::fs::write(&p, "%%MatrixMarket matrix coordinate pattern general\n2 2 2\n2 1\n1 2\n").unwrap();
+    std::fs::write(
+        &p,
+        "%%MatrixMarket matrix coordinate pattern general\n2 2 2\n2 1\n1 2\n",
+    )
+    .unwrap();
     let s = io::read_mtx::<f32>(&p).unwrap();
     assert_eq!(s.col_idx(), &[1, 0]);
     assert_eq!(s.values(), &[1.0, 1.0]);

@@ -11,7 +11,13 @@ use sparrow::ops::Backend;
 use sparrow::{Device, Error, Scalar};
 
 /// A random matrix with a given fraction of empty rows and ragged lengths.
-fn random_csr<T: Scalar>(nrows: usize, ncols: usize, empty: f64, max_len: usize, seed: u64) -> Csr<T> {
+fn random_csr<T: Scalar>(
+    nrows: usize,
+    ncols: usize,
+    empty: f64,
+    max_len: usize,
+    seed: u64,
+) -> Csr<T> {
     let mut rng = Rng::new(seed);
     let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..nrows {
@@ -28,7 +34,15 @@ fn random_csr<T: Scalar>(nrows: usize, ncols: usize, empty: f64, max_len: usize,
     Csr::from_triplets(nrows, ncols, &r, &c, &v).unwrap()
 }
 
-fn check_spmm<T: Scalar>(a: &Csr<T>, n: usize, ldb_pad: usize, ldc_pad: usize, alpha: f64, beta: f64, seed: u64) {
+fn check_spmm<T: Scalar>(
+    a: &Csr<T>,
+    n: usize,
+    ldb_pad: usize,
+    ldc_pad: usize,
+    alpha: f64,
+    beta: f64,
+    seed: u64,
+) {
     let b = gen::dense::<T>(a.ncols(), n, n + ldb_pad, seed).unwrap();
     let mut c = if beta == 0.0 {
         Dense::filled(a.nrows(), n, n + ldc_pad, T::from_f64(f64::NAN)).unwrap()
@@ -36,12 +50,20 @@ fn check_spmm<T: Scalar>(a: &Csr<T>, n: usize, ldb_pad: usize, ldc_pad: usize, a
         gen::dense::<T>(a.nrows(), n, n + ldc_pad, seed + 1).unwrap()
     };
     let (want, scale) = spmm_oracle::spmm(T::from_f64(alpha), a, &b, T::from_f64(beta), &c);
-    let op = Spmm::new().alpha(T::from_f64(alpha)).beta(T::from_f64(beta));
+    let op = Spmm::new()
+        .alpha(T::from_f64(alpha))
+        .beta(T::from_f64(beta));
     let plan = op.run(&Device::Cpu, a, &b, &mut c).unwrap();
     assert_eq!(plan.backend, Backend::Cpu);
     let got: Vec<f64> = c.to_packed().data().iter().map(|v| v.to_f64()).collect();
     let cmp = compare(&got, &want, &scale, tolerance::<T>());
-    assert!(cmp.pass, "{} x {} nnz {} N {n}: {cmp:?}", a.nrows(), a.ncols(), a.nnz());
+    assert!(
+        cmp.pass,
+        "{} x {} nnz {} N {n}: {cmp:?}",
+        a.nrows(),
+        a.ncols(),
+        a.nnz()
+    );
     // Padding past the columns is never written.
     for i in 0..c.nrows() {
         let end = ((i + 1) * c.ld()).min(c.data().len());
@@ -109,7 +131,14 @@ fn beta_zero_never_reads_c() {
     Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap();
     assert!(c.data().iter().all(|v| v.is_finite()));
     let mut y = vec![f64::INFINITY; 50];
-    Spmv::new().run(&Device::Cpu, &a, b.to_packed().data().get(..50).unwrap(), &mut y).unwrap();
+    Spmv::new()
+        .run(
+            &Device::Cpu,
+            &a,
+            b.to_packed().data().get(..50).unwrap(),
+            &mut y,
+        )
+        .unwrap();
     assert!(y.iter().all(|v| v.is_finite()));
 }
 
@@ -128,31 +157,51 @@ fn shape_errors_name_the_argument() {
     let b = Dense::filled(9, 2, 2, 0.0f32).unwrap();
     let mut c = Dense::filled(10, 2, 2, 0.0f32).unwrap();
     let e = Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
-    assert_eq!(e.to_string(), "invalid argument `b`: has 9 rows but A has 10 columns");
+    assert_eq!(
+        e.to_string(),
+        "invalid argument `b`: has 9 rows but A has 10 columns"
+    );
     let b = Dense::filled(10, 3, 3, 0.0f32).unwrap();
     let e = Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
-    assert_eq!(e.to_string(), "invalid argument `c`: is 10 x 2 but A * B is 10 x 3");
+    assert_eq!(
+        e.to_string(),
+        "invalid argument `c`: is 10 x 2 but A * B is 10 x 3"
+    );
     let mut c = Dense::filled(10, 3, 3, 0.0f32).unwrap();
-    let e = Spmm::new().alpha(f32::NAN).run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
+    let e = Spmm::new()
+        .alpha(f32::NAN)
+        .run(&Device::Cpu, &a, &b, &mut c)
+        .unwrap_err();
     assert_eq!(e.to_string(), "invalid argument `alpha`: NaN is not finite");
-    let e = Spmm::new().beta(f32::INFINITY).run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
+    let e = Spmm::new()
+        .beta(f32::INFINITY)
+        .run(&Device::Cpu, &a, &b, &mut c)
+        .unwrap_err();
     assert_eq!(e.to_string(), "invalid argument `beta`: inf is not finite");
 
     let x = vec![0.0f32; 9];
     let mut y = vec![0.0f32; 10];
     let e = Spmv::new().run(&Device::Cpu, &a, &x, &mut y).unwrap_err();
-    assert_eq!(e.to_string(), "invalid argument `x`: has 9 elements but A has 10 columns");
+    assert_eq!(
+        e.to_string(),
+        "invalid argument `x`: has 9 elements but A has 10 columns"
+    );
     let x = vec![0.0f32; 10];
     let mut y = vec![0.0f32; 11];
     let e = Spmv::new().run(&Device::Cpu, &a, &x, &mut y).unwrap_err();
-    assert_eq!(e.to_string(), "invalid argument `y`: has 11 elements but A has 10 rows");
+    assert_eq!(
+        e.to_string(),
+        "invalid argument `y`: has 11 elements but A has 10 rows"
+    );
     assert!(matches!(e, Error::InvalidArgument { .. }));
 }
 
 #[test]
 fn plan_on_cpu_says_so() {
     let a = gen::banded::<f32>(10, 3, 1).unwrap();
-    let p = Spmm::<f32>::new().plan(&Device::Cpu, &a.row_stats(), 8).unwrap();
+    let p = Spmm::<f32>::new()
+        .plan(&Device::Cpu, &a.row_stats(), 8)
+        .unwrap();
     assert_eq!(p.backend, Backend::Cpu);
     assert_eq!(p.kernel, None);
     assert_eq!(p.reason, "the device is the CPU: rayon over rows");
@@ -160,14 +209,53 @@ fn plan_on_cpu_says_so() {
 
 #[test]
 fn gpu_policy_picks_by_n_and_row_length() {
-    let stats = |mean: f64| sparrow::matrix::RowStats { nrows: 1000, nnz: (mean * 1000.0) as usize, max_len: 100, mean_len: mean, empty_rows: 0 };
-    assert_eq!(plan::choose(&stats(3.0), 1).0, GpuPath::NnzSplit { nmax: 1, group: 4 });
-    assert_eq!(plan::choose(&stats(16.0), 3).0, GpuPath::NnzSplit { nmax: 4, group: 16 });
-    assert_eq!(plan::choose(&stats(64.0), 8).0, GpuPath::NnzSplit { nmax: 8, group: 32 });
-    assert_eq!(plan::choose(&stats(64.0), 9).0, GpuPath::ColWarp { lanes: 16, per_lane: 1 });
-    assert_eq!(plan::choose(&stats(64.0), 32).0, GpuPath::ColWarp { lanes: 32, per_lane: 1 });
-    assert_eq!(plan::choose(&stats(64.0), 33).0, GpuPath::ColWarp { lanes: 32, per_lane: 2 });
-    assert_eq!(plan::choose(&stats(64.0), 256).0, GpuPath::ColWarp { lanes: 32, per_lane: 4 });
+    let stats = |mean: f64| sparrow::matrix::RowStats {
+        nrows: 1000,
+        nnz: (mean * 1000.0) as usize,
+        max_len: 100,
+        mean_len: mean,
+        empty_rows: 0,
+    };
+    assert_eq!(
+        plan::choose(&stats(3.0), 1).0,
+        GpuPath::NnzSplit { nmax: 1, group: 4 }
+    );
+    assert_eq!(
+        plan::choose(&stats(16.0), 3).0,
+        GpuPath::NnzSplit { nmax: 4, group: 16 }
+    );
+    assert_eq!(
+        plan::choose(&stats(64.0), 8).0,
+        GpuPath::NnzSplit { nmax: 8, group: 32 }
+    );
+    assert_eq!(
+        plan::choose(&stats(64.0), 9).0,
+        GpuPath::ColWarp {
+            lanes: 16,
+            per_lane: 1
+        }
+    );
+    assert_eq!(
+        plan::choose(&stats(64.0), 32).0,
+        GpuPath::ColWarp {
+            lanes: 32,
+            per_lane: 1
+        }
+    );
+    assert_eq!(
+        plan::choose(&stats(64.0), 33).0,
+        GpuPath::ColWarp {
+            lanes: 32,
+            per_lane: 2
+        }
+    );
+    assert_eq!(
+        plan::choose(&stats(64.0), 256).0,
+        GpuPath::ColWarp {
+            lanes: 32,
+            per_lane: 4
+        }
+    );
     // Every path the policy can pick is in the list the tests force.
     let all = GpuPath::all();
     for n in 1..300 {
@@ -177,7 +265,16 @@ fn gpu_policy_picks_by_n_and_row_length() {
         }
     }
     assert!(!GpuPath::NnzSplit { nmax: 4, group: 8 }.supports(5));
-    assert_eq!(GpuPath::ColWarp { lanes: 16, per_lane: 1 }.shape(1000).unwrap().grid, [63, 1, 1]);
+    assert_eq!(
+        GpuPath::ColWarp {
+            lanes: 16,
+            per_lane: 1
+        }
+        .shape(1000)
+        .unwrap()
+        .grid,
+        [63, 1, 1]
+    );
 }
 
 #[test]

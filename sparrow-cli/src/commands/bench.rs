@@ -32,7 +32,11 @@ pub struct Args {
 }
 
 fn list(arg: &str, s: &str) -> Result<Vec<String>> {
-    let v: Vec<String> = s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
+    let v: Vec<String> = s
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect();
     if v.is_empty() {
         return Err(Error::invalid(arg, "is empty"));
     }
@@ -46,14 +50,23 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     }
     for n in &names {
         if !matrices::NAMES.contains(&n.as_str()) {
-            return Err(Error::invalid("--matrix", format!("unknown matrix {n:?}; choose from {} or all", matrices::NAMES.join(", "))));
+            return Err(Error::invalid(
+                "--matrix",
+                format!(
+                    "unknown matrix {n:?}; choose from {} or all",
+                    matrices::NAMES.join(", ")
+                ),
+            ));
         }
     }
     let ns = list("--n", &args.n)?
         .iter()
         .map(|s| match s.parse::<usize>() {
             Ok(n) if n > 0 => Ok(n),
-            _ => Err(Error::invalid("--n", format!("{s:?} is not a positive integer"))),
+            _ => Err(Error::invalid(
+                "--n",
+                format!("{s:?} is not a positive integer"),
+            )),
         })
         .collect::<Result<Vec<_>>>()?;
     let cfg = BenchConfig {
@@ -65,21 +78,35 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         cpu: args.cpu,
     };
     if cfg.op != "spmm" && cfg.op != "spmv" {
-        return Err(Error::invalid("op", format!("{:?} is not spmm or spmv", cfg.op)));
+        return Err(Error::invalid(
+            "op",
+            format!("{:?} is not spmm or spmv", cfg.op),
+        ));
     }
     let device = ctx.open_device()?;
     let Device::Cuda(gpu) = &device else {
-        return Err(Error::unsupported("bench compares GPU kernels with cuSPARSE and needs a GPU (--device cuda)"));
+        return Err(Error::unsupported(
+            "bench compares GPU kernels with cuSPARSE and needs a GPU (--device cuda)",
+        ));
     };
     let pb = super::spinner("bench");
     let records = sparrow::bench::run(gpu, &cfg, &mut |m| pb.set_message(m.to_string()))?;
     pb.finish_and_clear();
     super::report_compiles(&device);
     if let Some(path) = &args.jsonl {
-        let f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
         let mut w = std::io::BufWriter::new(f);
         for r in &records {
-            writeln!(w, "{}", serde_json::to_string(r).expect("record serializes")).map_err(|e| Error::io(path, e))?;
+            writeln!(
+                w,
+                "{}",
+                serde_json::to_string(r).expect("record serializes")
+            )
+            .map_err(|e| Error::io(path, e))?;
         }
         w.flush().map_err(|e| Error::io(path, e))?;
     }
@@ -95,11 +122,26 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
 
 fn print_table(records: &[Record]) {
     if let Some(r) = records.first() {
-        println!("copy bandwidth measured in this run: {:.0} GB/s", r.copy_bw_gbs);
+        println!(
+            "copy bandwidth measured in this run: {:.0} GB/s",
+            r.copy_bw_gbs
+        );
     }
     println!(
         "{:<9} {:>9} {:>4} {:<4} {:<9} {:<24} {:>9} {:>9} {:>8} {:>8} {:>6} {:>9} {:>9}",
-        "matrix", "nnz", "N", "type", "backend", "variant", "median ms", "min ms", "GFLOP/s", "GB/s", "%copy", "vs cuSP", "agree"
+        "matrix",
+        "nnz",
+        "N",
+        "type",
+        "backend",
+        "variant",
+        "median ms",
+        "min ms",
+        "GFLOP/s",
+        "GB/s",
+        "%copy",
+        "vs cuSP",
+        "agree"
     );
     for r in records {
         println!(

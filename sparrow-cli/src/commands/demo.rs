@@ -60,8 +60,18 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     if ctx.explain {
         println!("plan: {plan}");
     }
-    let c = compare(&y.iter().map(|&v| v as f64).collect::<Vec<_>>(), &want, &scale, tol);
-    let agree = compare(&y.iter().map(|&v| v as f64).collect::<Vec<_>>(), &ycpu.iter().map(|&v| v as f64).collect::<Vec<_>>(), &scale, 2.0 * tol);
+    let c = compare(
+        &y.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        &want,
+        &scale,
+        tol,
+    );
+    let agree = compare(
+        &y.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        &ycpu.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        &scale,
+        2.0 * tol,
+    );
     all_pass &= c.pass && agree.pass;
     println!(
         "spmv on {}: first run {:.2} ms (includes kernel load), second {:.2} ms; CPU {:.2} ms; vs oracle max rel err {:.1e}, vs CPU {:.1e}: {}",
@@ -94,7 +104,12 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     }
     let got: Vec<f64> = cm.data().iter().map(|&v| v as f64).collect();
     let c = compare(&got, &want, &scale, tol);
-    let agree = compare(&got, &ccpu.data().iter().map(|&v| v as f64).collect::<Vec<_>>(), &scale, 2.0 * tol);
+    let agree = compare(
+        &got,
+        &ccpu.data().iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        &scale,
+        2.0 * tol,
+    );
     all_pass &= c.pass && agree.pass;
     println!(
         "spmm N={n} on {}: {:.2} ms (with transfers), {:.1} GFLOP/s; CPU {:.2} ms; vs oracle max rel err {:.1e}, vs CPU {:.1e}: {}",
@@ -108,5 +123,9 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     );
     println!("  C[0, 0..4] = {:?}", &cm.row(0)[..n.min(4)]);
     super::report_compiles(&device);
-    Ok(if all_pass { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if all_pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -22,9 +22,19 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     };
     report.insert("driver_cuda_version".into(), show(&driver).into());
     report.insert("nvrtc_version".into(), show(&nvrtc).into());
-    report.insert("kernel_cache".into(), compile::cache_dir().map(|p| p.display().to_string()).unwrap_or_default().into());
+    report.insert(
+        "kernel_cache".into(),
+        compile::cache_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+            .into(),
+    );
     let mut gpus = Vec::new();
-    let count = if driver.is_ok() { device_count().unwrap_or(0) } else { 0 };
+    let count = if driver.is_ok() {
+        device_count().unwrap_or(0)
+    } else {
+        0
+    };
     for i in 0..count {
         match Gpu::open(i) {
             Ok(gpu) => {
@@ -47,7 +57,10 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     }
     println!("driver (CUDA version): {}", show(&driver));
     println!("NVRTC:                 {}", show(&nvrtc));
-    println!("kernel cache:          {}", report["kernel_cache"].as_str().unwrap_or(""));
+    println!(
+        "kernel cache:          {}",
+        report["kernel_cache"].as_str().unwrap_or("")
+    );
     println!("CPU threads:           {}", rayon_threads());
     if gpus.is_empty() {
         println!("GPUs:                  none usable; work runs on the CPU");
@@ -69,12 +82,17 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             g["max_cluster_portable"],
         );
         if let Some(bw) = g.get("copy_bandwidth_gbs") {
-            println!("       copy bandwidth {:.0} GB/s (read + write)", bw.as_f64().unwrap_or(0.0));
+            println!(
+                "       copy bandwidth {:.0} GB/s (read + write)",
+                bw.as_f64().unwrap_or(0.0)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }

@@ -12,7 +12,7 @@ use sparrow::{Device, Result};
 
 /// Global flags every command sees.
 pub struct Ctx {
-    pub device: String,
+    pub device: DeviceSpec,
     pub explain: bool,
     pub json: bool,
 }
@@ -20,8 +20,7 @@ pub struct Ctx {
 impl Ctx {
     /// Opens the device named by `--device`, saying on stderr which one and why.
     pub fn open_device(&self) -> Result<Device> {
-        let spec: DeviceSpec = self.device.parse()?;
-        let (device, why) = Device::open(spec)?;
+        let (device, why) = Device::open(self.device)?;
         eprintln!("device: {} ({why})", device.describe());
         Ok(device)
     }
@@ -30,7 +29,9 @@ impl Ctx {
 /// A spinner on stderr (drawn only on a terminal).
 pub fn spinner(msg: &str) -> ProgressBar {
     let pb = ProgressBar::new_spinner();
-    pb.set_style(ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}").expect("valid template"));
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}").expect("valid template"),
+    );
     pb.enable_steady_tick(std::time::Duration::from_millis(120));
     pb.set_message(msg.to_string());
     pb

@@ -61,33 +61,60 @@ fn dtype_of(c: &Common) -> Result<&'static str> {
         "f32" => Ok("f32"),
         "f64" => Ok("f64"),
         "auto" => Ok(io::sparse_value_dtype(&c.a)?.unwrap_or("f64")),
-        other => Err(Error::invalid("--dtype", format!("{other:?} is not f32, f64 or auto"))),
+        other => Err(Error::invalid(
+            "--dtype",
+            format!("{other:?} is not f32, f64 or auto"),
+        )),
     }
 }
 
 fn scalar<T: Scalar>(name: &str, v: f64) -> Result<T> {
     let t = T::from_f64(v);
     if !t.to_f64().is_finite() {
-        return Err(Error::invalid(name, format!("{v} is not finite in {}", T::NAME)));
+        return Err(Error::invalid(
+            name,
+            format!("{v} is not finite in {}", T::NAME),
+        ));
     }
     Ok(t)
 }
 
 fn read_a<T: Scalar>(c: &Common) -> Result<sparrow::matrix::Csr<T>> {
-    let norm = if c.normalize { Normalize::SortAndSum } else { Normalize::Require };
+    let norm = if c.normalize {
+        Normalize::SortAndSum
+    } else {
+        Normalize::Require
+    };
     io::read_sparse(&c.a, norm)
 }
 
-fn accumulate_into<T: Scalar>(arg: &str, path: Option<&Path>, beta: f64, rows: usize, cols: usize) -> Result<Dense<T>> {
+fn accumulate_into<T: Scalar>(
+    arg: &str,
+    path: Option<&Path>,
+    beta: f64,
+    rows: usize,
+    cols: usize,
+) -> Result<Dense<T>> {
     match path {
         Some(p) => {
             let m: Dense<T> = io::read_dense(p)?;
             if m.nrows() != rows || m.ncols() != cols {
-                return Err(Error::invalid(arg, format!("{} is {} x {}, the result is {rows} x {cols}", p.display(), m.nrows(), m.ncols())));
+                return Err(Error::invalid(
+                    arg,
+                    format!(
+                        "{} is {} x {}, the result is {rows} x {cols}",
+                        p.display(),
+                        m.nrows(),
+                        m.ncols()
+                    ),
+                ));
             }
             Ok(m)
         }
-        None if beta != 0.0 => Err(Error::invalid(arg, format!("beta is {beta}, so {arg} must be given"))),
+        None if beta != 0.0 => Err(Error::invalid(
+            arg,
+            format!("beta is {beta}, so {arg} must be given"),
+        )),
         None => Dense::filled(rows, cols, cols, T::ZERO),
     }
 }
@@ -101,7 +128,9 @@ pub fn spmm(ctx: &super::Ctx, args: SpmmArgs) -> Result<ExitCode> {
 
 fn spmm_t<T: Scalar>(ctx: &super::Ctx, args: SpmmArgs) -> Result<ExitCode> {
     let c = &args.common;
-    let op = Spmm::<T>::new().alpha(scalar("--alpha", c.alpha)?).beta(scalar("--beta", c.beta)?);
+    let op = Spmm::<T>::new()
+        .alpha(scalar("--alpha", c.alpha)?)
+        .beta(scalar("--beta", c.beta)?);
     let a = read_a::<T>(c)?;
     let b: Dense<T> = io::read_dense(&args.b)?;
     let mut out = accumulate_into::<T>("--c", args.c.as_deref(), c.beta, a.nrows(), b.ncols())?;
@@ -115,7 +144,16 @@ fn spmm_t<T: Scalar>(ctx: &super::Ctx, args: SpmmArgs) -> Result<ExitCode> {
     }
     super::report_compiles(&device);
     io::write_dense(&c.out, &out)?;
-    report(ctx, "spmm", &plan, a.nrows(), b.ncols(), a.nnz(), secs, &c.out);
+    report(
+        ctx,
+        "spmm",
+        &plan,
+        a.nrows(),
+        b.ncols(),
+        a.nnz(),
+        secs,
+        &c.out,
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -128,11 +166,21 @@ pub fn spmv(ctx: &super::Ctx, args: SpmvArgs) -> Result<ExitCode> {
 
 fn spmv_t<T: Scalar>(ctx: &super::Ctx, args: SpmvArgs) -> Result<ExitCode> {
     let c = &args.common;
-    let op = Spmv::<T>::new().alpha(scalar("--alpha", c.alpha)?).beta(scalar("--beta", c.beta)?);
+    let op = Spmv::<T>::new()
+        .alpha(scalar("--alpha", c.alpha)?)
+        .beta(scalar("--beta", c.beta)?);
     let a = read_a::<T>(c)?;
     let x: Dense<T> = io::read_dense(&args.x)?;
     if x.ncols() != 1 {
-        return Err(Error::invalid("--x", format!("{} is {} x {}; x must be a vector", args.x.display(), x.nrows(), x.ncols())));
+        return Err(Error::invalid(
+            "--x",
+            format!(
+                "{} is {} x {}; x must be a vector",
+                args.x.display(),
+                x.nrows(),
+                x.ncols()
+            ),
+        ));
     }
     let mut y = accumulate_into::<T>("--y", args.y.as_deref(), c.beta, a.nrows(), 1)?.into_data();
     let x = x.into_data();
@@ -151,13 +199,26 @@ fn spmv_t<T: Scalar>(ctx: &super::Ctx, args: SpmvArgs) -> Result<ExitCode> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn report(ctx: &super::Ctx, op: &str, plan: &sparrow::ops::Plan, rows: usize, n: usize, nnz: usize, secs: f64, out: &Path) {
+fn report(
+    ctx: &super::Ctx,
+    op: &str,
+    plan: &sparrow::ops::Plan,
+    rows: usize,
+    n: usize,
+    nnz: usize,
+    secs: f64,
+    out: &Path,
+) {
     if ctx.json {
         println!(
             "{}",
             serde_json::json!({"op": op, "rows": rows, "n": n, "nnz": nnz, "seconds": secs, "out": out.display().to_string(), "plan": plan})
         );
     } else {
-        println!("{op}: {rows} x {n} result from {nnz} nonzeros in {:.3} ms (with transfers); wrote {}", secs * 1e3, out.display());
+        println!(
+            "{op}: {rows} x {n} result from {nnz} nonzeros in {:.3} ms (with transfers); wrote {}",
+            secs * 1e3,
+            out.display()
+        );
     }
 }

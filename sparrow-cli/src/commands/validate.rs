@@ -11,7 +11,9 @@ pub fn run(ctx: &super::Ctx) -> Result<ExitCode> {
         eprintln!("no GPU: validating the CPU backends against the oracles");
     }
     let pb = super::spinner("validating");
-    let outcomes = run_all(&device, &mut |name| pb.set_message(format!("validating {name}")));
+    let outcomes = run_all(&device, &mut |name| {
+        pb.set_message(format!("validating {name}"))
+    });
     pb.finish_and_clear();
     super::report_compiles(&device);
     let failed = outcomes.iter().filter(|o| !o.pass).count();
@@ -33,10 +35,18 @@ pub fn run(ctx: &super::Ctx) -> Result<ExitCode> {
                 o.max_rel,
                 o.max_abs,
                 if o.pass { "pass" } else { "FAIL" },
-                if o.note.is_empty() { String::new() } else { format!("  {}", o.note) }
+                if o.note.is_empty() {
+                    String::new()
+                } else {
+                    format!("  {}", o.note)
+                }
             );
         }
         println!("{} passed, {} failed", outcomes.len() - failed, failed);
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

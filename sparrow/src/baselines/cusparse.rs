@@ -99,7 +99,9 @@ impl<T: Scalar> CsrDescr<T> {
     /// narrowed to 32 bits.
     pub fn new(gpu: &Gpu, a: &Csr<T>, da: &DeviceCsr<T>) -> Result<Self> {
         if a.nnz() > i32::MAX as usize {
-            return Err(Error::unsupported("the cuSPARSE baseline uses 32-bit offsets: nnz must be below 2^31"));
+            return Err(Error::unsupported(
+                "the cuSPARSE baseline uses 32-bit offsets: nnz must be below 2^31",
+            ));
         }
         let rp: Vec<i32> = a.row_ptr().iter().map(|&x| x as i32).collect();
         let row_ptr = gpu.upload(&rp)?;
@@ -240,7 +242,9 @@ impl<'a, T: Scalar> SpmmCall<'a, T> {
                 )
             };
             if r != cs::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
-                return Err(Error::unsupported(format!("cuSPARSE SpMM preprocess {alg:?}: {r:?}")));
+                return Err(Error::unsupported(format!(
+                    "cuSPARSE SpMM preprocess {alg:?}: {r:?}"
+                )));
             }
         }
         Ok(call)
@@ -310,7 +314,9 @@ impl<'a, T: Scalar> SpmvCall<'a, T> {
         let vec = |s: &CudaSlice<T>, n: usize| -> Result<cs::cusparseDnVecDescr_t> {
             let mut d = std::ptr::null_mut();
             check(
-                unsafe { cs::cusparseCreateDnVec(&mut d, n as i64, gpu.ptr(s) as *mut _, dtype::<T>()) },
+                unsafe {
+                    cs::cusparseCreateDnVec(&mut d, n as i64, gpu.ptr(s) as *mut _, dtype::<T>())
+                },
                 "cusparseCreateDnVec",
             )?;
             Ok(d)

@@ -20,7 +20,10 @@ pub fn build<T: Scalar>(name: &str) -> Result<Csr<T>> {
         "empty90" => gen::sparse_rows(1_000_000, 1_000_000, 0.9, 32, 13),
         other => Err(Error::invalid(
             "--matrix",
-            format!("unknown matrix {other:?}; choose from {} or all", NAMES.join(", ")),
+            format!(
+                "unknown matrix {other:?}; choose from {} or all",
+                NAMES.join(", ")
+            ),
         )),
     }
 }

@@ -71,13 +71,23 @@ pub struct Record {
 
 fn min_bytes<T: Scalar>(a: &Csr<T>, n: usize) -> f64 {
     let s = std::mem::size_of::<T>() as f64;
-    a.nnz() as f64 * (4.0 + s) + (a.nrows() + 1) as f64 * 8.0 + (a.ncols() * n) as f64 * s + (a.nrows() * n) as f64 * s
+    a.nnz() as f64 * (4.0 + s)
+        + (a.nrows() + 1) as f64 * 8.0
+        + (a.ncols() * n) as f64 * s
+        + (a.nrows() * n) as f64 * s
 }
 
 /// Runs the benchmark on `gpu`, calling `progress` before each case.
-pub fn run(gpu: &Arc<Gpu>, cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Record>> {
+pub fn run(
+    gpu: &Arc<Gpu>,
+    cfg: &BenchConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<Record>> {
     if cfg.op != "spmm" && cfg.op != "spmv" {
-        return Err(Error::invalid("op", format!("{:?} is not spmm or spmv", cfg.op)));
+        return Err(Error::invalid(
+            "op",
+            format!("{:?} is not spmm or spmv", cfg.op),
+        ));
     }
     progress("measuring copy bandwidth");
     let bw = copy_bandwidth(gpu, 1 << 30)?;
@@ -86,13 +96,28 @@ pub fn run(gpu: &Arc<Gpu>, cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) ->
         match dt.as_str() {
             "f32" => run_typed::<f32>(gpu, cfg, bw, progress, &mut out)?,
             "f64" => run_typed::<f64>(gpu, cfg, bw, progress, &mut out)?,
-            other => return Err(Error::invalid("--dtype", format!("{other:?} is not f32 or f64"))),
+            other => {
+                return Err(Error::invalid(
+                    "--dtype",
+                    format!("{other:?} is not f32 or f64"),
+                ))
+            }
         }
     }
     Ok(out)
 }
 
-fn record<T: Scalar>(cfg: &BenchConfig, name: &str, a: &Csr<T>, n: usize, backend: &str, variant: &str, t: Timing, bw: f64) -> Record {
+#[allow(clippy::too_many_arguments)]
+fn record<T: Scalar>(
+    cfg: &BenchConfig,
+    name: &str,
+    a: &Csr<T>,
+    n: usize,
+    backend: &str,
+    variant: &str,
+    t: Timing,
+    bw: f64,
+) -> Record {
     let secs = t.median_ms * 1e-3;
     let gbs = min_bytes(a, n) / secs / 1e9;
     Record {
@@ -123,7 +148,11 @@ fn agreement<T: Scalar>(ours: &[T], theirs: &[T]) -> f64 {
     for (a, b) in ours.iter().zip(theirs) {
         scale = scale.max(b.to_f64().abs());
         let d = (a.to_f64() - b.to_f64()).abs();
-        diff = if d.is_nan() { f64::INFINITY } else { diff.max(d) };
+        diff = if d.is_nan() {
+            f64::INFINITY
+        } else {
+            diff.max(d)
+        };
     }
     diff / scale.max(f64::MIN_POSITIVE)
 }
@@ -143,7 +172,11 @@ fn run_typed<T: Scalar>(
         let a: Csr<T> = matrices::build(name)?;
         let da = DeviceCsr::upload(gpu, &a)?;
         let descr = CsrDescr::new(gpu, &a, &da)?;
-        let ns: Vec<usize> = if cfg.op == "spmv" { vec![1] } else { cfg.ns.clone() };
+        let ns: Vec<usize> = if cfg.op == "spmv" {
+            vec![1]
+        } else {
+            cfg.ns.clone()
+        };
         for &n in &ns {
             progress(&format!("{} {name} N={n} {}", cfg.op, T::NAME));
             let b = gen::dense::<T>(a.ncols(), n, n, 7)?;
@@ -156,12 +189,20 @@ fn run_typed<T: Scalar>(
                 let op = Spmm::<T>::new();
                 let plan = op.plan(&device, &da.stats, n)?;
                 let t = time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db, &mut dc))?;
-                (t, plan.kernel.unwrap_or_default(), dc.download(gpu)?.into_data())
+                (
+                    t,
+                    plan.kernel.unwrap_or_default(),
+                    dc.download(gpu)?.into_data(),
+                )
             } else {
                 let op = Spmv::<T>::new();
                 let plan = op.plan(&device, &da.stats)?;
                 let t = time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db.buf, &dc.buf))?;
-                (t, plan.kernel.unwrap_or_default(), dc.download(gpu)?.into_data())
+                (
+                    t,
+                    plan.kernel.unwrap_or_default(),
+                    dc.download(gpu)?.into_data(),
+                )
             };
             out.push(record(cfg, name, &a, n, "sparrow", &variant, ours_t, bw));
             // cuSPARSE, every algorithm it accepts for this layout.
@@ -170,7 +211,15 @@ fn run_typed<T: Scalar>(
             let mut dc2 = DeviceDense::upload(gpu, &c0)?;
             if cfg.op == "spmm" {
                 for (alg_name, alg) in SPMM_ALGS {
-                    let call = match SpmmCall::new(&cs, &descr, &db, &mut dc2, T::from_f64(1.0), T::ZERO, alg) {
+                    let call = match SpmmCall::new(
+                        &cs,
+                        &descr,
+                        &db,
+                        &mut dc2,
+                        T::from_f64(1.0),
+                        T::ZERO,
+                        alg,
+                    ) {
                         Ok(c) => c,
                         Err(Error::Unsupported { .. }) => continue,
                         Err(e) => return Err(e),
@@ -185,7 +234,15 @@ fn run_typed<T: Scalar>(
                 }
             } else {
                 for (alg_name, alg) in SPMV_ALGS {
-                    let call = match SpmvCall::new(&cs, &descr, &db.buf, &mut dc2.buf, T::from_f64(1.0), T::ZERO, alg) {
+                    let call = match SpmvCall::new(
+                        &cs,
+                        &descr,
+                        &db.buf,
+                        &mut dc2.buf,
+                        T::from_f64(1.0),
+                        T::ZERO,
+                        alg,
+                    ) {
                         Ok(c) => c,
                         Err(Error::Unsupported { .. }) => continue,
                         Err(e) => return Err(e),

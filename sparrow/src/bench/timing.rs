@@ -22,7 +22,11 @@ pub struct Timing {
 fn summarize(mut v: Vec<f64>) -> Timing {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    let median = if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) };
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    };
     Timing {
         median_ms: median,
         min_ms: v[0],
@@ -31,7 +35,12 @@ fn summarize(mut v: Vec<f64>) -> Timing {
 }
 
 /// Times `f` (which enqueues work on `gpu`'s stream) with events around each repetition.
-pub fn time_gpu(gpu: &Gpu, warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
+pub fn time_gpu(
+    gpu: &Gpu,
+    warmup: usize,
+    reps: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<Timing> {
     let reps = reps.max(1);
     for _ in 0..warmup {
         f()?;
@@ -45,9 +54,13 @@ pub fn time_gpu(gpu: &Gpu, warmup: usize, reps: usize, mut f: impl FnMut() -> Re
     let starts: Vec<_> = (0..reps).map(ev).collect::<Result<_>>()?;
     let ends: Vec<_> = (0..reps).map(ev).collect::<Result<_>>()?;
     for i in 0..reps {
-        starts[i].record(gpu.stream()).map_err(|e| Error::device("cuEventRecord", e))?;
+        starts[i]
+            .record(gpu.stream())
+            .map_err(|e| Error::device("cuEventRecord", e))?;
         f()?;
-        ends[i].record(gpu.stream()).map_err(|e| Error::device("cuEventRecord", e))?;
+        ends[i]
+            .record(gpu.stream())
+            .map_err(|e| Error::device("cuEventRecord", e))?;
     }
     gpu.synchronize()?;
     let times = (0..reps)

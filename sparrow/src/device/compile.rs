@@ -46,7 +46,10 @@ fn check(r: nv::nvrtcResult, what: &str, module: &str) -> Result<()> {
     if r == nv::nvrtcResult::NVRTC_SUCCESS {
         Ok(())
     } else {
-        Err(Error::device(format!("{what} for module {module}"), format!("{r:?}")))
+        Err(Error::device(
+            format!("{what} for module {module}"),
+            format!("{r:?}"),
+        ))
     }
 }
 
@@ -56,8 +59,16 @@ pub fn compile_cubin(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
     nvrtc_version()?;
     let src = CString::new(module.source).expect("kernel source has no NUL");
     let name = CString::new(format!("{}.cu", module.name)).expect("no NUL");
-    let hdr_src: Vec<CString> = module.headers.iter().map(|(_, s)| CString::new(*s).expect("no NUL")).collect();
-    let hdr_name: Vec<CString> = module.headers.iter().map(|(n, _)| CString::new(*n).expect("no NUL")).collect();
+    let hdr_src: Vec<CString> = module
+        .headers
+        .iter()
+        .map(|(_, s)| CString::new(*s).expect("no NUL"))
+        .collect();
+    let hdr_name: Vec<CString> = module
+        .headers
+        .iter()
+        .map(|(n, _)| CString::new(*n).expect("no NUL"))
+        .collect();
     let hdr_src_p: Vec<*const std::ffi::c_char> = hdr_src.iter().map(|s| s.as_ptr()).collect();
     let hdr_name_p: Vec<*const std::ffi::c_char> = hdr_name.iter().map(|s| s.as_ptr()).collect();
     let mut prog: nv::nvrtcProgram = std::ptr::null_mut();
@@ -75,7 +86,10 @@ pub fn compile_cubin(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
             module.name,
         )?;
     }
-    let opts: Vec<CString> = nvrtc_options(arch).into_iter().map(|o| CString::new(o).unwrap()).collect();
+    let opts: Vec<CString> = nvrtc_options(arch)
+        .into_iter()
+        .map(|o| CString::new(o).unwrap())
+        .collect();
     let opt_p: Vec<*const std::ffi::c_char> = opts.iter().map(|o| o.as_ptr()).collect();
     let result = unsafe {
         let r = nv::nvrtcCompileProgram(prog, opt_p.len() as i32, opt_p.as_ptr());
@@ -94,12 +108,20 @@ pub fn compile_cubin(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
             })
         } else {
             let mut size = 0usize;
-            check(nv::nvrtcGetCUBINSize(prog, &mut size), "nvrtcGetCUBINSize", module.name)
-                .and_then(|_| {
-                    let mut cubin = vec![0u8; size];
-                    check(nv::nvrtcGetCUBIN(prog, cubin.as_mut_ptr() as *mut _), "nvrtcGetCUBIN", module.name)
-                        .map(|_| cubin)
-                })
+            check(
+                nv::nvrtcGetCUBINSize(prog, &mut size),
+                "nvrtcGetCUBINSize",
+                module.name,
+            )
+            .and_then(|_| {
+                let mut cubin = vec![0u8; size];
+                check(
+                    nv::nvrtcGetCUBIN(prog, cubin.as_mut_ptr() as *mut _),
+                    "nvrtcGetCUBIN",
+                    module.name,
+                )
+                .map(|_| cubin)
+            })
         }
     };
     unsafe {

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{
+    CudaContext, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits,
+};
 
 use super::compile;
 use super::launch::{self, Args, Kernel, LaunchShape};
@@ -33,7 +35,13 @@ pub struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Gpu({} {}, {})", self.ctx.ordinal(), self.limits.name, self.limits.arch())
+        write!(
+            f,
+            "Gpu({} {}, {})",
+            self.ctx.ordinal(),
+            self.limits.name,
+            self.limits.arch()
+        )
     }
 }
 
@@ -46,7 +54,9 @@ pub fn driver_present() -> bool {
 /// The driver's CUDA version as (major, minor).
 pub fn driver_version() -> Result<(i32, i32)> {
     if !driver_present() {
-        return Err(Error::unsupported("the NVIDIA driver library libcuda.so was not found"));
+        return Err(Error::unsupported(
+            "the NVIDIA driver library libcuda.so was not found",
+        ));
     }
     let mut v = 0;
     let r = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
@@ -59,7 +69,9 @@ pub fn driver_version() -> Result<(i32, i32)> {
 /// Number of CUDA devices the driver sees.
 pub fn device_count() -> Result<usize> {
     if !driver_present() {
-        return Err(Error::unsupported("the NVIDIA driver library libcuda.so was not found"));
+        return Err(Error::unsupported(
+            "the NVIDIA driver library libcuda.so was not found",
+        ));
     }
     cudarc::driver::result::init().map_err(|e| Error::device("cuInit", e))?;
     CudaContext::device_count()
@@ -78,11 +90,14 @@ impl Gpu {
                 "CUDA device {ordinal} does not exist; the driver sees {count} device(s)"
             )));
         }
-        let ctx = CudaContext::new(ordinal).map_err(|e| Error::device(format!("creating a context on device {ordinal}"), e))?;
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| Error::device(format!("creating a context on device {ordinal}"), e))?;
         // One stream per Gpu and ordered launches: per-buffer event tracking would only add
         // an event record to every launch.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream().map_err(|e| Error::device("cuStreamCreate", e))?;
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| Error::device("cuStreamCreate", e))?;
         let limits = Limits::query(&ctx)?;
         Ok(Arc::new(Gpu {
             ctx,
@@ -148,24 +163,30 @@ impl Gpu {
             return Ok(k.clone());
         }
         let module = self.module(m)?;
-        let func = module
-            .load_function(name)
-            .map_err(|e| Error::device(format!("looking up kernel {name} in module {}", m.name), e))?;
+        let func = module.load_function(name).map_err(|e| {
+            Error::device(format!("looking up kernel {name} in module {}", m.name), e)
+        })?;
         let max_threads = func
             .max_threads_per_block()
-            .map_err(|e| Error::device(format!("attributes of kernel {name}"), e))? as u32;
+            .map_err(|e| Error::device(format!("attributes of kernel {name}"), e))?
+            as u32;
         let k = Kernel {
             name: name.to_string(),
             func,
             max_threads,
         };
-        self.kernels.lock().unwrap().insert(name.to_string(), k.clone());
+        self.kernels
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), k.clone());
         Ok(k)
     }
 
     /// Enqueues `kernel` on this device's stream after checking `shape` against the limits.
     pub fn launch(&self, kernel: &Kernel, shape: LaunchShape, args: &mut Args) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(|e| Error::device("binding the context", e))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| Error::device("binding the context", e))?;
         launch::launch(&self.limits, self.stream.cu_stream(), kernel, shape, args)
     }
 
@@ -180,21 +201,37 @@ impl Gpu {
         if data.is_empty() {
             return self.alloc_zeroed(0);
         }
-        self.stream
-            .clone_htod(data)
-            .map_err(|e| Error::device(format!("copying {} bytes to the device", std::mem::size_of_val(data)), e))
+        self.stream.clone_htod(data).map_err(|e| {
+            Error::device(
+                format!(
+                    "copying {} bytes to the device",
+                    std::mem::size_of_val(data)
+                ),
+                e,
+            )
+        })
     }
 
     /// A zero-filled device buffer of `len` elements (at least one is allocated, so that
     /// empty inputs still have a valid address).
-    pub fn alloc_zeroed<T: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<T>> {
-        self.stream
-            .alloc_zeros(len.max(1))
-            .map_err(|e| Error::device(format!("allocating {} bytes", len * std::mem::size_of::<T>()), e))
+    pub fn alloc_zeroed<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>> {
+        self.stream.alloc_zeros(len.max(1)).map_err(|e| {
+            Error::device(
+                format!("allocating {} bytes", len * std::mem::size_of::<T>()),
+                e,
+            )
+        })
     }
 
     /// Copies a device buffer back; waits for the stream.
-    pub fn download<T: DeviceRepr + Default + Clone>(&self, s: &CudaSlice<T>, len: usize) -> Result<Vec<T>> {
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        s: &CudaSlice<T>,
+        len: usize,
+    ) -> Result<Vec<T>> {
         let mut v = self
             .stream
             .clone_dtoh(s)
@@ -205,6 +242,8 @@ impl Gpu {
 
     /// Waits for all work on the stream, reporting asynchronous kernel failures.
     pub fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(|e| Error::device("waiting for the stream", e))
+        self.stream
+            .synchronize()
+            .map_err(|e| Error::device("waiting for the stream", e))
     }
 }

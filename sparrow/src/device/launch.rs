@@ -52,16 +52,24 @@ impl LaunchShape {
         }
         for d in 0..3 {
             if self.grid[d] > limits.max_grid[d] {
-                return bad(format!("grid dimension {d} exceeds the device limit {}", limits.max_grid[d]));
+                return bad(format!(
+                    "grid dimension {d} exceeds the device limit {}",
+                    limits.max_grid[d]
+                ));
             }
             if self.block[d] > limits.max_block[d] {
-                return bad(format!("block dimension {d} exceeds the device limit {}", limits.max_block[d]));
+                return bad(format!(
+                    "block dimension {d} exceeds the device limit {}",
+                    limits.max_block[d]
+                ));
             }
         }
         let threads = self.block.iter().map(|&b| b as u64).product::<u64>();
         let cap = (limits.max_threads_per_block as u64).min(kernel_max_threads as u64);
         if threads > cap {
-            return bad(format!("{threads} threads per block exceed the limit {cap} for this kernel"));
+            return bad(format!(
+                "{threads} threads per block exceed the limit {cap} for this kernel"
+            ));
         }
         if self.smem > limits.smem_per_block_optin {
             return bad(format!(
@@ -75,11 +83,16 @@ impl LaunchShape {
                 return bad("a zero cluster dimension".into());
             }
             if size > limits.max_cluster as u64 {
-                return bad(format!("cluster of {size} blocks exceeds the device's {}", limits.max_cluster));
+                return bad(format!(
+                    "cluster of {size} blocks exceeds the device's {}",
+                    limits.max_cluster
+                ));
             }
-            for d in 0..3 {
-                if self.grid[d] % c[d] != 0 {
-                    return bad(format!("grid dimension {d} is not a multiple of the cluster's {}", c[d]));
+            for (d, (&g, &w)) in self.grid.iter().zip(&c).enumerate() {
+                if !g.is_multiple_of(w) {
+                    return bad(format!(
+                        "grid dimension {d} is not a multiple of the cluster's {w}"
+                    ));
                 }
             }
         }
@@ -92,7 +105,13 @@ impl fmt::Display for LaunchShape {
         write!(
             f,
             "grid ({}, {}, {}) x block ({}, {}, {}), {} B shared",
-            self.grid[0], self.grid[1], self.grid[2], self.block[0], self.block[1], self.block[2], self.smem
+            self.grid[0],
+            self.grid[1],
+            self.grid[2],
+            self.block[0],
+            self.block[1],
+            self.block[2],
+            self.smem
         )?;
         if let Some(c) = self.cluster {
             write!(f, ", cluster ({}, {}, {})", c[0], c[1], c[2])?;
@@ -183,7 +202,10 @@ pub(crate) fn launch(
         if c.iter().product::<u32>() > limits.max_cluster_portable {
             kernel
                 .func
-                .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+                .set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                    1,
+                )
                 .map_err(|e| Error::device(ctx("allowing a non-portable cluster"), e))?;
         }
         let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };

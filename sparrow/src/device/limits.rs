@@ -47,10 +47,14 @@ impl Limits {
             .map_err(|e| Error::device("cuDeviceGetAttribute(compute capability)", e))?;
         let clusters = a(A::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0;
         Ok(Limits {
-            name: ctx.name().map_err(|e| Error::device("cuDeviceGetName", e))?,
+            name: ctx
+                .name()
+                .map_err(|e| Error::device("cuDeviceGetName", e))?,
             compute_capability: cc,
             sms: a(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
-            total_memory: ctx.total_mem().map_err(|e| Error::device("cuDeviceTotalMem", e))?,
+            total_memory: ctx
+                .total_mem()
+                .map_err(|e| Error::device("cuDeviceTotalMem", e))?,
             max_threads_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block: [
                 a(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
@@ -74,6 +78,9 @@ impl Limits {
 
     /// The NVRTC target for this device, such as `sm_90`.
     pub fn arch(&self) -> String {
-        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+        format!(
+            "sm_{}{}",
+            self.compute_capability.0, self.compute_capability.1
+        )
     }
 }

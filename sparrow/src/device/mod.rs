@@ -46,7 +46,10 @@ impl FromStr for DeviceSpec {
             "cuda" => Ok(DeviceSpec::Cuda(0)),
             _ => match s.strip_prefix("cuda:").map(|n| n.parse::<usize>()) {
                 Some(Ok(n)) => Ok(DeviceSpec::Cuda(n)),
-                _ => Err(Error::invalid("--device", format!("{s:?} is not one of auto, cpu, cuda, cuda:N"))),
+                _ => Err(Error::invalid(
+                    "--device",
+                    format!("{s:?} is not one of auto, cpu, cuda, cuda:N"),
+                )),
             },
         }
     }
@@ -59,16 +62,24 @@ impl Device {
         match spec {
             DeviceSpec::Cpu => Ok((Device::Cpu, "the CPU was asked for".into())),
             DeviceSpec::Cuda(n) => {
-                let gpu = Gpu::open(n).map_err(|e| Error::unsupported(format!("--device cuda:{n}: {e}")))?;
+                let gpu = Gpu::open(n)
+                    .map_err(|e| Error::unsupported(format!("--device cuda:{n}: {e}")))?;
                 let why = format!("CUDA device {n} was asked for: {}", gpu.limits().name);
                 Ok((Device::Cuda(gpu), why))
             }
             DeviceSpec::Auto => match Gpu::open(0) {
                 Ok(gpu) => {
-                    let why = format!("auto: found {} ({})", gpu.limits().name, gpu.limits().arch());
+                    let why = format!(
+                        "auto: found {} ({})",
+                        gpu.limits().name,
+                        gpu.limits().arch()
+                    );
                     Ok((Device::Cuda(gpu), why))
                 }
-                Err(e) => Ok((Device::Cpu, format!("auto: no usable GPU ({e}); using the CPU"))),
+                Err(e) => Ok((
+                    Device::Cpu,
+                    format!("auto: no usable GPU ({e}); using the CPU"),
+                )),
             },
         }
     }

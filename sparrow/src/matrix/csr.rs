@@ -150,7 +150,10 @@ impl<T: Scalar> Csr<T> {
             if cols[k] >= ncols {
                 return Err(Error::invalid(
                     "cols",
-                    format!("entry {k}: column index {} is out of range for {ncols} columns", cols[k]),
+                    format!(
+                        "entry {k}: column index {} is out of range for {ncols} columns",
+                        cols[k]
+                    ),
                 ));
             }
             counts[r + 1] += 1;
@@ -237,7 +240,11 @@ impl<T: Scalar> Csr<T> {
             ncols: self.ncols,
             row_ptr: self.row_ptr.clone(),
             col_idx: self.col_idx.clone(),
-            values: self.values.iter().map(|v| U::from_f64(v.to_f64())).collect(),
+            values: self
+                .values
+                .iter()
+                .map(|v| U::from_f64(v.to_f64()))
+                .collect(),
         }
     }
 }
@@ -306,7 +313,9 @@ fn check_col(r: usize, p: usize, c: i32, ncols: usize) -> Result<()> {
     if c < 0 || c as usize >= ncols {
         return Err(Error::invalid(
             "col_idx",
-            format!("row {r}: column index {c} at position {p} is out of range for {ncols} columns"),
+            format!(
+                "row {r}: column index {c} at position {p} is out of range for {ncols} columns"
+            ),
         ));
     }
     Ok(())

@@ -49,10 +49,7 @@ impl<T: Scalar> Dense<T> {
         if Some(data.len()) != nrows.checked_mul(ncols) {
             return Err(Error::invalid(
                 "data",
-                format!(
-                    "{} elements do not make {nrows} x {ncols}",
-                    data.len()
-                ),
+                format!("{} elements do not make {nrows} x {ncols}", data.len()),
             ));
         }
         Self::new(nrows, ncols, ncols, data)

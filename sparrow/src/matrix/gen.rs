@@ -11,7 +11,12 @@ fn value<T: Scalar>(rng: &mut Rng) -> T {
     T::from_f64(rng.range_f64(-1.0, 1.0))
 }
 
-fn from_rows<T: Scalar>(nrows: usize, ncols: usize, rows: Vec<Vec<i32>>, rng: &mut Rng) -> Result<Csr<T>> {
+fn from_rows<T: Scalar>(
+    nrows: usize,
+    ncols: usize,
+    rows: Vec<Vec<i32>>,
+    rng: &mut Rng,
+) -> Result<Csr<T>> {
     let mut ptr = Vec::with_capacity(nrows + 1);
     ptr.push(0i64);
     let nnz: usize = rows.iter().map(|r| r.len()).sum();

@@ -11,17 +11,35 @@ use crate::{Device, Result, Scalar};
 
 pub(super) fn cases() -> Vec<Case> {
     vec![
-        Case { name: "spmm/f32", run: spmm_case::<f32> },
-        Case { name: "spmm/f64", run: spmm_case::<f64> },
-        Case { name: "spmv/f32", run: spmv_case::<f32> },
-        Case { name: "spmv/f64", run: spmv_case::<f64> },
+        Case {
+            name: "spmm/f32",
+            run: spmm_case::<f32>,
+        },
+        Case {
+            name: "spmm/f64",
+            run: spmm_case::<f64>,
+        },
+        Case {
+            name: "spmv/f32",
+            run: spmv_case::<f32>,
+        },
+        Case {
+            name: "spmv/f64",
+            run: spmv_case::<f64>,
+        },
     ]
 }
 
 fn matrices<T: Scalar>() -> Result<Vec<(&'static str, Csr<T>)>> {
     Ok(vec![
-        ("powerlaw 20000x15000 max row 5000", gen::power_law(20_000, 15_000, 16.0, 5_000, 1.5, 101)?),
-        ("90% empty rows 20000x20000", gen::sparse_rows(20_000, 20_000, 0.9, 24, 102)?),
+        (
+            "powerlaw 20000x15000 max row 5000",
+            gen::power_law(20_000, 15_000, 16.0, 5_000, 1.5, 101)?,
+        ),
+        (
+            "90% empty rows 20000x20000",
+            gen::sparse_rows(20_000, 20_000, 0.9, 24, 102)?,
+        ),
     ])
 }
 
@@ -42,7 +60,14 @@ fn n_for(path: GpuPath) -> usize {
     }
 }
 
-fn outcome(kernel: String, shapes: String, got: Vec<f64>, want: &[f64], scale: &[f64], tol: f64) -> Outcome {
+fn outcome(
+    kernel: String,
+    shapes: String,
+    got: Vec<f64>,
+    want: &[f64],
+    scale: &[f64],
+    tol: f64,
+) -> Outcome {
     let c = compare(&got, want, scale, tol);
     let note = match c.worst {
         Some(i) if !c.pass => format!("first bad element {i}: got {} want {}", got[i], want[i]),
@@ -81,11 +106,14 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                 } else {
                     gen::dense::<T>(a.nrows(), n, n + 5, seed + 10)?
                 };
-                let mut op = Spmm::<T>::new().alpha(T::from_f64(1.5)).beta(T::from_f64(beta));
+                let mut op = Spmm::<T>::new()
+                    .alpha(T::from_f64(1.5))
+                    .beta(T::from_f64(beta));
                 if let Some(p) = path {
                     op = op.force_path(p);
                 }
-                let (want, scale) = spmm_oracle::spmm(T::from_f64(1.5), &a, &b, T::from_f64(beta), &c);
+                let (want, scale) =
+                    spmm_oracle::spmm(T::from_f64(1.5), &a, &b, T::from_f64(beta), &c);
                 let plan = op.run(device, &a, &b, &mut c)?;
                 let kernel = plan.kernel.unwrap_or_else(|| "spmm cpu (rayon)".into());
                 let mut o = outcome(
@@ -97,7 +125,11 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                     tol,
                 );
                 // Padding past the last column must still be the NaN it was filled with.
-                let pad_ok = (0..c.nrows()).all(|i| c.data()[i * c.ld() + n..(i * c.ld() + c.ld()).min(c.data().len())].iter().all(|v| v.to_f64().is_nan()));
+                let pad_ok = (0..c.nrows()).all(|i| {
+                    c.data()[i * c.ld() + n..(i * c.ld() + c.ld()).min(c.data().len())]
+                        .iter()
+                        .all(|v| v.to_f64().is_nan())
+                });
                 if !pad_ok {
                     o.pass = false;
                     o.note = "wrote into C's padding past its columns".into();
@@ -117,7 +149,10 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
             Device::Cpu => vec![None],
             Device::Cuda(_) => {
                 let mut v = vec![None];
-                v.extend(crate::kernels::NNZSPLIT_GROUPS.map(|group| Some(GpuPath::NnzSplit { nmax: 1, group })));
+                v.extend(
+                    crate::kernels::NNZSPLIT_GROUPS
+                        .map(|group| Some(GpuPath::NnzSplit { nmax: 1, group })),
+                );
                 v
             }
         };
@@ -129,11 +164,14 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                 } else {
                     gen::dense::<T>(a.nrows(), 1, 1, seed + 10)?.into_data()
                 };
-                let mut op = Spmv::<T>::new().alpha(T::from_f64(-2.0)).beta(T::from_f64(beta));
+                let mut op = Spmv::<T>::new()
+                    .alpha(T::from_f64(-2.0))
+                    .beta(T::from_f64(beta));
                 if let Some(p) = path {
                     op = op.force_path(p);
                 }
-                let (want, scale) = spmv_oracle::spmv(T::from_f64(-2.0), &a, &x, T::from_f64(beta), &y);
+                let (want, scale) =
+                    spmv_oracle::spmv(T::from_f64(-2.0), &a, &x, T::from_f64(beta), &y);
                 let plan = op.run(device, &a, &x, &mut y)?;
                 let kernel = match (plan.kernel, path) {
                     (Some(k), None) => format!("{k} (policy)"),

@@ -6,7 +6,9 @@ mod npy;
 mod npz;
 
 pub use mtx::{read_mtx, write_mtx};
-pub use npy::{read_dense, read_npy, read_npy_from, write_dense, write_npy, write_npy_to, NpyArray, NpyData};
+pub use npy::{
+    read_dense, read_npy, read_npy_from, write_dense, write_npy, write_npy_to, NpyArray, NpyData,
+};
 pub use npz::{read_npz_csr, write_npz_csr, Normalize};
 
 use std::path::Path;
@@ -20,7 +22,10 @@ pub fn read_sparse<T: Scalar>(path: impl AsRef<Path>, normalize: Normalize) -> R
     match path.extension().and_then(|e| e.to_str()) {
         Some("npz") => read_npz_csr(path, normalize),
         Some("mtx") => read_mtx(path),
-        _ => Err(Error::format(path, "unknown sparse format; expected a .npz or .mtx file")),
+        _ => Err(Error::format(
+            path,
+            "unknown sparse format; expected a .npz or .mtx file",
+        )),
     }
 }
 

@@ -25,23 +25,47 @@ pub fn read_mtx<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
         .next()
         .ok_or_else(|| Error::format(path, "empty file; expected a %%MatrixMarket header"))?;
     let header = header.map_err(|e| Error::io(path, e))?;
-    let words: Vec<String> = header.split_whitespace().map(|w| w.to_ascii_lowercase()).collect();
+    let words: Vec<String> = header
+        .split_whitespace()
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
     if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
-        return Err(bad(0, format!("expected '%%MatrixMarket matrix coordinate <field> <symmetry>', found {header:?}")));
+        return Err(bad(
+            0,
+            format!(
+                "expected '%%MatrixMarket matrix coordinate <field> <symmetry>', found {header:?}"
+            ),
+        ));
     }
     if words[2] != "coordinate" {
-        return Err(bad(0, format!("format {:?} is not supported; sparrow reads coordinate files", words[2])));
+        return Err(bad(
+            0,
+            format!(
+                "format {:?} is not supported; sparrow reads coordinate files",
+                words[2]
+            ),
+        ));
     }
     let field = match words[3].as_str() {
         "real" | "double" => Field::Real,
         "integer" => Field::Integer,
         "pattern" => Field::Pattern,
-        other => return Err(bad(0, format!("field {other:?} is not supported (real, integer, pattern)"))),
+        other => {
+            return Err(bad(
+                0,
+                format!("field {other:?} is not supported (real, integer, pattern)"),
+            ))
+        }
     };
     let symmetric = match words[4].as_str() {
         "general" => false,
         "symmetric" => true,
-        other => return Err(bad(0, format!("symmetry {other:?} is not supported (general, symmetric)"))),
+        other => {
+            return Err(bad(
+                0,
+                format!("symmetry {other:?} is not supported (general, symmetric)"),
+            ))
+        }
     };
 
     let mut size: Option<(usize, usize, usize)> = None;
@@ -62,7 +86,10 @@ pub fn read_mtx<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
             match (m, n, z, it.next()) {
                 (Some(m), Some(n), Some(z), None) => {
                     if symmetric && m != n {
-                        return Err(bad(ln, format!("a symmetric matrix must be square, found {m} x {n}")));
+                        return Err(bad(
+                            ln,
+                            format!("a symmetric matrix must be square, found {m} x {n}"),
+                        ));
                     }
                     size = Some((m, n, z));
                     let cap = if symmetric { 2 * z } else { z };
@@ -71,18 +98,29 @@ pub fn read_mtx<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
                     vals.reserve(cap);
                     continue;
                 }
-                _ => return Err(bad(ln, format!("expected the size line 'rows cols nnz', found {t:?}"))),
+                _ => {
+                    return Err(bad(
+                        ln,
+                        format!("expected the size line 'rows cols nnz', found {t:?}"),
+                    ))
+                }
             }
         };
         if seen == nnz {
-            return Err(bad(ln, format!("more entries than the {nnz} the size line declares")));
+            return Err(bad(
+                ln,
+                format!("more entries than the {nnz} the size line declares"),
+            ));
         }
         let idx = |s: Option<&str>, what: &str, lim: usize| -> Result<usize> {
             let v: usize = s
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| bad(ln, format!("expected a {what} index, found {t:?}")))?;
             if v == 0 || v > lim {
-                return Err(bad(ln, format!("{what} index {v} is out of range 1..={lim}")));
+                return Err(bad(
+                    ln,
+                    format!("{what} index {v} is out of range 1..={lim}"),
+                ));
             }
             Ok(v - 1)
         };
@@ -104,7 +142,14 @@ pub fn read_mtx<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
             return Err(bad(ln, format!("too many fields in {t:?}")));
         }
         if symmetric && j > i {
-            return Err(bad(ln, format!("entry ({}, {}) is above the diagonal in a symmetric file", i + 1, j + 1)));
+            return Err(bad(
+                ln,
+                format!(
+                    "entry ({}, {}) is above the diagonal in a symmetric file",
+                    i + 1,
+                    j + 1
+                ),
+            ));
         }
         rows.push(i);
         cols.push(j);
@@ -138,7 +183,14 @@ pub fn write_mtx<T: Scalar>(path: impl AsRef<Path>, m: &Csr<T>) -> Result<()> {
     writeln!(w, "{} {} {}", m.nrows(), m.ncols(), m.nnz()).map_err(io)?;
     for r in 0..m.nrows() {
         for p in m.row_range(r) {
-            writeln!(w, "{} {} {:?}", r + 1, m.col_idx()[p] + 1, m.values()[p].to_f64()).map_err(io)?;
+            writeln!(
+                w,
+                "{} {} {:?}",
+                r + 1,
+                m.col_idx()[p] + 1,
+                m.values()[p].to_f64()
+            )
+            .map_err(io)?;
         }
     }
     w.flush().map_err(io)

@@ -3,8 +3,8 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use npyz::{DType, NpyFile, Order};
 use npyz::WriterBuilder;
+use npyz::{DType, NpyFile, Order};
 
 use crate::matrix::Dense;
 use crate::{Error, Result, Scalar};
@@ -66,7 +66,10 @@ impl NpyData {
             NpyData::U32(v) => Ok(v.iter().map(|&x| x as i64).collect()),
             _ => Err(Error::format(
                 path,
-                format!("{what} has dtype {}, expected an integer type", self.dtype_name()),
+                format!(
+                    "{what} has dtype {}, expected an integer type",
+                    self.dtype_name()
+                ),
             )),
         }
     }
@@ -78,7 +81,10 @@ impl NpyData {
             if t.to_f64() != x {
                 return Err(Error::format(
                     path,
-                    format!("{what} holds {x}, which {} cannot represent exactly", T::NAME),
+                    format!(
+                        "{what} holds {x}, which {} cannot represent exactly",
+                        T::NAME
+                    ),
                 ));
             }
             Ok(t)
@@ -148,7 +154,10 @@ pub fn read_npy_from(reader: impl Read, path: &Path) -> Result<NpyArray> {
     if order == Order::Fortran && arr.shape.len() == 2 {
         arr = transpose_fortran(arr);
     } else if order == Order::Fortran && arr.shape.len() > 2 {
-        return Err(Error::format(path, "Fortran-ordered arrays of more than 2 dimensions are not supported"));
+        return Err(Error::format(
+            path,
+            "Fortran-ordered arrays of more than 2 dimensions are not supported",
+        ));
     }
     Ok(arr)
 }

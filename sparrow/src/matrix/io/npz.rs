@@ -20,7 +20,11 @@ pub enum Normalize {
     SortAndSum,
 }
 
-fn member<R: Read + Seek>(zip: &mut zip::ZipArchive<R>, path: &Path, name: &str) -> Result<NpyArray> {
+fn member<R: Read + Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    path: &Path,
+    name: &str,
+) -> Result<NpyArray> {
     let file = format!("{name}.npy");
     let entry = zip.by_name(&file).map_err(|e| match e {
         zip::result::ZipError::FileNotFound => Error::format(
@@ -42,16 +46,21 @@ fn strip_path(e: &Error) -> String {
 }
 
 fn read_format<R: Read + Seek>(zip: &mut zip::ZipArchive<R>, path: &Path) -> Result<String> {
-    let entry = zip
-        .by_name("format.npy")
-        .map_err(|_| Error::format(path, "member format.npy is missing; not a matrix written by scipy.sparse.save_npz"))?;
+    let entry = zip.by_name("format.npy").map_err(|_| {
+        Error::format(
+            path,
+            "member format.npy is missing; not a matrix written by scipy.sparse.save_npz",
+        )
+    })?;
     let npy = npyz::NpyFile::new(std::io::BufReader::new(entry))
         .map_err(|e| Error::format(path, format!("member format.npy: {e}")))?;
     let bytes: Vec<Vec<u8>> = npy
         .into_vec()
         .map_err(|e| Error::format(path, format!("member format.npy is not a byte string: {e}")))?;
     let s = bytes.into_iter().next().unwrap_or_default();
-    Ok(String::from_utf8_lossy(&s).trim_end_matches('\0').to_string())
+    Ok(String::from_utf8_lossy(&s)
+        .trim_end_matches('\0')
+        .to_string())
 }
 
 /// Reads a CSR matrix written by `scipy.sparse.save_npz`.
@@ -67,24 +76,39 @@ pub fn read_npz_csr<T: Scalar>(path: impl AsRef<Path>, normalize: Normalize) -> 
             format!("holds a sparse matrix in format {format:?}; sparrow reads \"csr\" (convert with .tocsr())"),
         ));
     }
-    let shape = member(&mut zip, path, "shape")?.data.to_i64(path, "shape")?;
+    let shape = member(&mut zip, path, "shape")?
+        .data
+        .to_i64(path, "shape")?;
     if shape.len() != 2 || shape.iter().any(|&d| d < 0) {
-        return Err(Error::format(path, format!("shape {shape:?} is not two non-negative sizes")));
+        return Err(Error::format(
+            path,
+            format!("shape {shape:?} is not two non-negative sizes"),
+        ));
     }
     let (nrows, ncols) = (shape[0] as usize, shape[1] as usize);
-    let indptr = member(&mut zip, path, "indptr")?.data.to_i64(path, "indptr")?;
+    let indptr = member(&mut zip, path, "indptr")?
+        .data
+        .to_i64(path, "indptr")?;
     let indices = member(&mut zip, path, "indices")?;
     let data = member(&mut zip, path, "data")?;
     if indptr.len() != nrows + 1 {
         return Err(Error::format(
             path,
-            format!("indptr has {} entries but shape {nrows} x {ncols} needs {}", indptr.len(), nrows + 1),
+            format!(
+                "indptr has {} entries but shape {nrows} x {ncols} needs {}",
+                indptr.len(),
+                nrows + 1
+            ),
         ));
     }
     if indices.data.len() != data.data.len() {
         return Err(Error::format(
             path,
-            format!("indices has {} entries but data has {}", indices.data.len(), data.data.len()),
+            format!(
+                "indices has {} entries but data has {}",
+                indices.data.len(),
+                data.data.len()
+            ),
         ));
     }
     let idx64 = indices.data.to_i64(path, "indices")?;
@@ -109,7 +133,9 @@ pub fn read_npz_csr<T: Scalar>(path: impl AsRef<Path>, normalize: Normalize) -> 
 fn format_npy_bytes() -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut w = npyz::WriteOptions::<[u8]>::new()
-        .dtype(npyz::DType::Plain("|S3".parse().expect("valid type string")))
+        .dtype(npyz::DType::Plain(
+            "|S3".parse().expect("valid type string"),
+        ))
         .shape(&[])
         .writer(&mut out)
         .begin_nd()?;
@@ -149,4 +175,3 @@ pub fn write_npz_csr<T: Scalar>(path: impl AsRef<Path>, m: &Csr<T>) -> Result<()
     let mut inner = zip.finish().map_err(zerr)?;
     inner.flush().map_err(io)
 }
-

@@ -38,7 +38,11 @@ pub fn spmm<T: Scalar>(alpha: T, a: &Csr<T>, b: &Dense<T>, beta: T, c: &mut Dens
                 }
             }
             for (out, &x) in crow[j0..j0 + w].iter_mut().zip(&acc[..w]) {
-                *out = if beta == zero { alpha * x } else { alpha * x + beta * *out };
+                *out = if beta == zero {
+                    alpha * x
+                } else {
+                    alpha * x + beta * *out
+                };
             }
             j0 += w;
         }

@@ -62,16 +62,27 @@ impl<T: Scalar> Spmm<T> {
 
     /// Checks shapes and scalars completely, before any work.
     pub fn validate(&self, a: &Csr<T>, b: &Dense<T>, c: &Dense<T>) -> Result<()> {
-        check_shapes(a.nrows(), a.ncols(), (b.nrows(), b.ncols()), (c.nrows(), c.ncols()))?;
+        check_shapes(
+            a.nrows(),
+            a.ncols(),
+            (b.nrows(), b.ncols()),
+            (c.nrows(), c.ncols()),
+        )?;
         self.check_scalars()
     }
 
     fn check_scalars(&self) -> Result<()> {
         if !self.alpha.to_f64().is_finite() {
-            return Err(Error::invalid("alpha", format!("{:?} is not finite", self.alpha)));
+            return Err(Error::invalid(
+                "alpha",
+                format!("{:?} is not finite", self.alpha),
+            ));
         }
         if !self.beta.to_f64().is_finite() {
-            return Err(Error::invalid("beta", format!("{:?} is not finite", self.beta)));
+            return Err(Error::invalid(
+                "beta",
+                format!("{:?} is not finite", self.beta),
+            ));
         }
         Ok(())
     }
@@ -135,7 +146,11 @@ pub fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) ->
 }
 
 /// The GPU path for this request, or None when there is nothing to launch.
-pub(crate) fn gpu_path(force: Option<GpuPath>, stats: &RowStats, n: usize) -> Result<Option<GpuPath>> {
+pub(crate) fn gpu_path(
+    force: Option<GpuPath>,
+    stats: &RowStats,
+    n: usize,
+) -> Result<Option<GpuPath>> {
     if stats.nrows == 0 || n == 0 {
         return Ok(None);
     }

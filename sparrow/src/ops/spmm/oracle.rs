@@ -6,7 +6,13 @@ use crate::Scalar;
 
 /// `(want, scale)` for `alpha * A * B + beta * C`, packed `nrows x n`. With `beta == 0`, C is
 /// not read.
-pub fn spmm<T: Scalar>(alpha: T, a: &Csr<T>, b: &Dense<T>, beta: T, c: &Dense<T>) -> (Vec<f64>, Vec<f64>) {
+pub fn spmm<T: Scalar>(
+    alpha: T,
+    a: &Csr<T>,
+    b: &Dense<T>,
+    beta: T,
+    c: &Dense<T>,
+) -> (Vec<f64>, Vec<f64>) {
     let n = b.ncols();
     let (al, be) = (alpha.to_f64(), beta.to_f64());
     let mut want = vec![0.0; a.nrows() * n];

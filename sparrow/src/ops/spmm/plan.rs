@@ -86,7 +86,10 @@ impl GpuPath {
 /// The path the policy picks for these row statistics and N, with the reason.
 pub fn choose(stats: &RowStats, n: usize) -> (GpuPath, String) {
     if n <= 8 {
-        let nmax = NNZSPLIT_NMAX.into_iter().find(|&m| m as usize >= n).unwrap_or(8);
+        let nmax = NNZSPLIT_NMAX
+            .into_iter()
+            .find(|&m| m as usize >= n)
+            .unwrap_or(8);
         let group = NNZSPLIT_GROUPS
             .into_iter()
             .find(|&g| g as f64 >= stats.mean_len)

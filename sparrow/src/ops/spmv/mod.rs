@@ -54,10 +54,16 @@ impl<T: Scalar> Spmv<T> {
     /// Checks lengths and scalars completely, before any work.
     pub fn validate(&self, a: &Csr<T>, x_len: usize, y_len: usize) -> Result<()> {
         if x_len != a.ncols() {
-            return Err(Error::invalid("x", format!("has {x_len} elements but A has {} columns", a.ncols())));
+            return Err(Error::invalid(
+                "x",
+                format!("has {x_len} elements but A has {} columns", a.ncols()),
+            ));
         }
         if y_len != a.nrows() {
-            return Err(Error::invalid("y", format!("has {y_len} elements but A has {} rows", a.nrows())));
+            return Err(Error::invalid(
+                "y",
+                format!("has {y_len} elements but A has {} rows", a.nrows()),
+            ));
         }
         for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
             if !v.to_f64().is_finite() {
@@ -99,14 +105,31 @@ impl<T: Scalar> Spmv<T> {
         y: &cudarc::driver::CudaSlice<T>,
     ) -> Result<()> {
         if x.len() < a.ncols {
-            return Err(Error::invalid("x", format!("has {} elements but A has {} columns", x.len(), a.ncols)));
+            return Err(Error::invalid(
+                "x",
+                format!("has {} elements but A has {} columns", x.len(), a.ncols),
+            ));
         }
         if y.len() < a.nrows {
-            return Err(Error::invalid("y", format!("has {} elements but A has {} rows", y.len(), a.nrows)));
+            return Err(Error::invalid(
+                "y",
+                format!("has {} elements but A has {} rows", y.len(), a.nrows),
+            ));
         }
         let Some(path) = gpu_path(self.force, &a.stats, 1)? else {
             return Ok(());
         };
-        super::spmm::cuda::launch(gpu, path, a, 1, gpu.ptr(x), 1, gpu.ptr(y), 1, self.alpha, self.beta)
+        super::spmm::cuda::launch(
+            gpu,
+            path,
+            a,
+            1,
+            gpu.ptr(x),
+            1,
+            gpu.ptr(y),
+            1,
+            self.alpha,
+            self.beta,
+        )
     }
 }

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs on the GPU host from the bundle folder: every GPU test, then `sparrow validate`.
+# Logs go to ${1:-.}; exits non-zero when either fails.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$here}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+status=0
+"$here/gpu-tests" --test-threads=1 2>&1 | tee "$out/gpu-tests.log" || status=1
+"$here/sparrow" validate --device cuda 2>&1 | tee "$out/validate.log" || status=1
+exit $status

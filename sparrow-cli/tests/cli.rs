@@ -1,0 +1,216 @@
+//! The command line end to end on the CPU: files in, files out, and bad input answered with one
+//! readable line and a non-zero exit, never a panic.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use sparrow::matrix::io;
+use sparrow::matrix::{gen, Dense};
+
+fn sparrow(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sparrow"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sparrow-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn s(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The one line the CLI prints on failure.
+fn failure(out: &Output) -> String {
+    assert!(!out.status.success(), "expected failure, got {out:?}");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(lines.len(), 1, "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    lines[0].to_string()
+}
+
+#[test]
+fn spmm_and_spmv_from_files_match_the_library() {
+    let a = gen::power_law::<f64>(500, 300, 6.0, 100, 1.5, 1).unwrap();
+    let (pa, pb, pc, pout) = (tmp("a.npz"), tmp("b.npy"), tmp("c.npy"), tmp("out.npy"));
+    io::write_npz_csr(&pa, &a).unwrap();
+    let b = gen::dense::<f64>(300, 7, 7, 2).unwrap();
+    let c = gen::dense::<f64>(500, 7, 7, 3).unwrap();
+    io::write_dense(&pb, &b).unwrap();
+    io::write_dense(&pc, &c).unwrap();
+    let out = sparrow(&[
+        "spmm",
+        "--device",
+        "cpu",
+        "--a",
+        s(&pa),
+        "--b",
+        s(&pb),
+        "--c",
+        s(&pc),
+        "--alpha",
+        "2",
+        "--beta",
+        "-0.5",
+        "--out",
+        s(&pout),
+        "--explain",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("plan: spmm: Cpu"));
+    let got: Dense<f64> = io::read_dense(&pout).unwrap();
+    let mut want = c.clone();
+    sparrow::ops::spmm::Spmm::new()
+        .alpha(2.0)
+        .beta(-0.5)
+        .run(&sparrow::Device::Cpu, &a, &b, &mut want)
+        .unwrap();
+    assert_eq!(got, want);
+
+    let px = tmp("x.npy");
+    io::write_npy(&px, &[300], &b.to_packed().data()[..300]).unwrap();
+    let out = sparrow(&[
+        "spmv",
+        "--device",
+        "cpu",
+        "--a",
+        s(&pa),
+        "--x",
+        s(&px),
+        "--out",
+        s(&pout),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["op"], "spmv");
+    assert_eq!(v["plan"]["backend"], "Cpu");
+    let y = io::read_npy(&pout).unwrap();
+    assert_eq!(y.shape, vec![500]);
+}
+
+#[test]
+fn bad_inputs_give_one_line_errors() {
+    let a = gen::banded::<f32>(20, 3, 1).unwrap();
+    let (pa, pb, pout) = (tmp("ba.npz"), tmp("bb.npy"), tmp("bout.npy"));
+    io::write_npz_csr(&pa, &a).unwrap();
+    io::write_dense(&pb, &gen::dense::<f32>(19, 2, 2, 1).unwrap()).unwrap();
+    let e = failure(&sparrow(&[
+        "spmm",
+        "--device",
+        "cpu",
+        "--a",
+        s(&pa),
+        "--b",
+        s(&pb),
+        "--out",
+        s(&pout),
+    ]));
+    assert_eq!(
+        e,
+        "error: invalid argument `b`: has 19 rows but A has 20 columns"
+    );
+
+    io::write_dense(&pb, &gen::dense::<f32>(20, 2, 2, 1).unwrap()).unwrap();
+    let e = failure(&sparrow(&[
+        "spmm",
+        "--device",
+        "cpu",
+        "--a",
+        s(&pa),
+        "--b",
+        s(&pb),
+        "--beta",
+        "1",
+        "--out",
+        s(&pout),
+    ]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--c`: beta is 1, so --c must be given"
+    );
+
+    let e = failure(&sparrow(&[
+        "spmm",
+        "--device",
+        "cpu",
+        "--a",
+        "/nonexistent/a.npz",
+        "--b",
+        s(&pb),
+        "--out",
+        s(&pout),
+    ]));
+    assert!(e.starts_with("error: /nonexistent/a.npz: "), "{e}");
+
+    io::write_dense(&pb, &gen::dense::<f64>(20, 2, 2, 1).unwrap()).unwrap();
+    let e = failure(&sparrow(&[
+        "spmm",
+        "--device",
+        "cpu",
+        "--a",
+        s(&pa),
+        "--b",
+        s(&pb),
+        "--out",
+        s(&pout),
+    ]));
+    assert_eq!(
+        e,
+        format!("error: {}: the array has dtype float64, but f32 was asked for; convert the file or choose --dtype f64", s(&pb))
+    );
+
+    let e = failure(&sparrow(&[
+        "spmm",
+        "--device",
+        "gpu",
+        "--a",
+        s(&pa),
+        "--b",
+        s(&pb),
+        "--out",
+        s(&pout),
+    ]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--device`: \"gpu\" is not one of auto, cpu, cuda, cuda:N"
+    );
+
+    let e = failure(&sparrow(&["bench", "spmm", "--matrix", "nope"]));
+    assert_eq!(e, "error: invalid argument `--matrix`: unknown matrix \"nope\"; choose from powerlaw, banded, empty90 or all");
+}
+
+#[test]
+fn cuda_without_a_gpu_says_why() {
+    if sparrow::device::driver_present() {
+        eprintln!("a CUDA driver is present here; the GPU bundle covers this case");
+        return;
+    }
+    let e = failure(&sparrow(&["validate", "--device", "cuda"]));
+    assert_eq!(e, "error: unsupported: --device cuda:0: unsupported: the NVIDIA driver library libcuda.so was not found");
+}
+
+#[test]
+fn validate_and_demo_run_on_the_cpu() {
+    let out = sparrow(&["validate", "--device", "cpu"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("spmm cpu (rayon)") && text.contains(" 0 failed"),
+        "{text}"
+    );
+    let out = sparrow(&["demo", "--device", "cpu", "--rows", "20000", "--n", "5"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("spmv on cpu")
+            && text.contains("spmm N=5 on cpu")
+            && !text.contains("MISMATCH"),
+        "{text}"
+    );
+}

@@ -1,0 +1,351 @@
+//! GPU tests (`--features gpu-tests`): they fail when no GPU is usable. Reference kinds: the
+//! SpMM/SpMV results are checked against the naive oracle's arithmetic (f64 sums and summed
+//! magnitudes per element, rows split over threads only to finish in time); launches that must
+//! be refused are checked to be refused with the kernel's name.
+#![cfg(feature = "gpu-tests")]
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use sparrow::device::{Args, DeviceCsr, DeviceDense, DeviceSpec, Gpu, LaunchShape};
+use sparrow::kernels::SPMM;
+use sparrow::matrix::{gen, Csr, Dense};
+use sparrow::ops::check::{compare, tolerance};
+use sparrow::ops::spmm::{oracle as spmm_oracle, GpuPath, Spmm};
+use sparrow::ops::spmv::Spmv;
+use sparrow::{Device, Scalar};
+
+fn gpu() -> Arc<Gpu> {
+    match Device::open(DeviceSpec::Cuda(0)) {
+        Ok((Device::Cuda(g), _)) => g,
+        Ok(_) => unreachable!(),
+        Err(e) => panic!("GPU tests need a GPU: {e}"),
+    }
+}
+
+/// Per element of A * B: the f64 sum and the sum of magnitudes, exactly as the oracle forms
+/// them, rows in parallel.
+fn reference<T: Scalar>(a: &Csr<T>, b: &Dense<T>) -> (Vec<f64>, Vec<f64>) {
+    let n = b.ncols();
+    let mut sum = vec![0.0; a.nrows() * n];
+    let mut mag = vec![0.0; a.nrows() * n];
+    if n == 0 {
+        return (sum, mag);
+    }
+    sum.par_chunks_mut(n)
+        .zip(mag.par_chunks_mut(n))
+        .enumerate()
+        .for_each(|(i, (s, m))| {
+            for p in a.row_range(i) {
+                let av = a.values()[p].to_f64();
+                let row = b.row(a.col_idx()[p] as usize);
+                for j in 0..n {
+                    let t = av * row[j].to_f64();
+                    s[j] += t;
+                    m[j] += t.abs();
+                }
+            }
+        });
+    (sum, mag)
+}
+
+fn acceptance_matrices<T: Scalar>() -> Vec<(&'static str, Csr<T>)> {
+    vec![
+        (
+            "powerlaw 1M rows, mean 16, rows up to 100000",
+            gen::power_law(1_000_000, 1_000_000, 16.0, 100_000, 1.5, 11).unwrap(),
+        ),
+        (
+            "banded 62451 rows, 64 per row",
+            gen::banded(62_451, 64, 12).unwrap(),
+        ),
+        (
+            "90% empty rows, 1M rows",
+            gen::sparse_rows(1_000_000, 1_000_000, 0.9, 32, 13).unwrap(),
+        ),
+    ]
+}
+
+fn acceptance<T: Scalar>() {
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    let tol = tolerance::<T>();
+    let (alpha, al) = (T::from_f64(1.25), 1.25f64);
+    for (name, a) in acceptance_matrices::<T>() {
+        assert!(name.contains("empty") || a.row_stats().empty_rows < a.nrows());
+        let da = DeviceCsr::upload(&g, &a).unwrap();
+        for n in [1usize, 3, 8, 32, 33, 128, 256] {
+            let b = gen::dense::<T>(a.ncols(), n, n, n as u64).unwrap();
+            let db = DeviceDense::upload(&g, &b).unwrap();
+            let (sum, mag) = reference(&a, &b);
+            for beta in [0.0f64, 1.0, -0.5] {
+                // Sentinel: NaN everywhere when C is not read; otherwise real values, with NaN
+                // padding past the columns either way.
+                let mut c = Dense::filled(a.nrows(), n, n + 1, T::from_f64(f64::NAN)).unwrap();
+                if beta != 0.0 {
+                    let vals = gen::dense::<T>(a.nrows(), n, n + 1, 99).unwrap();
+                    for i in 0..a.nrows() {
+                        for j in 0..n {
+                            c.data_mut()[i * (n + 1) + j] = vals.get(i, j);
+                        }
+                    }
+                }
+                let want: Vec<f64> = (0..sum.len())
+                    .map(|k| {
+                        al * sum[k]
+                            + if beta != 0.0 {
+                                beta * c.get(k / n, k % n).to_f64()
+                            } else {
+                                0.0
+                            }
+                    })
+                    .collect();
+                let scale: Vec<f64> = (0..sum.len())
+                    .map(|k| {
+                        al * mag[k]
+                            + if beta != 0.0 {
+                                (beta * c.get(k / n, k % n).to_f64()).abs()
+                            } else {
+                                0.0
+                            }
+                    })
+                    .collect();
+                let mut dc = DeviceDense::upload(&g, &c).unwrap();
+                let op = Spmm::new().alpha(alpha).beta(T::from_f64(beta));
+                let plan = op.plan(&device, &a.row_stats(), n).unwrap();
+                op.run_device(&g, &da, &db, &mut dc).unwrap();
+                let out = dc.download(&g).unwrap();
+                let got: Vec<f64> = out.to_packed().data().iter().map(|v| v.to_f64()).collect();
+                let cmp = compare(&got, &want, &scale, tol);
+                assert!(
+                    cmp.pass,
+                    "spmm {} {name} N={n} beta={beta} [{plan}]: {cmp:?}",
+                    T::NAME
+                );
+                for i in 0..a.nrows() {
+                    assert!(
+                        out.data()[i * (n + 1) + n..]
+                            .first()
+                            .is_none_or(|v| v.to_f64().is_nan()),
+                        "padding written in row {i}"
+                    );
+                }
+                eprintln!(
+                    "ok spmm {} {name} N={n} beta={beta}: max rel {:.2e} [{}]",
+                    T::NAME,
+                    cmp.max_rel,
+                    plan.kernel.unwrap()
+                );
+
+                if n == 1 {
+                    // The same product through the SpMV op, on vectors.
+                    let x = gen::dense::<T>(a.ncols(), 1, 1, 1).unwrap().into_data();
+                    assert_eq!(x, b.data());
+                    let y0: Vec<T> = (0..a.nrows()).map(|i| c.get(i, 0)).collect();
+                    let dx = g.upload(&x).unwrap();
+                    let dy = g.upload(&y0).unwrap();
+                    Spmv::new()
+                        .alpha(alpha)
+                        .beta(T::from_f64(beta))
+                        .run_device(&g, &da, &dx, &dy)
+                        .unwrap();
+                    let y: Vec<f64> = g
+                        .download(&dy, a.nrows())
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_f64())
+                        .collect();
+                    let cmp = compare(&y, &want, &scale, tol);
+                    assert!(cmp.pass, "spmv {} {name} beta={beta}: {cmp:?}", T::NAME);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn acceptance_f32() {
+    acceptance::<f32>();
+}
+
+#[test]
+fn acceptance_f64() {
+    acceptance::<f64>();
+}
+
+/// Every kernel the policy can pick, forced on matrices with long rows, empty rows and a row
+/// count that is not a multiple of any block, at a ragged N for the kernel.
+fn every_path<T: Scalar>() {
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    let mats = [
+        gen::power_law::<T>(7_919, 5_003, 12.0, 4_000, 1.5, 5).unwrap(),
+        gen::sparse_rows::<T>(10_007, 3_001, 0.9, 40, 6).unwrap(),
+        gen::banded::<T>(1_001, 3, 7).unwrap(),
+    ];
+    for a in &mats {
+        for path in GpuPath::all() {
+            let ns: Vec<usize> = match path {
+                GpuPath::NnzSplit { nmax, .. } => (1..=nmax as usize).collect(),
+                GpuPath::ColWarp { .. } => vec![1, 9, 31, 45, 130],
+            };
+            for n in ns {
+                let b = gen::dense::<T>(a.ncols(), n, n + 2, 3).unwrap();
+                let mut c = Dense::filled(a.nrows(), n, n + 3, T::from_f64(f64::NAN)).unwrap();
+                let (want, scale) = spmm_oracle::spmm(T::from_f64(-1.0), a, &b, T::ZERO, &c);
+                Spmm::new()
+                    .alpha(T::from_f64(-1.0))
+                    .force_path(path)
+                    .run(&device, a, &b, &mut c)
+                    .unwrap();
+                let got: Vec<f64> = c.to_packed().data().iter().map(|v| v.to_f64()).collect();
+                let cmp = compare(&got, &want, &scale, tolerance::<T>());
+                assert!(cmp.pass, "{path:?} N={n} {}: {cmp:?}", T::NAME);
+            }
+        }
+    }
+}
+
+#[test]
+fn small_every_path_f32() {
+    every_path::<f32>();
+}
+
+#[test]
+fn small_every_path_f64() {
+    every_path::<f64>();
+}
+
+#[test]
+fn small_empty_inputs() {
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    // No entries but rows: C = beta * C must still be written.
+    let a = Csr::<f32>::empty(1000, 50).unwrap();
+    let b = gen::dense::<f32>(50, 5, 5, 1).unwrap();
+    let mut c = gen::dense::<f32>(1000, 5, 5, 2).unwrap();
+    let before = c.clone();
+    let plan = Spmm::new().beta(-0.5).run(&device, &a, &b, &mut c).unwrap();
+    assert!(plan.kernel.is_some());
+    for (x, y) in c.data().iter().zip(before.data()) {
+        assert_eq!(*x, -0.5 * y);
+    }
+    // Nothing to compute: no launch, nothing changes, and the plan says so.
+    for (m, k, n) in [(0usize, 10usize, 4usize), (10, 10, 0), (0, 0, 0)] {
+        let a = Csr::<f64>::empty(m, k).unwrap();
+        let b = Dense::filled(k, n, n.max(1), 1.0).unwrap();
+        let mut c = Dense::filled(m, n, n.max(1), 7.0).unwrap();
+        let plan = Spmm::new().run(&device, &a, &b, &mut c).unwrap();
+        assert_eq!(plan.kernel, None);
+        assert_eq!(plan.reason, "the output is empty: nothing to launch");
+        assert!(c.data().iter().all(|&v| v == 7.0));
+    }
+}
+
+/// Launches by hand: cluster launches (portable and non-portable widths) give the same result
+/// as the plain launch; shapes beyond the limits are refused with the kernel and shape named.
+#[test]
+fn small_cluster_launch_and_refused_shapes() {
+    let g = gpu();
+    let a = gen::power_law::<f32>(4_096, 2_000, 10.0, 500, 1.5, 8).unwrap();
+    let n = 32usize;
+    let b = gen::dense::<f32>(a.ncols(), n, n, 9).unwrap();
+    let c0 = Dense::filled(a.nrows(), n, n, f32::NAN).unwrap();
+    let (want, scale) = spmm_oracle::spmm(1.0, &a, &b, 0.0, &c0);
+    let da = DeviceCsr::upload(&g, &a).unwrap();
+    let db = DeviceDense::upload(&g, &b).unwrap();
+    let path = GpuPath::ColWarp {
+        lanes: 32,
+        per_lane: 1,
+    };
+    let name = path.kernel_name("f32");
+    let k = g.kernel(&SPMM, &name).unwrap();
+    let base = path.shape(a.nrows()).unwrap();
+    assert_eq!(base.grid[0], 512);
+    for cluster in [None, Some(2), Some(8), Some(16)] {
+        if cluster.is_some_and(|w| w > g.limits().max_cluster) {
+            continue;
+        }
+        let dc = DeviceDense::upload(&g, &c0).unwrap();
+        let shape = match cluster {
+            Some(w) => base.with_cluster(w),
+            None => base,
+        };
+        let mut args = Args::new();
+        args.i64(a.nrows() as i64)
+            .i32(n as i32)
+            .ptr(g.ptr(&da.row_ptr))
+            .ptr(g.ptr(&da.col_idx))
+            .ptr(g.ptr(&da.values))
+            .ptr(g.ptr(&db.buf))
+            .i64(n as i64)
+            .ptr(g.ptr(&dc.buf))
+            .i64(n as i64)
+            .f32(1.0)
+            .f32(0.0);
+        g.launch(&k, shape, &mut args).unwrap();
+        let got: Vec<f64> = dc
+            .download(&g)
+            .unwrap()
+            .data()
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        let cmp = compare(&got, &want, &scale, 1e-5);
+        assert!(cmp.pass, "cluster {cluster:?}: {cmp:?}");
+    }
+    let mut args = Args::new();
+    let e = g
+        .launch(&k, LaunchShape::linear(4, 2048), &mut args)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&name) && e.contains("block (2048, 1, 1)"), "{e}");
+    let e = g
+        .launch(&k, LaunchShape::linear(34, 256).with_cluster(17), &mut args)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&name) && e.contains("cluster of 17 blocks"),
+        "{e}"
+    );
+    let e = g
+        .launch(&k, LaunchShape::linear(0, 256), &mut args)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a zero dimension launches no work"), "{e}");
+    g.synchronize().unwrap();
+}
+
+/// The second opening of the device loads kernels from the disk cache instead of compiling.
+#[test]
+fn small_disk_cache_serves_the_second_load() {
+    let dir = std::env::temp_dir().join(format!("sparrow-cache-test-{}", std::process::id()));
+    std::env::set_var("SPARROW_CACHE_DIR", &dir);
+    let g1 = Gpu::open(0).unwrap();
+    g1.kernel(
+        &SPMM,
+        &GpuPath::NnzSplit { nmax: 1, group: 4 }.kernel_name("f32"),
+    )
+    .unwrap();
+    let st = g1.compile_stats();
+    assert_eq!(st.compiled.len(), 1, "{st:?}");
+    assert!(std::fs::read_dir(&dir).unwrap().any(|e| e
+        .unwrap()
+        .path()
+        .extension()
+        .is_some_and(|x| x == "cubin")));
+    let g2 = Gpu::open(0).unwrap();
+    g2.kernel(
+        &SPMM,
+        &GpuPath::NnzSplit { nmax: 1, group: 4 }.kernel_name("f32"),
+    )
+    .unwrap();
+    let st = g2.compile_stats();
+    assert_eq!((st.compiled.len(), st.from_disk.len()), (0, 1), "{st:?}");
+    eprintln!(
+        "compile {:.3} s, disk load {:.3} s",
+        g1.compile_stats().compiled[0].1,
+        st.from_disk[0].1
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
