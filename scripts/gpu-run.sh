@@ -7,6 +7,6 @@ out=${1:-$here}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 status=0
-"$here/gpu-tests" --test-threads=1 2>&1 | tee "$out/gpu-tests.log" || status=1
+"$here/gpu-tests" --test-threads=1 --nocapture 2>&1 | tee "$out/gpu-tests.log" || status=1
 "$here/sparrow" validate --device cuda 2>&1 | tee "$out/validate.log" || status=1
 exit $status

@@ -215,6 +215,8 @@ fn gpu_policy_picks_by_n_and_row_length() {
         max_len: 100,
         mean_len: mean,
         empty_rows: 0,
+        long_rows: 0,
+        long_chunks: 0,
     };
     assert_eq!(
         plan::choose(&stats(3.0), 1).0,

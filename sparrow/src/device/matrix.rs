@@ -3,10 +3,57 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::{Csr, Dense, RowStats};
+use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
-/// A CSR matrix on the GPU, with the row statistics plans need (computed on upload).
+/// The long rows of a matrix and their chunks, on the GPU.
+pub struct LongRows {
+    /// Number of long rows.
+    pub nrows: usize,
+    /// Number of chunks over all long rows.
+    pub nchunks: usize,
+    /// Row index of each long row.
+    pub rows: CudaSlice<i64>,
+    /// Chunks of long row i are `chunk_ptr[i]..chunk_ptr[i + 1]`.
+    pub chunk_ptr: CudaSlice<i64>,
+    /// First entry of each chunk.
+    pub starts: CudaSlice<i64>,
+    /// One past the last entry of each chunk.
+    pub ends: CudaSlice<i64>,
+}
+
+impl LongRows {
+    fn build(gpu: &Gpu, row_ptr: &[i64]) -> Result<Option<Self>> {
+        let (mut rows, mut chunk_ptr, mut starts, mut ends) =
+            (Vec::new(), vec![0i64], Vec::new(), Vec::new());
+        for (r, w) in row_ptr.windows(2).enumerate() {
+            if (w[1] - w[0]) as usize > LONG_ROW {
+                rows.push(r as i64);
+                let mut s = w[0];
+                while s < w[1] {
+                    starts.push(s);
+                    s = (s + CHUNK as i64).min(w[1]);
+                    ends.push(s);
+                }
+                chunk_ptr.push(starts.len() as i64);
+            }
+        }
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(LongRows {
+            nrows: rows.len(),
+            nchunks: starts.len(),
+            rows: gpu.upload(&rows)?,
+            chunk_ptr: gpu.upload(&chunk_ptr)?,
+            starts: gpu.upload(&starts)?,
+            ends: gpu.upload(&ends)?,
+        }))
+    }
+}
+
+/// A CSR matrix on the GPU, with the row statistics plans need and its long rows' chunks
+/// (both computed on upload).
 pub struct DeviceCsr<T> {
     /// Rows.
     pub nrows: usize,
@@ -20,6 +67,8 @@ pub struct DeviceCsr<T> {
     pub col_idx: CudaSlice<i32>,
     /// Values.
     pub values: CudaSlice<T>,
+    /// Rows longer than [`LONG_ROW`](crate::matrix::LONG_ROW), split into chunks; None when there are none.
+    pub long_rows: Option<LongRows>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -32,6 +81,7 @@ impl<T: Scalar> DeviceCsr<T> {
             row_ptr: gpu.upload(a.row_ptr())?,
             col_idx: gpu.upload(a.col_idx())?,
             values: gpu.upload(a.values())?,
+            long_rows: LongRows::build(gpu, a.row_ptr())?,
         })
     }
 }

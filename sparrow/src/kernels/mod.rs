@@ -43,9 +43,30 @@ pub fn colwarp_name(ty: &str, lanes: u32, per_lane: u32) -> String {
     format!("spmm_colwarp_{ty}_l{lanes}_t{per_lane}")
 }
 
+/// Name of the long-row chunk kernel that matches a main path's column shape: nnz-split chunks
+/// with the same column capacity, or 32-lane column chunks with the same columns per lane.
+pub fn chunks_name(ty: &str, nnzsplit_nmax: Option<u32>, per_lane: u32) -> String {
+    match nnzsplit_nmax {
+        Some(nmax) => format!("spmm_chunks_nnzsplit_{ty}_n{nmax}"),
+        None => format!("spmm_chunks_colwarp_{ty}_t{per_lane}"),
+    }
+}
+
+/// Name of the kernel that combines long rows' chunk partials.
+pub fn combine_name(ty: &str) -> String {
+    format!("spmm_combine_{ty}")
+}
+
 fn spmm_entry_points() -> Vec<String> {
     let mut v = Vec::new();
     for ty in ["f32", "f64"] {
+        for nmax in NNZSPLIT_NMAX {
+            v.push(chunks_name(ty, Some(nmax), 1));
+        }
+        for per_lane in [1, 2, 4] {
+            v.push(chunks_name(ty, None, per_lane));
+        }
+        v.push(combine_name(ty));
         for n in NNZSPLIT_NMAX {
             for g in NNZSPLIT_GROUPS {
                 v.push(nnzsplit_name(ty, n, g));

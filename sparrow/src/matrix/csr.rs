@@ -18,6 +18,14 @@ pub struct Csr<T> {
     values: Vec<T>,
 }
 
+/// Rows longer than [`LONG_ROW`] entries are split into chunks of [`CHUNK`] entries for the GPU
+/// products: one group of lanes on a 100,000-entry row would otherwise finish long after the
+/// rest of the grid. 1024 keeps a row's loop to a few dozen iterations of a 16- or 32-lane
+/// group, well under the time the whole grid takes on the matrices that have such rows.
+pub const LONG_ROW: usize = 1024;
+/// Entries per chunk of a long row.
+pub const CHUNK: usize = 512;
+
 /// Statistics of the row lengths, used by plans to choose kernels.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct RowStats {
@@ -31,6 +39,10 @@ pub struct RowStats {
     pub mean_len: f64,
     /// Number of rows with no entries.
     pub empty_rows: usize,
+    /// Number of rows longer than [`LONG_ROW`].
+    pub long_rows: usize,
+    /// Number of [`CHUNK`]-entry chunks those rows split into.
+    pub long_chunks: usize,
 }
 
 impl<T: Scalar> Csr<T> {
@@ -214,11 +226,15 @@ impl<T: Scalar> Csr<T> {
     /// Row-length statistics in one pass over the row pointers.
     pub fn row_stats(&self) -> RowStats {
         let mut max_len = 0usize;
-        let mut empty = 0usize;
+        let (mut empty, mut long_rows, mut long_chunks) = (0usize, 0usize, 0usize);
         for w in self.row_ptr.windows(2) {
             let len = (w[1] - w[0]) as usize;
             max_len = max_len.max(len);
             empty += (len == 0) as usize;
+            if len > LONG_ROW {
+                long_rows += 1;
+                long_chunks += len.div_ceil(CHUNK);
+            }
         }
         RowStats {
             nrows: self.nrows,
@@ -230,6 +246,8 @@ impl<T: Scalar> Csr<T> {
                 self.nnz() as f64 / self.nrows as f64
             },
             empty_rows: empty,
+            long_rows,
+            long_chunks,
         }
     }
 

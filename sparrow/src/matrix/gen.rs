@@ -128,14 +128,22 @@ pub fn uniform<T: Scalar>(nrows: usize, ncols: usize, per_row: usize, seed: u64)
 }
 
 /// A dense `nrows x ncols` matrix with leading dimension `ld`, values uniform in [-1, 1);
-/// padding holds NaN so a kernel that reads it poisons its result.
+/// padding holds NaN so a kernel that reads it poisons its result. Rows are filled in parallel,
+/// each from its own stream seeded by `seed` and the row, so the result does not depend on the
+/// thread count.
 pub fn dense<T: Scalar>(nrows: usize, ncols: usize, ld: usize, seed: u64) -> Result<Dense<T>> {
-    let mut rng = Rng::new(seed);
+    use rayon::prelude::*;
     let mut m = Dense::filled(nrows, ncols, ld, T::from_f64(f64::NAN))?;
-    for i in 0..nrows {
-        for j in 0..ncols {
-            m.data_mut()[i * ld + j] = value::<T>(&mut rng);
-        }
+    if ncols > 0 {
+        m.data_mut()
+            .par_chunks_mut(ld.max(1))
+            .enumerate()
+            .for_each(|(i, row)| {
+                let mut rng = Rng::new(seed ^ (i as u64).wrapping_mul(0xd1b5_4a32_d192_ed03));
+                for x in &mut row[..ncols] {
+                    *x = value::<T>(&mut rng);
+                }
+            });
     }
     Ok(m)
 }

@@ -7,6 +7,6 @@ pub mod gen;
 pub mod io;
 mod rng;
 
-pub use csr::{Csr, RowStats};
+pub use csr::{Csr, RowStats, CHUNK, LONG_ROW};
 pub use dense::Dense;
 pub use rng::Rng;

@@ -97,7 +97,15 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
             Device::Cpu => vec![None],
             Device::Cuda(_) => GpuPath::all().into_iter().map(Some).collect(),
         };
-        for path in paths {
+        let splits: &[bool] = if a.row_stats().long_rows > 0 {
+            &[true, false]
+        } else {
+            &[true]
+        };
+        for (path, &split) in paths
+            .iter()
+            .flat_map(|p| splits.iter().map(move |s| (*p, s)))
+        {
             let n = path.map(n_for).unwrap_or(37);
             for (beta, seed) in [(0.0, 1u64), (-0.5, 2)] {
                 let b = gen::dense::<T>(a.ncols(), n, n + 3, seed)?;
@@ -118,7 +126,10 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                 let kernel = plan.kernel.unwrap_or_else(|| "spmm cpu (rayon)".into());
                 let mut o = outcome(
                     kernel,
-                    format!("{mname}, N={n}, beta={beta}"),
+                    format!(
+                        "{mname}, N={n}, beta={beta}{}",
+                        if split { "" } else { ", unsplit" }
+                    ),
                     packed(&c),
                     &want,
                     &scale,

@@ -1,10 +1,26 @@
 //! Host side of the GPU SpMM: argument marshalling and the launch. Enqueues on the GPU's
 //! stream and does not wait.
 
-use super::plan::GpuPath;
-use crate::device::{Args, DeviceCsr, DeviceDense, Gpu};
-use crate::kernels::SPMM;
-use crate::{Result, Scalar};
+use super::plan::{GpuPath, BLOCK};
+use crate::device::{Args, DeviceCsr, DeviceDense, Gpu, LaunchShape};
+use crate::kernels::{chunks_name, combine_name, SPMM};
+use crate::matrix::LONG_ROW;
+use crate::{Error, Result, Scalar};
+
+/// The chunk kernel for a main path: the same column shape, 32 lanes per chunk.
+pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> String {
+    match path {
+        GpuPath::NnzSplit { nmax, .. } => chunks_name(ty, Some(nmax), 1),
+        GpuPath::ColWarp { per_lane, .. } => chunks_name(ty, None, per_lane),
+    }
+}
+
+fn blocks(items: usize, per_block: usize) -> Result<LaunchShape> {
+    let b = u32::try_from(items.div_ceil(per_block)).map_err(|_| {
+        Error::unsupported(format!("{items} work items need more than 2^32 blocks"))
+    })?;
+    Ok(LaunchShape::linear(b, BLOCK))
+}
 
 /// Enqueues `C = alpha * A * B + beta * C` with the kernel of `path`. B and C are described by
 /// raw device addresses and leading dimensions so SpMV can pass vectors.
@@ -20,16 +36,24 @@ pub(crate) fn launch<T: Scalar>(
     ldc: usize,
     alpha: T,
     beta: T,
+    split: bool,
 ) -> Result<()> {
     if a.nrows == 0 || n == 0 {
         return Ok(());
     }
+    let long = a.long_rows.as_ref().filter(|_| split);
     let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
     let shape = path.shape(a.nrows)?;
     let mut args = Args::new();
     args.i64(a.nrows as i64)
         .i32(n as i32)
         .ptr(gpu.ptr(&a.row_ptr))
+        .ptr(0)
+        .i64(if long.is_some() {
+            LONG_ROW as i64
+        } else {
+            i64::MAX
+        })
         .ptr(gpu.ptr(&a.col_idx))
         .ptr(gpu.ptr(&a.values))
         .ptr(b)
@@ -38,13 +62,51 @@ pub(crate) fn launch<T: Scalar>(
         .i64(ldc as i64)
         .scalar(alpha)
         .scalar(beta);
-    gpu.launch(&kernel, shape, &mut args)
+    gpu.launch(&kernel, shape, &mut args)?;
+    let Some(long) = long else { return Ok(()) };
+    // Partial sums of every chunk (alpha 1, beta 0), then the ordered combine. The scratch is
+    // freed in stream order after both kernels.
+    let partial = gpu.alloc_zeroed::<T>(long.nchunks * n)?;
+    let chunks = gpu.kernel(&SPMM, &chunk_kernel(path, T::NAME))?;
+    let mut args = Args::new();
+    args.i64(long.nchunks as i64)
+        .i32(n as i32)
+        .ptr(gpu.ptr(&long.starts))
+        .ptr(gpu.ptr(&long.ends))
+        .i64(i64::MAX)
+        .ptr(gpu.ptr(&a.col_idx))
+        .ptr(gpu.ptr(&a.values))
+        .ptr(b)
+        .i64(ldb as i64)
+        .ptr(gpu.ptr(&partial))
+        .i64(n as i64)
+        .scalar(T::from_f64(1.0))
+        .scalar(T::ZERO);
+    gpu.launch(
+        &chunks,
+        blocks(long.nchunks, (BLOCK / 32) as usize)?,
+        &mut args,
+    )?;
+    let combine = gpu.kernel(&SPMM, &combine_name(T::NAME))?;
+    let mut args = Args::new();
+    args.i64(long.nrows as i64)
+        .i32(n as i32)
+        .ptr(gpu.ptr(&long.rows))
+        .ptr(gpu.ptr(&long.chunk_ptr))
+        .ptr(gpu.ptr(&partial))
+        .ptr(c)
+        .i64(ldc as i64)
+        .scalar(alpha)
+        .scalar(beta);
+    gpu.launch(&combine, blocks(long.nrows * n, BLOCK as usize)?, &mut args)
 }
 
 /// Enqueues SpMM on device-resident matrices.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn spmm<T: Scalar>(
     gpu: &Gpu,
     path: GpuPath,
+    split: bool,
     alpha: T,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
@@ -52,5 +114,7 @@ pub(crate) fn spmm<T: Scalar>(
     c: &mut DeviceDense<T>,
 ) -> Result<()> {
     let (bp, cp) = (gpu.ptr(&b.buf), gpu.ptr(&c.buf));
-    launch(gpu, path, a, b.ncols, bp, b.ld, cp, c.ld, alpha, beta)
+    launch(
+        gpu, path, a, b.ncols, bp, b.ld, cp, c.ld, alpha, beta, split,
+    )
 }

@@ -23,6 +23,7 @@ pub struct Spmm<T> {
     alpha: T,
     beta: T,
     force: Option<GpuPath>,
+    split: bool,
 }
 
 impl<T: Scalar> Default for Spmm<T> {
@@ -38,6 +39,7 @@ impl<T: Scalar> Spmm<T> {
             alpha: T::from_f64(1.0),
             beta: T::ZERO,
             force: None,
+            split: true,
         }
     }
     /// Sets alpha.
@@ -53,6 +55,12 @@ impl<T: Scalar> Spmm<T> {
     /// Forces a GPU path instead of the policy's choice.
     pub fn force_path(mut self, path: GpuPath) -> Self {
         self.force = Some(path);
+        self
+    }
+    /// Whether the GPU path splits rows longer than [`LONG_ROW`](crate::matrix::LONG_ROW) into
+    /// chunks (default true); tests turn it off to reach the row kernels on long rows.
+    pub fn split_long_rows(mut self, split: bool) -> Self {
+        self.split = split;
         self
     }
     /// The scalars `(alpha, beta)`.
@@ -89,7 +97,7 @@ impl<T: Scalar> Spmm<T> {
 
     /// Which backend and kernel would run for an A with these statistics and N columns.
     pub fn plan(&self, device: &Device, stats: &RowStats, n: usize) -> Result<Plan> {
-        plan_for::<T>("spmm", device, stats, n, self.force)
+        plan_for::<T>("spmm", device, stats, n, self.force, self.split)
     }
 
     /// Runs on host data: on a GPU, copies in, computes, copies back.
@@ -124,7 +132,7 @@ impl<T: Scalar> Spmm<T> {
         let Some(path) = gpu_path(self.force, &a.stats, b.ncols)? else {
             return Ok(());
         };
-        cuda::spmm(gpu, path, self.alpha, a, b, self.beta, c)
+        cuda::spmm(gpu, path, self.split, self.alpha, a, b, self.beta, c)
     }
 }
 
@@ -170,6 +178,7 @@ pub(crate) fn plan_for<T: Scalar>(
     stats: &RowStats,
     n: usize,
     force: Option<GpuPath>,
+    split: bool,
 ) -> Result<Plan> {
     match device {
         Device::Cpu => Ok(Plan {
@@ -199,10 +208,26 @@ pub(crate) fn plan_for<T: Scalar>(
                 Some(p) => (p, format!("path forced to {p:?}")),
                 None => plan::choose(stats, n),
             };
+            let mut kernel = path.kernel_name(T::NAME);
+            let mut reason = reason;
+            if split && stats.long_rows > 0 {
+                kernel = format!(
+                    "{kernel} + {} + {}",
+                    cuda::chunk_kernel(path, T::NAME),
+                    crate::kernels::combine_name(T::NAME)
+                );
+                reason = format!(
+                    "{reason}; {} row(s) longer than {} split into {} chunks of {}, combined in order by a second kernel",
+                    stats.long_rows,
+                    crate::matrix::LONG_ROW,
+                    stats.long_chunks,
+                    crate::matrix::CHUNK
+                );
+            }
             Ok(Plan {
                 op,
                 backend: Backend::Cuda,
-                kernel: Some(path.kernel_name(T::NAME)),
+                kernel: Some(kernel),
                 shape: Some(path.shape(stats.nrows)?),
                 reason,
             })

@@ -18,6 +18,7 @@ pub struct Spmv<T> {
     alpha: T,
     beta: T,
     force: Option<GpuPath>,
+    split: bool,
 }
 
 impl<T: Scalar> Default for Spmv<T> {
@@ -33,6 +34,7 @@ impl<T: Scalar> Spmv<T> {
             alpha: T::from_f64(1.0),
             beta: T::ZERO,
             force: None,
+            split: true,
         }
     }
     /// Sets alpha.
@@ -48,6 +50,12 @@ impl<T: Scalar> Spmv<T> {
     /// Forces a GPU path (an nnz-split shape) instead of the policy's choice.
     pub fn force_path(mut self, path: GpuPath) -> Self {
         self.force = Some(path);
+        self
+    }
+
+    /// Whether long rows are split into chunks on the GPU (default true).
+    pub fn split_long_rows(mut self, split: bool) -> Self {
+        self.split = split;
         self
     }
 
@@ -75,7 +83,7 @@ impl<T: Scalar> Spmv<T> {
 
     /// Which backend and kernel would run.
     pub fn plan(&self, device: &Device, stats: &RowStats) -> Result<Plan> {
-        plan_for::<T>("spmv", device, stats, 1, self.force)
+        plan_for::<T>("spmv", device, stats, 1, self.force, self.split)
     }
 
     /// Runs on host data.
@@ -130,6 +138,7 @@ impl<T: Scalar> Spmv<T> {
             1,
             self.alpha,
             self.beta,
+            self.split,
         )
     }
 }
