@@ -277,6 +277,8 @@ fn small_cluster_launch_and_refused_shapes() {
         args.i64(a.nrows() as i64)
             .i32(n as i32)
             .ptr(g.ptr(&da.row_ptr))
+            .ptr(0)
+            .i64(i64::MAX)
             .ptr(g.ptr(&da.col_idx))
             .ptr(g.ptr(&da.values))
             .ptr(g.ptr(&db.buf))

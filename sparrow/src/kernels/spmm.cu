@@ -97,6 +97,9 @@ __device__ __forceinline__ void spmm_colwarp(i64 nrows, int n, const i64* __rest
                 a = ld_stream(val + base + lane);
             }
             const int cnt = (int)((e - base) < L ? (e - base) : L);
+            // Unrolled so several rows of B are in flight at once; the shuffles are uniform
+            // across the group because cnt is.
+#pragma unroll 4
             for (int k = 0; k < cnt; k++) {
                 const int ck = __shfl_sync(mask, c, k, L);
                 const T ak = __shfl_sync(mask, a, k, L);
