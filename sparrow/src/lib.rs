@@ -3,7 +3,7 @@
 //! Layers, from the bottom: [`matrix`] (validated CSR and dense matrices, their files),
 //! [`device`] (the CPU or a CUDA GPU: context, buffers, NVRTC compilation, launches),
 //! kernels (CUDA C++ sources compiled at run time), [`ops`] (one public API per operation,
-//! each with a plan that picks a backend and says why), and on top [`validate`] and [`bench`].
+//! each with a plan that picks a backend and says why), and on top [`validate`] and [`mod@bench`].
 //!
 //! # Numeric semantics
 //!

@@ -288,3 +288,32 @@ fn generators_are_deterministic_and_shaped() {
     let frac = e.row_stats().empty_rows as f64 / 10_000.0;
     assert!((0.88..0.92).contains(&frac), "{frac}");
 }
+
+#[test]
+fn device_bytes_counts_every_buffer() {
+    // 3 rows, one of them long (LONG_ROW + 1 entries = 3 chunks of CHUNK).
+    let long = sparrow::matrix::LONG_ROW + 1;
+    let cols: Vec<i32> = (0..long as i32).collect();
+    let a = Csr::<f32>::new(
+        3,
+        long,
+        vec![0, 1, 1 + long as i64, 1 + long as i64],
+        [vec![0], cols].concat(),
+        vec![1.0; long + 1],
+    )
+    .unwrap();
+    let st = a.row_stats();
+    assert_eq!(
+        (st.long_rows, st.long_chunks),
+        (1, long.div_ceil(sparrow::matrix::CHUNK))
+    );
+    let n = 4;
+    let dense = long * n + 3 * n;
+    let want = 8 * 4
+        + 8 * (long as u64 + 1)
+        + 8 * 3
+        + 16 * st.long_chunks as u64
+        + 4 * dense as u64
+        + 4 * (st.long_chunks * n) as u64;
+    assert_eq!(sparrow::ops::spmm::device_bytes(&a, dense, n), want);
+}

@@ -29,6 +29,12 @@ fn dtype<T: Scalar>() -> cs::cudaDataType {
     }
 }
 
+/// A prepared call that can be enqueued repeatedly on the GPU's stream.
+pub trait Enqueue {
+    /// Enqueues the call.
+    fn enqueue(&self) -> Result<()>;
+}
+
 /// A cuSPARSE handle bound to a GPU's stream.
 pub struct Cusparse {
     gpu: Arc<Gpu>,
@@ -249,9 +255,10 @@ impl<'a, T: Scalar> SpmmCall<'a, T> {
         }
         Ok(call)
     }
+}
 
-    /// Enqueues the product on the GPU's stream.
-    pub fn enqueue(&self) -> Result<()> {
+impl<T: Scalar> Enqueue for SpmmCall<'_, T> {
+    fn enqueue(&self) -> Result<()> {
         let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         check(
             unsafe {
@@ -354,9 +361,10 @@ impl<'a, T: Scalar> SpmvCall<'a, T> {
         call.work = gpu.alloc_zeroed::<u8>(size)?;
         Ok(call)
     }
+}
 
-    /// Enqueues the product on the GPU's stream.
-    pub fn enqueue(&self) -> Result<()> {
+impl<T: Scalar> Enqueue for SpmvCall<'_, T> {
+    fn enqueue(&self) -> Result<()> {
         let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         check(
             unsafe {

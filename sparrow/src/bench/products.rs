@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use super::matrices;
 use super::timing::{copy_bandwidth, time_cpu, time_gpu, Timing};
-use crate::baselines::cusparse::{CsrDescr, Cusparse, SpmmCall, SpmvCall, SPMM_ALGS, SPMV_ALGS};
+use crate::baselines::cusparse::{
+    CsrDescr, Cusparse, Enqueue, SpmmCall, SpmvCall, SPMM_ALGS, SPMV_ALGS,
+};
 use crate::device::{DeviceCsr, DeviceDense, Gpu};
 use crate::matrix::{gen, Csr, Dense};
 use crate::ops::spmm::{cpu as spmm_cpu, Spmm};
@@ -157,6 +159,19 @@ fn agreement<T: Scalar>(ours: &[T], theirs: &[T]) -> f64 {
     diff / scale.max(f64::MIN_POSITIVE)
 }
 
+/// Times a prepared cuSPARSE call; None when cuSPARSE refuses the algorithm for this layout.
+fn time_call<C: Enqueue>(
+    gpu: &Gpu,
+    reps: usize,
+    make: impl FnOnce() -> Result<C>,
+) -> Result<Option<Timing>> {
+    match make() {
+        Ok(call) => time_gpu(gpu, 3, reps, || call.enqueue()).map(Some),
+        Err(Error::Unsupported { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn run_typed<T: Scalar>(
     gpu: &Arc<Gpu>,
     cfg: &BenchConfig,
@@ -209,51 +224,35 @@ fn run_typed<T: Scalar>(
             let mut best: Option<f64> = None;
             let mut best_c: Option<Vec<T>> = None;
             let mut dc2 = DeviceDense::upload(gpu, &c0)?;
-            if cfg.op == "spmm" {
-                for (alg_name, alg) in SPMM_ALGS {
-                    let call = match SpmmCall::new(
-                        &cs,
-                        &descr,
-                        &db,
-                        &mut dc2,
-                        T::from_f64(1.0),
-                        T::ZERO,
-                        alg,
-                    ) {
-                        Ok(c) => c,
-                        Err(Error::Unsupported { .. }) => continue,
-                        Err(e) => return Err(e),
-                    };
-                    let t = time_gpu(gpu, 3, reps, || call.enqueue())?;
-                    drop(call);
-                    out.push(record(cfg, name, &a, n, "cusparse", alg_name, t, bw));
-                    if best.is_none_or(|b| t.median_ms < b) {
-                        best = Some(t.median_ms);
-                        best_c = Some(dc2.download(gpu)?.into_data());
-                    }
-                }
+            let (one, zero) = (T::from_f64(1.0), T::ZERO);
+            let names: Vec<&str> = if cfg.op == "spmm" {
+                SPMM_ALGS.iter().map(|a| a.0).collect()
             } else {
-                for (alg_name, alg) in SPMV_ALGS {
-                    let call = match SpmvCall::new(
-                        &cs,
-                        &descr,
-                        &db.buf,
-                        &mut dc2.buf,
-                        T::from_f64(1.0),
-                        T::ZERO,
-                        alg,
-                    ) {
-                        Ok(c) => c,
-                        Err(Error::Unsupported { .. }) => continue,
-                        Err(e) => return Err(e),
-                    };
-                    let t = time_gpu(gpu, 3, reps, || call.enqueue())?;
-                    drop(call);
-                    out.push(record(cfg, name, &a, n, "cusparse", alg_name, t, bw));
-                    if best.is_none_or(|b| t.median_ms < b) {
-                        best = Some(t.median_ms);
-                        best_c = Some(dc2.download(gpu)?.into_data());
-                    }
+                SPMV_ALGS.iter().map(|a| a.0).collect()
+            };
+            for (i, alg_name) in names.into_iter().enumerate() {
+                let t = if cfg.op == "spmm" {
+                    time_call(gpu, reps, || {
+                        SpmmCall::new(&cs, &descr, &db, &mut dc2, one, zero, SPMM_ALGS[i].1)
+                    })?
+                } else {
+                    time_call(gpu, reps, || {
+                        SpmvCall::new(
+                            &cs,
+                            &descr,
+                            &db.buf,
+                            &mut dc2.buf,
+                            one,
+                            zero,
+                            SPMV_ALGS[i].1,
+                        )
+                    })?
+                };
+                let Some(t) = t else { continue };
+                out.push(record(cfg, name, &a, n, "cusparse", alg_name, t, bw));
+                if best.is_none_or(|b| t.median_ms < b) {
+                    best = Some(t.median_ms);
+                    best_c = Some(dc2.download(gpu)?.into_data());
                 }
             }
             if let (Some(b), Some(bc)) = (best, best_c) {

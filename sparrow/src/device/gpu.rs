@@ -14,6 +14,8 @@ use super::limits::Limits;
 use crate::kernels::KernelModule;
 use crate::{Error, Result};
 
+const GIB: f64 = (1u64 << 30) as f64;
+
 /// How each kernel module reached this process, for `--explain` and the compile-time report.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct CompileStats {
@@ -188,6 +190,26 @@ impl Gpu {
             .bind_to_thread()
             .map_err(|e| Error::device("binding the context", e))?;
         launch::launch(&self.limits, self.stream.cu_stream(), kernel, shape, args)
+    }
+
+    /// Fails with the sizes in the message when `bytes` exceed the device's free memory, so a
+    /// problem too large for the GPU is refused before any allocation rather than failing half
+    /// way.
+    pub fn ensure_fits(&self, bytes: u64, what: &str) -> Result<()> {
+        let (free, total) = self
+            .ctx
+            .mem_get_info()
+            .map_err(|e| Error::device("cuMemGetInfo", e))?;
+        if bytes > free as u64 {
+            return Err(Error::unsupported(format!(
+                "{what} needs {:.2} GiB of GPU memory but {} has {:.2} GiB free of {:.2} GiB; run it with --device cpu or on a larger GPU",
+                bytes as f64 / GIB,
+                self.limits.name,
+                free as f64 / GIB,
+                total as f64 / GIB
+            )));
+        }
+        Ok(())
     }
 
     /// The device address of a buffer, for kernel arguments.

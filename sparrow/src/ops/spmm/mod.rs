@@ -107,6 +107,8 @@ impl<T: Scalar> Spmm<T> {
         match device {
             Device::Cpu => cpu::spmm(self.alpha, a, b, self.beta, c),
             Device::Cuda(gpu) => {
+                let bytes = device_bytes::<T>(a, b.data().len() + c.data().len(), b.ncols());
+                gpu.ensure_fits(bytes, "this SpMM")?;
                 let da = DeviceCsr::upload(gpu, a)?;
                 let db = DeviceDense::upload(gpu, b)?;
                 // C travels even when beta == 0 so padding between ncols and ld survives.
@@ -134,6 +136,16 @@ impl<T: Scalar> Spmm<T> {
         };
         cuda::spmm(gpu, path, self.split, self.alpha, a, b, self.beta, c)
     }
+}
+
+/// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists,
+/// `dense_elems` elements of B and C, and the long rows' partial sums for N columns.
+pub fn device_bytes<T: Scalar>(a: &Csr<T>, dense_elems: usize, n: usize) -> u64 {
+    let st = a.row_stats();
+    let s = std::mem::size_of::<T>() as u64;
+    let a_bytes = 8 * (a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
+    let long = 8 * (2 * st.long_rows as u64 + 1) + 16 * st.long_chunks as u64;
+    a_bytes + long + s * dense_elems as u64 + s * (st.long_chunks * n) as u64
 }
 
 /// Checks that B is k x n and C is m x n for an m x k A.

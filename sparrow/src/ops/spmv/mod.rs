@@ -93,6 +93,8 @@ impl<T: Scalar> Spmv<T> {
         match device {
             Device::Cpu => cpu::spmv(self.alpha, a, x, self.beta, y),
             Device::Cuda(gpu) => {
+                let bytes = super::spmm::device_bytes::<T>(a, x.len() + y.len(), 1);
+                gpu.ensure_fits(bytes, "this SpMV")?;
                 let da = DeviceCsr::upload(gpu, a)?;
                 let dx = gpu.upload(x)?;
                 let dy = gpu.upload(y)?;
