@@ -88,6 +88,7 @@ pub fn compile_cubin(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
     }
     let opts: Vec<CString> = nvrtc_options(arch)
         .into_iter()
+        .chain(module.options.iter().map(|o| o.to_string()))
         .map(|o| CString::new(o).unwrap())
         .collect();
     let opt_p: Vec<*const std::ffi::c_char> = opts.iter().map(|o| o.as_ptr()).collect();
@@ -154,7 +155,10 @@ pub fn cache_key(module: &KernelModule, arch: &str) -> Result<String> {
         parts.push(0);
         parts.extend_from_slice(s.as_bytes());
     }
-    for o in nvrtc_options(arch) {
+    for o in nvrtc_options(arch)
+        .into_iter()
+        .chain(module.options.iter().map(|o| o.to_string()))
+    {
         parts.push(0);
         parts.extend_from_slice(o.as_bytes());
     }

@@ -262,6 +262,17 @@ impl Gpu {
         Ok(v)
     }
 
+    /// Fills `bytes` bytes of a buffer with `byte` (enqueued): the sentinel that shows any
+    /// output element a kernel failed to write.
+    pub fn fill_bytes<T>(&self, s: &CudaSlice<T>, byte: u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let p = self.ptr(s);
+        unsafe { cudarc::driver::result::memset_d8_async(p, byte, bytes, self.stream.cu_stream()) }
+            .map_err(|e| Error::device("cuMemsetD8Async", e))
+    }
+
     /// Waits for all work on the stream, reporting asynchronous kernel failures.
     pub fn synchronize(&self) -> Result<()> {
         self.stream

@@ -5,6 +5,8 @@
 typedef long long i64;
 typedef unsigned long long u64;
 typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
 
 // ld.global.nc.L1::no_allocate: read-only load that does not displace reusable data in L1.
 // For data streamed exactly once (a CSR row's indices and values). Valid on sm_70 and later;
@@ -51,4 +53,32 @@ __device__ __forceinline__ void axpby_store(T* out, T acc, T alpha, T beta) {
     T r = alpha * acc;
     if (beta != T(0)) r += beta * *out;
     *out = r;
+}
+
+// Exclusive prefix sum of one u32 per thread over the block (blockDim.x a multiple of 32, at
+// most 1024). `warp_sums` is shared scratch of 32 entries. Every thread of the block must
+// call it (it holds two __syncthreads). Returns the exclusive prefix; *total gets the sum.
+__device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32* warp_sums, u32* total) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    u32 x = v;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+        if (lane >= (u32)off) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u32 w = lane < nwarps ? warp_sums[lane] : 0u;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const u32 y = __shfl_up_sync(0xffffffffu, w, off);
+            if (lane >= (u32)off) w += y;
+        }
+        if (lane < nwarps) warp_sums[lane] = w;
+    }
+    __syncthreads();
+    const u32 before = warp == 0 ? 0u : warp_sums[warp - 1];
+    *total = warp_sums[nwarps - 1];
+    return before + x - v;
 }

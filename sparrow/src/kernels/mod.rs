@@ -12,6 +12,8 @@ pub struct KernelModule {
     pub source: &'static str,
     /// `(include name, text)` of each header.
     pub headers: &'static [(&'static str, &'static str)],
+    /// Extra NVRTC options (`-D` definitions that specialise a shared source).
+    pub options: &'static [&'static str],
     /// Every `extern "C"` entry point the module exports.
     pub entry_points: fn() -> Vec<String>,
 }
@@ -23,6 +25,7 @@ pub const SPMM: KernelModule = KernelModule {
     name: "spmm",
     source: include_str!("spmm.cu"),
     headers: &[COMMON],
+    options: &[],
     entry_points: spmm_entry_points,
 };
 
@@ -79,7 +82,92 @@ fn spmm_entry_points() -> Vec<String> {
     v
 }
 
+const TOPK_SRC: &str = include_str!("topk.cu");
+
+/// Entry points of a top-k module, without the key-type suffix.
+pub const TOPK_KERNELS: [&str; 17] = [
+    "init",
+    "hist",
+    "pick",
+    "count",
+    "scan",
+    "write_v0",
+    "write_v1",
+    "write_v2",
+    "write_v4",
+    "write_v8",
+    "pad",
+    "sort",
+    "gather_v0",
+    "gather_v1",
+    "gather_v2",
+    "gather_v4",
+    "gather_v8",
+];
+
+/// Name of top-k kernel `kernel` (one of [`TOPK_KERNELS`], `write` and `gather` with their
+/// `_v<bytes>` suffix) for key type `ty`.
+pub fn topk_name(kernel: &str, ty: &str) -> String {
+    match kernel.split_once("_v") {
+        Some((k, v)) => format!("topk_{k}_{ty}_v{v}"),
+        None => format!("topk_{kernel}_{ty}"),
+    }
+}
+
+macro_rules! topk_module {
+    ($name:ident, $ty:literal, $u:literal, $kind:literal, $inf:literal) => {
+        #[doc = concat!("Top-k kernels for ", $ty, " keys.")]
+        pub const $name: KernelModule = KernelModule {
+            name: concat!("topk_", $ty),
+            source: TOPK_SRC,
+            headers: &[COMMON],
+            options: &[
+                concat!("-DTOPK_U=", $u),
+                concat!("-DTOPK_KIND=", $kind),
+                concat!("-DTOPK_INF=", $inf),
+                concat!("-DTOPK_NAME=", $ty),
+            ],
+            entry_points: || TOPK_KERNELS.iter().map(|k| topk_name(k, $ty)).collect(),
+        };
+    };
+}
+
+topk_module!(TOPK_F32, "f32", "u32", "0", "0x7f800000ull");
+topk_module!(TOPK_F64, "f64", "u64", "0", "0x7ff0000000000000ull");
+topk_module!(TOPK_F16, "f16", "u16", "0", "0x7c00ull");
+topk_module!(TOPK_BF16, "bf16", "u16", "0", "0x7f80ull");
+topk_module!(TOPK_I8, "i8", "u8", "1", "0ull");
+topk_module!(TOPK_U8, "u8", "u8", "2", "0ull");
+topk_module!(TOPK_I16, "i16", "u16", "1", "0ull");
+topk_module!(TOPK_U16, "u16", "u16", "2", "0ull");
+topk_module!(TOPK_I32, "i32", "u32", "1", "0ull");
+topk_module!(TOPK_U32, "u32", "u32", "2", "0ull");
+topk_module!(TOPK_I64, "i64", "u64", "1", "0ull");
+topk_module!(TOPK_U64, "u64", "u64", "2", "0ull");
+
+/// The top-k module for a key type name.
+pub fn topk_module(ty: &str) -> Option<KernelModule> {
+    Some(match ty {
+        "f32" => TOPK_F32,
+        "f64" => TOPK_F64,
+        "f16" => TOPK_F16,
+        "bf16" => TOPK_BF16,
+        "i8" => TOPK_I8,
+        "u8" => TOPK_U8,
+        "i16" => TOPK_I16,
+        "u16" => TOPK_U16,
+        "i32" => TOPK_I32,
+        "u32" => TOPK_U32,
+        "i64" => TOPK_I64,
+        "u64" => TOPK_U64,
+        _ => return None,
+    })
+}
+
 /// Every kernel module of the project.
 pub fn all_modules() -> Vec<KernelModule> {
-    vec![SPMM]
+    vec![
+        SPMM, TOPK_F32, TOPK_F64, TOPK_F16, TOPK_BF16, TOPK_I8, TOPK_U8, TOPK_I16, TOPK_U16,
+        TOPK_I32, TOPK_U32, TOPK_I64, TOPK_U64,
+    ]
 }

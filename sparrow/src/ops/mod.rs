@@ -4,6 +4,7 @@
 pub mod check;
 pub mod spmm;
 pub mod spmv;
+pub mod topk;
 
 /// Which backend a plan chose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
