@@ -31,6 +31,8 @@ enum Command {
     Spmv(commands::products::SpmvArgs),
     /// C = alpha * A * B + beta * C.
     Spmm(commands::products::SpmmArgs),
+    /// The k largest or smallest keys of every segment.
+    Topk(commands::topk::Args),
     /// Time our kernels beside cuSPARSE (and optionally the CPU) on the same data.
     Bench(commands::bench::Args),
     /// Run every GPU kernel against its reference and print a table.
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Info(a) => commands::info::run(&ctx, a),
         Command::Spmv(a) => commands::products::spmv(&ctx, a),
         Command::Spmm(a) => commands::products::spmm(&ctx, a),
+        Command::Topk(a) => commands::topk::run(&ctx, a),
         Command::Bench(a) => commands::bench::run(&ctx, a),
         Command::Validate => commands::validate::run(&ctx),
         Command::Demo(a) => commands::demo::run(&ctx, a),

@@ -353,3 +353,303 @@ fn small_disk_cache_serves_the_second_load() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+// ---- Segmented top-k -------------------------------------------------------------------
+// Reference: the naive oracle (sort per segment), exactly for the deterministic tie-breaks and
+// as a multiset for the fast one; the deterministic outputs must also equal the CPU backend's
+// byte for byte and repeat byte for byte. Outputs are sentinel-filled (0xA5) by the backend
+// before every launch, so an unwritten slot fails the comparison.
+
+mod topk {
+    use half::{bf16, f16};
+    use sparrow::matrix::Rng;
+    use sparrow::ops::topk::check::{same_bytes, verify};
+    use sparrow::ops::topk::data::{keys, Pattern};
+    use sparrow::ops::topk::{IndexType, Key, Segments, TieBreak, TopK};
+    use sparrow::ops::Backend;
+    use sparrow::Device;
+
+    const TIES: [TieBreak; 3] = [
+        TieBreak::Fast,
+        TieBreak::SmallerIndex,
+        TieBreak::LargerIndex,
+    ];
+
+    fn dev() -> Device {
+        Device::Cuda(super::gpu())
+    }
+
+    fn check<K: Key, V: Key>(
+        d: &Device,
+        req: &TopK,
+        k: &[K],
+        segs: Segments,
+        values: Option<&[V]>,
+    ) {
+        let (out, plan) = req.run(d, k, segs, values).unwrap();
+        assert_eq!(plan.backend, Backend::Cuda);
+        let layout = req.layout(k.len(), segs, values.map(|v| v.len())).unwrap();
+        if let Err(e) = verify(req, k, &layout, values, &out) {
+            panic!("{} {req:?} [{plan}]: {e}", K::NAME);
+        }
+        if req.tie() != TieBreak::Fast {
+            let (again, _) = req.run(d, k, segs, values).unwrap();
+            assert!(
+                same_bytes(&again, &out),
+                "{} {req:?}: two GPU runs differ",
+                K::NAME
+            );
+            let (cpu, _) = req.run(&Device::Cpu, k, segs, values).unwrap();
+            assert!(
+                same_bytes(&cpu, &out),
+                "{} {req:?}: GPU and CPU differ",
+                K::NAME
+            );
+        }
+    }
+
+    fn offsets(rng: &mut Rng, nseg: usize, max_len: u64) -> Vec<i64> {
+        let mut o = vec![0i64];
+        for _ in 0..nseg {
+            let l = if rng.below(6) == 0 {
+                0
+            } else {
+                rng.below(max_len + 1) as i64
+            };
+            o.push(o.last().unwrap() + l);
+        }
+        o
+    }
+
+    fn every_pattern<K: Key>(d: &Device) {
+        let mut rng = Rng::new(K::BITS as u64 + 3);
+        for (pi, pattern) in Pattern::ALL.into_iter().enumerate() {
+            let o = offsets(&mut rng, 12, 9000);
+            let n = *o.last().unwrap() as usize;
+            let k: Vec<K> = keys(n, pattern, pi as u64);
+            let vals: Vec<u16> = keys(n, Pattern::RandomBits, 99);
+            for largest in [true, false] {
+                for tie in TIES {
+                    for sorted in [false, true] {
+                        for kk in [1usize, 37, 4096] {
+                            let base = if largest {
+                                TopK::largest(kk)
+                            } else {
+                                TopK::smallest(kk)
+                            };
+                            let req = base.tie_break(tie).sorted(sorted);
+                            check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
+                            check(
+                                d,
+                                &req.index_type(IndexType::I32),
+                                &k,
+                                Segments::Offsets(&o),
+                                Some(&vals),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_topk_every_key_type_and_pattern() {
+        let d = dev();
+        every_pattern::<f32>(&d);
+        every_pattern::<f64>(&d);
+        every_pattern::<f16>(&d);
+        every_pattern::<bf16>(&d);
+        every_pattern::<i8>(&d);
+        every_pattern::<u8>(&d);
+        every_pattern::<i16>(&d);
+        every_pattern::<u16>(&d);
+        every_pattern::<i32>(&d);
+        every_pattern::<u32>(&d);
+        every_pattern::<i64>(&d);
+        every_pattern::<u64>(&d);
+    }
+
+    /// Small enough for compute-sanitizer: every kernel (sort and gather included) on segments
+    /// that cross tile boundaries, with values and padding.
+    #[test]
+    fn sanitize_topk_every_kernel() {
+        let d = dev();
+        let o = [0i64, 5000, 5000, 5003, 13_000];
+        let k: Vec<f32> = keys(13_000, Pattern::HeavyTies, 1);
+        let v: Vec<u32> = keys(13_000, Pattern::RandomBits, 2);
+        for sorted in [false, true] {
+            for tie in TIES {
+                check(
+                    &d,
+                    &TopK::largest(700).sorted(sorted).tie_break(tie),
+                    &k,
+                    Segments::Offsets(&o),
+                    Some(&v),
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn small_topk_value_widths_and_per_segment_k() {
+        let d = dev();
+        let mut rng = Rng::new(4);
+        let o = offsets(&mut rng, 200, 4096);
+        let n = *o.last().unwrap() as usize;
+        let k: Vec<f32> = keys(n, Pattern::RandomBits, 5);
+        let req = TopK::largest(300).tie_break(TieBreak::SmallerIndex);
+        check(
+            &d,
+            &req,
+            &k,
+            Segments::Offsets(&o),
+            Some(&keys::<u8>(n, Pattern::RandomBits, 1)),
+        );
+        check(
+            &d,
+            &req,
+            &k,
+            Segments::Offsets(&o),
+            Some(&keys::<i16>(n, Pattern::RandomBits, 2)),
+        );
+        check(
+            &d,
+            &req,
+            &k,
+            Segments::Offsets(&o),
+            Some(&keys::<f32>(n, Pattern::RandomBits, 3)),
+        );
+        check(
+            &d,
+            &req,
+            &k,
+            Segments::Offsets(&o),
+            Some(&keys::<f64>(n, Pattern::RandomBits, 4)),
+        );
+        let ks: Vec<i64> = (0..200).map(|_| rng.below(5000) as i64).collect();
+        for tie in TIES {
+            check::<f32, f32>(
+                &d,
+                &TopK::per_segment(ks.clone(), false)
+                    .sorted(true)
+                    .tie_break(tie),
+                &k,
+                Segments::Offsets(&o),
+                None,
+            );
+        }
+        check::<u32, u32>(
+            &d,
+            &TopK::largest(3).tie_break(TieBreak::LargerIndex),
+            &keys(100_000 * 8, Pattern::RandomBits, 6),
+            Segments::Fixed {
+                count: 100_000,
+                len: 8,
+            },
+            None,
+        );
+        check::<u32, u32>(
+            &d,
+            &TopK::largest(4),
+            &[],
+            Segments::Offsets(&[0, 0, 0]),
+            None,
+        );
+        check::<u32, u32>(
+            &d,
+            &TopK::largest(0),
+            &[1, 2, 3],
+            Segments::Offsets(&[0, 3]),
+            None,
+        );
+    }
+
+    #[test]
+    fn topk_long_segments_and_large_k() {
+        let d = dev();
+        let k: Vec<f32> = keys(8192 * 4, Pattern::RandomBits, 7);
+        check::<f32, f32>(
+            &d,
+            &TopK::largest(256).sorted(true),
+            &k,
+            Segments::Fixed {
+                count: 4,
+                len: 8192,
+            },
+            None,
+        );
+        let k: Vec<i32> = keys(65_536 * 2, Pattern::HeavyTies, 8);
+        for tie in TIES {
+            check::<i32, i32>(
+                &d,
+                &TopK::smallest(1000).tie_break(tie),
+                &k,
+                Segments::Fixed {
+                    count: 2,
+                    len: 65_536,
+                },
+                None,
+            );
+        }
+        let k: Vec<f64> = keys(131_072, Pattern::Specials, 9);
+        check::<f64, f64>(
+            &d,
+            &TopK::largest(2048)
+                .tie_break(TieBreak::LargerIndex)
+                .sorted(true),
+            &k,
+            Segments::Fixed {
+                count: 1,
+                len: 131_072,
+            },
+            None,
+        );
+        let n = 1_048_576;
+        let k: Vec<f32> = keys(n + 11, Pattern::RandomBits, 10);
+        let o = [7i64, 7 + n as i64];
+        for kk in [1, 4096, 300_000] {
+            check::<f32, f32>(
+                &d,
+                &TopK::largest(kk).tie_break(TieBreak::SmallerIndex),
+                &k,
+                Segments::Offsets(&o),
+                None,
+            );
+        }
+        check::<f32, f32>(
+            &d,
+            &TopK::smallest(300_000).sorted(true),
+            &k,
+            Segments::Offsets(&o),
+            None,
+        );
+        let k: Vec<u16> = keys(n + 11, Pattern::TwoValues, 11);
+        check::<u16, u16>(
+            &d,
+            &TopK::largest(300_000).tie_break(TieBreak::LargerIndex),
+            &k,
+            Segments::Offsets(&o),
+            None,
+        );
+        let o = [0i64, 1_100_000, 1_100_001, 1_100_001, 1_600_000];
+        let k: Vec<bf16> = keys(1_600_000, Pattern::RandomBits, 12);
+        check::<bf16, bf16>(
+            &d,
+            &TopK::largest(5000)
+                .tie_break(TieBreak::SmallerIndex)
+                .sorted(true),
+            &k,
+            Segments::Offsets(&o),
+            None,
+        );
+        let k: Vec<f32> = keys(n, Pattern::AllEqual, 13);
+        check::<f32, f32>(
+            &d,
+            &TopK::largest(1000).tie_break(TieBreak::LargerIndex),
+            &k,
+            Segments::Fixed { count: 1, len: n },
+            None,
+        );
+    }
+}

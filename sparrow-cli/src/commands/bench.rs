@@ -9,7 +9,7 @@ use sparrow::{Device, Error, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// spmm or spmv.
+    /// spmm, spmv or topk.
     op: String,
     /// Comma-separated matrix names, or all: powerlaw, banded, empty90.
     #[arg(long, default_value = "all")]
@@ -44,6 +44,9 @@ fn list(arg: &str, s: &str) -> Result<Vec<String>> {
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
+    if args.op == "topk" {
+        return topk(ctx, &args);
+    }
     let mut names = list("--matrix", &args.matrix)?;
     if names == ["all"] {
         names = matrices::NAMES.iter().map(|s| s.to_string()).collect();
@@ -161,4 +164,71 @@ fn print_table(records: &[Record]) {
             r.agreement.map(|s| format!("{s:.1e}")).unwrap_or_default(),
         );
     }
+}
+
+fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
+    let device = ctx.open_device()?;
+    let Device::Cuda(gpu) = &device else {
+        return Err(Error::unsupported(
+            "bench topk times GPU kernels and needs a GPU (--device cuda)",
+        ));
+    };
+    let pb = super::spinner("bench topk");
+    pb.set_message("measuring copy bandwidth");
+    let bw = sparrow::bench::copy_bandwidth(gpu, 1 << 30)?;
+    let records = sparrow::bench::topk::run(
+        gpu,
+        &sparrow::bench::topk::SHAPES,
+        args.reps,
+        bw,
+        &mut |m| pb.set_message(m.to_string()),
+    )?;
+    pb.finish_and_clear();
+    super::report_compiles(&device);
+    if let Some(path) = &args.jsonl {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        let mut w = std::io::BufWriter::new(f);
+        for r in &records {
+            writeln!(
+                w,
+                "{}",
+                serde_json::to_string(r).expect("record serializes")
+            )
+            .map_err(|e| Error::io(path, e))?;
+        }
+        w.flush().map_err(|e| Error::io(path, e))?;
+    }
+    if ctx.json {
+        for r in &records {
+            println!("{}", serde_json::to_string(r).expect("record serializes"));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "copy bandwidth measured in this run: {bw:.0} GB/s; f32 uniform keys, largest, unsorted"
+    );
+    println!(
+        "{:>11} {:>6} {:>8} {:>10} {:>10} {:>9} {:>6}",
+        "length", "k", "segments", "median ms", "min ms", "key GB/s", "%copy"
+    );
+    for r in &records {
+        println!(
+            "{:>11} {:>6} {:>8} {:>10.4} {:>10.4} {:>9.1} {:>5.1}%",
+            r.len,
+            r.k,
+            r.segments,
+            r.median_ms,
+            r.min_ms,
+            r.key_gbs,
+            100.0 * r.frac_copy_bw
+        );
+    }
+    if let Some(r) = records.first() {
+        println!("kernels: {}", r.variant);
+    }
+    Ok(ExitCode::SUCCESS)
 }

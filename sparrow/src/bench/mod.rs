@@ -5,6 +5,7 @@
 pub mod matrices;
 mod products;
 pub mod timing;
+pub mod topk;
 
 pub use products::{run, BenchConfig, Record};
 pub use timing::{copy_bandwidth, time_cpu, time_gpu, Timing};

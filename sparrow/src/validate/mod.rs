@@ -3,6 +3,7 @@
 //! backends are validated against the oracles instead.
 
 mod products;
+mod topk;
 
 use crate::{Device, Result};
 
@@ -58,7 +59,9 @@ pub struct Case {
 
 /// Every case of the project. A new op adds its file's cases here.
 pub fn registry() -> Vec<Case> {
-    products::cases()
+    let mut v = products::cases();
+    v.extend(topk::cases());
+    v
 }
 
 /// Runs every case on `device`; a case that errors is reported as a failure, not propagated,

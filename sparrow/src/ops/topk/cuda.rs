@@ -52,6 +52,355 @@ impl Run<'_> {
     }
 }
 
+/// A top-k prepared on the GPU: inputs uploaded, state and outputs allocated, ready to be
+/// enqueued (repeatedly, for benchmarks) and downloaded.
+pub struct GpuTopK<'a, K, V> {
+    gpu: &'a Gpu,
+    req: TopK,
+    layout: Layout,
+    has_values: bool,
+    bufs: Option<Buffers>,
+    _types: std::marker::PhantomData<(K, V)>,
+}
+
+struct Buffers {
+    nt: usize,
+    sorted_here: bool,
+    keys: CudaSlice<u8>,
+    vals: CudaSlice<u8>,
+    lens: CudaSlice<i64>,
+    kk: CudaSlice<i64>,
+    start: CudaSlice<i64>,
+    tseg: CudaSlice<i32>,
+    tst: CudaSlice<i64>,
+    ten: CudaSlice<i64>,
+    tptr: CudaSlice<i64>,
+    prefix: CudaSlice<u64>,
+    remaining: CudaSlice<u64>,
+    ties: CudaSlice<u64>,
+    lo: CudaSlice<u64>,
+    shift: CudaSlice<i32>,
+    done: CudaSlice<i32>,
+    ghist: CudaSlice<u64>,
+    tile_gt: CudaSlice<u64>,
+    tile_tie: CudaSlice<u64>,
+    tile_out: CudaSlice<u64>,
+    tile_rank: CudaSlice<u64>,
+    out_keys: CudaSlice<u8>,
+    out_idx: CudaSlice<u8>,
+    out_vals: CudaSlice<u8>,
+    w_keys: CudaSlice<u8>,
+    w_idx: CudaSlice<u8>,
+    w_vals: CudaSlice<u8>,
+    perm: CudaSlice<i32>,
+}
+
+impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
+    /// Uploads the keys (and values) and allocates everything the kernels use; the layout must
+    /// come from `req.layout` for these keys.
+    pub fn new(
+        gpu: &'a Gpu,
+        req: &TopK,
+        keys: &[K],
+        layout: &Layout,
+        values: Option<&[V]>,
+    ) -> Result<Self> {
+        topk_module(K::NAME)
+            .ok_or_else(|| Error::unsupported(format!("no GPU top-k for key type {}", K::NAME)))?;
+        let (n, w) = (layout.count(), layout.width);
+        let mut me = GpuTopK {
+            gpu,
+            req: req.clone(),
+            layout: layout.clone(),
+            has_values: values.is_some(),
+            bufs: None,
+            _types: std::marker::PhantomData,
+        };
+        if n == 0 || w == 0 {
+            return Ok(me);
+        }
+        let ks = std::mem::size_of::<K>();
+        let vs = me.vs();
+        let is = me.is();
+        let (tseg, tst, ten, tptr) = tiles(layout);
+        let nt = tseg.len();
+        let out_elems = n * w;
+        let sorted_here = req.is_sorted() && w <= SORT_MAX;
+        let need = (keys.len() * (ks + vs)) as u64
+            + (out_elems * (ks + is + vs)) as u64 * if sorted_here { 2 } else { 1 }
+            + if sorted_here { out_elems as u64 * 4 } else { 0 }
+            + (nt * (4 + 8 * 6)) as u64
+            + (n * (256 * 8 + 8 * 8)) as u64;
+        gpu.ensure_fits(need, "this top-k")?;
+        let scratch = |len: usize| gpu.alloc_zeroed::<u8>(if sorted_here { len } else { 0 });
+        me.bufs = Some(Buffers {
+            nt,
+            sorted_here,
+            keys: gpu.upload(as_bytes(keys))?,
+            vals: gpu.upload(values.map_or(&[][..], as_bytes))?,
+            lens: gpu.upload(&layout.lens)?,
+            kk: gpu.upload(&layout.kk)?,
+            start: gpu.upload(&layout.starts)?,
+            tseg: gpu.upload(&tseg)?,
+            tst: gpu.upload(&tst)?,
+            ten: gpu.upload(&ten)?,
+            tptr: gpu.upload(&tptr)?,
+            prefix: gpu.alloc_zeroed(n)?,
+            remaining: gpu.alloc_zeroed(n)?,
+            ties: gpu.alloc_zeroed(n)?,
+            lo: gpu.alloc_zeroed(n)?,
+            shift: gpu.alloc_zeroed(n)?,
+            done: gpu.alloc_zeroed(n)?,
+            ghist: gpu.alloc_zeroed(n * 256)?,
+            tile_gt: gpu.alloc_zeroed(nt)?,
+            tile_tie: gpu.alloc_zeroed(nt)?,
+            tile_out: gpu.alloc_zeroed(nt)?,
+            tile_rank: gpu.alloc_zeroed(nt)?,
+            out_keys: gpu.alloc_zeroed(out_elems * ks)?,
+            out_idx: gpu.alloc_zeroed(out_elems * is)?,
+            out_vals: gpu.alloc_zeroed(out_elems * vs)?,
+            w_keys: scratch(out_elems * ks)?,
+            w_idx: scratch(out_elems * is)?,
+            w_vals: scratch(out_elems * vs)?,
+            perm: gpu.alloc_zeroed(if sorted_here { out_elems } else { 0 })?,
+        });
+        Ok(me)
+    }
+
+    fn vs(&self) -> usize {
+        if self.has_values {
+            std::mem::size_of::<V>()
+        } else {
+            0
+        }
+    }
+
+    fn is(&self) -> usize {
+        if self.req.index() == IndexType::I64 {
+            8
+        } else {
+            4
+        }
+    }
+
+    /// Enqueues every kernel on the GPU's stream; the outputs are first filled with the
+    /// sentinel byte 0xA5. Does not wait.
+    pub fn enqueue(&self) -> Result<()> {
+        let Some(b) = &self.bufs else { return Ok(()) };
+        let gpu = self.gpu;
+        let (req, layout) = (&self.req, &self.layout);
+        let run = Run {
+            gpu,
+            module: topk_module(K::NAME).expect("checked in new"),
+            ty: K::NAME,
+        };
+        let (n, w, nt) = (layout.count(), layout.width, b.nt);
+        let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
+        let out_elems = n * w;
+        let largest = req.is_largest() as i32;
+        let idx64 = (req.index() == IndexType::I64) as i32;
+        for (buf, len) in [(&b.out_keys, ks), (&b.out_idx, is), (&b.out_vals, vs)] {
+            gpu.fill_bytes(buf, 0xA5, out_elems * len)?;
+        }
+        run.launch(
+            "init",
+            grid(n)?,
+            Args::new()
+                .i64(n as i64)
+                .ptr(gpu.ptr(&b.lens))
+                .ptr(gpu.ptr(&b.kk))
+                .ptr(gpu.ptr(&b.prefix))
+                .ptr(gpu.ptr(&b.remaining))
+                .ptr(gpu.ptr(&b.ties))
+                .ptr(gpu.ptr(&b.shift))
+                .ptr(gpu.ptr(&b.done)),
+        )?;
+        let tiles_shape = LaunchShape::linear(
+            u32::try_from(nt.max(1))
+                .map_err(|_| Error::unsupported(format!("{nt} tiles exceed the grid")))?,
+            BLOCK,
+        );
+        if nt > 0 {
+            for digit in (0..K::BITS as i32).step_by(8).rev() {
+                run.launch(
+                    "hist",
+                    tiles_shape,
+                    Args::new()
+                        .ptr(gpu.ptr(&b.keys))
+                        .ptr(gpu.ptr(&b.tseg))
+                        .ptr(gpu.ptr(&b.tst))
+                        .ptr(gpu.ptr(&b.ten))
+                        .ptr(gpu.ptr(&b.prefix))
+                        .ptr(gpu.ptr(&b.done))
+                        .ptr(gpu.ptr(&b.ghist))
+                        .i32(digit)
+                        .i32(largest),
+                )?;
+                run.launch(
+                    "pick",
+                    grid(n)?,
+                    Args::new()
+                        .i64(n as i64)
+                        .ptr(gpu.ptr(&b.ghist))
+                        .ptr(gpu.ptr(&b.prefix))
+                        .ptr(gpu.ptr(&b.remaining))
+                        .ptr(gpu.ptr(&b.ties))
+                        .ptr(gpu.ptr(&b.shift))
+                        .ptr(gpu.ptr(&b.done))
+                        .i32(digit),
+                )?;
+            }
+            run.launch(
+                "count",
+                tiles_shape,
+                Args::new()
+                    .ptr(gpu.ptr(&b.keys))
+                    .ptr(gpu.ptr(&b.tseg))
+                    .ptr(gpu.ptr(&b.tst))
+                    .ptr(gpu.ptr(&b.ten))
+                    .ptr(gpu.ptr(&b.prefix))
+                    .ptr(gpu.ptr(&b.shift))
+                    .ptr(gpu.ptr(&b.tile_gt))
+                    .ptr(gpu.ptr(&b.tile_tie))
+                    .i32(largest),
+            )?;
+        }
+        run.launch(
+            "scan",
+            grid(n)?,
+            Args::new()
+                .i64(n as i64)
+                .ptr(gpu.ptr(&b.tptr))
+                .ptr(gpu.ptr(&b.remaining))
+                .ptr(gpu.ptr(&b.ties))
+                .ptr(gpu.ptr(&b.tile_gt))
+                .ptr(gpu.ptr(&b.tile_tie))
+                .ptr(gpu.ptr(&b.tile_out))
+                .ptr(gpu.ptr(&b.tile_rank))
+                .ptr(gpu.ptr(&b.lo))
+                .i32((req.tie() == TieBreak::LargerIndex) as i32),
+        )?;
+        // Sorted rows that fit are written to scratch, sorted, and gathered into the outputs.
+        let (tk, ti, tv) = if b.sorted_here {
+            (&b.w_keys, &b.w_idx, &b.w_vals)
+        } else {
+            (&b.out_keys, &b.out_idx, &b.out_vals)
+        };
+        if nt > 0 {
+            run.launch(
+                &format!("write_v{vs}"),
+                tiles_shape,
+                Args::new()
+                    .ptr(gpu.ptr(&b.keys))
+                    .ptr(gpu.ptr(&b.vals))
+                    .ptr(gpu.ptr(&b.tseg))
+                    .ptr(gpu.ptr(&b.tst))
+                    .ptr(gpu.ptr(&b.ten))
+                    .ptr(gpu.ptr(&b.start))
+                    .ptr(gpu.ptr(&b.prefix))
+                    .ptr(gpu.ptr(&b.shift))
+                    .ptr(gpu.ptr(&b.remaining))
+                    .ptr(gpu.ptr(&b.lo))
+                    .ptr(gpu.ptr(&b.tile_out))
+                    .ptr(gpu.ptr(&b.tile_rank))
+                    .ptr(gpu.ptr(tk))
+                    .ptr(gpu.ptr(ti))
+                    .ptr(gpu.ptr(tv))
+                    .i64(w as i64)
+                    .i32(idx64)
+                    .i32(largest),
+            )?;
+        }
+        if b.sorted_here {
+            let pw = w.next_power_of_two();
+            run.launch(
+                "sort",
+                LaunchShape::linear(
+                    u32::try_from(n)
+                        .map_err(|_| Error::unsupported("too many segments for one sort launch"))?,
+                    BLOCK,
+                )
+                .with_smem((pw * 12) as u32),
+                Args::new()
+                    .ptr(gpu.ptr(&b.w_keys))
+                    .ptr(gpu.ptr(&b.kk))
+                    .i64(w as i64)
+                    .i32(pw as i32)
+                    .i32(largest)
+                    .ptr(gpu.ptr(&b.perm)),
+            )?;
+            run.launch(
+                &format!("gather_v{vs}"),
+                grid(out_elems)?,
+                Args::new()
+                    .ptr(gpu.ptr(&b.w_keys))
+                    .ptr(gpu.ptr(&b.w_idx))
+                    .ptr(gpu.ptr(&b.w_vals))
+                    .ptr(gpu.ptr(&b.perm))
+                    .ptr(gpu.ptr(&b.kk))
+                    .i64(n as i64)
+                    .i64(w as i64)
+                    .ptr(gpu.ptr(&b.out_keys))
+                    .ptr(gpu.ptr(&b.out_idx))
+                    .ptr(gpu.ptr(&b.out_vals))
+                    .i32(idx64),
+            )?;
+        }
+        let pad_bits = padding::<K>(req.is_largest()).to_bits();
+        run.launch(
+            "pad",
+            grid(out_elems)?,
+            Args::new()
+                .i64(n as i64)
+                .i64(w as i64)
+                .ptr(gpu.ptr(&b.kk))
+                .i64(pad_bits as i64)
+                .ptr(gpu.ptr(&b.out_keys))
+                .ptr(gpu.ptr(&b.out_idx))
+                .ptr(gpu.ptr(&b.out_vals))
+                .i32(vs as i32)
+                .i32(idx64),
+        )
+    }
+
+    /// Copies the outputs back (waits for the stream); rows too wide for the GPU sort are
+    /// sorted here.
+    pub fn download(&self) -> Result<TopKOutput<K, V>> {
+        let (n, w) = (self.layout.count(), self.layout.width);
+        let Some(b) = &self.bufs else {
+            let empty: Option<&[V]> = if self.has_values { Some(&[]) } else { None };
+            return Ok(super::cpu::topk(&self.req, &[], &self.layout, empty));
+        };
+        let out_elems = n * w;
+        let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
+        let gpu = self.gpu;
+        let keys_out: Vec<K> = from_bytes(&gpu.download(&b.out_keys, out_elems * ks)?);
+        let idx_bytes = gpu.download(&b.out_idx, out_elems * is)?;
+        let mut indices = if is == 8 {
+            Indices::I64(from_bytes(&idx_bytes))
+        } else {
+            Indices::I32(from_bytes(&idx_bytes))
+        };
+        let values = if self.has_values {
+            Some(from_bytes(&gpu.download(&b.out_vals, out_elems * vs)?))
+        } else {
+            None
+        };
+        let mut out = TopKOutput {
+            width: w,
+            keys: keys_out,
+            indices: Indices::I64(Vec::new()),
+            values,
+            counts: self.layout.kk.clone(),
+        };
+        if self.req.is_sorted() && !b.sorted_here {
+            sort_rows_on_host(&self.req, &mut out, &mut indices, &self.layout);
+        }
+        out.indices = indices;
+        Ok(out)
+    }
+}
+
 /// Top-k of every segment on the GPU; the layout is validated by the caller.
 pub(crate) fn topk<K: Key, V: Key>(
     gpu: &Gpu,
@@ -60,255 +409,9 @@ pub(crate) fn topk<K: Key, V: Key>(
     layout: &Layout,
     values: Option<&[V]>,
 ) -> Result<TopKOutput<K, V>> {
-    let module = topk_module(K::NAME)
-        .ok_or_else(|| Error::unsupported(format!("no GPU top-k for key type {}", K::NAME)))?;
-    let (n, w) = (layout.count(), layout.width);
-    let ks = std::mem::size_of::<K>();
-    let vs = values.map_or(0, |_| std::mem::size_of::<V>());
-    let is = if req.index() == IndexType::I64 { 8 } else { 4 };
-    if n == 0 || w == 0 {
-        return Ok(super::cpu::topk(req, keys, layout, values));
-    }
-    let (tseg, tst, ten, tptr) = tiles(layout);
-    let nt = tseg.len();
-    let out_elems = n * w;
-    let sorted_here = req.is_sorted() && w <= SORT_MAX;
-    let need = (keys.len() * (ks + vs)) as u64
-        + (out_elems * (ks + is + vs)) as u64 * if sorted_here { 2 } else { 1 }
-        + if sorted_here { out_elems as u64 * 4 } else { 0 }
-        + (nt * (4 + 8 * 6)) as u64
-        + (n * (256 * 8 + 8 * 8)) as u64;
-    gpu.ensure_fits(need, "this top-k")?;
-
-    let run = Run {
-        gpu,
-        module,
-        ty: K::NAME,
-    };
-    let largest = req.is_largest() as i32;
-    let idx64 = (req.index() == IndexType::I64) as i32;
-    let d_keys = gpu.upload(as_bytes(keys))?;
-    let d_vals: CudaSlice<u8> = gpu.upload(values.map_or(&[][..], as_bytes))?;
-    let d_lens = gpu.upload(&layout.lens)?;
-    let d_kk = gpu.upload(&layout.kk)?;
-    let d_start = gpu.upload(&layout.starts)?;
-    let (d_tseg, d_tst, d_ten, d_tptr) = (
-        gpu.upload(&tseg)?,
-        gpu.upload(&tst)?,
-        gpu.upload(&ten)?,
-        gpu.upload(&tptr)?,
-    );
-    let prefix = gpu.alloc_zeroed::<u64>(n)?;
-    let remaining = gpu.alloc_zeroed::<u64>(n)?;
-    let ties = gpu.alloc_zeroed::<u64>(n)?;
-    let lo = gpu.alloc_zeroed::<u64>(n)?;
-    let shift = gpu.alloc_zeroed::<i32>(n)?;
-    let done = gpu.alloc_zeroed::<i32>(n)?;
-    let ghist = gpu.alloc_zeroed::<u64>(n * 256)?;
-    let (tile_gt, tile_tie, tile_out, tile_rank) = (
-        gpu.alloc_zeroed::<u64>(nt)?,
-        gpu.alloc_zeroed::<u64>(nt)?,
-        gpu.alloc_zeroed::<u64>(nt)?,
-        gpu.alloc_zeroed::<u64>(nt)?,
-    );
-    let out_keys = gpu.alloc_zeroed::<u8>(out_elems * ks)?;
-    let out_idx = gpu.alloc_zeroed::<u8>(out_elems * is)?;
-    let out_vals = gpu.alloc_zeroed::<u8>(out_elems * vs)?;
-    for (b, len) in [(&out_keys, ks), (&out_idx, is), (&out_vals, vs)] {
-        gpu.fill_bytes(b, 0xA5, out_elems * len)?;
-    }
-
-    run.launch(
-        "init",
-        grid(n)?,
-        Args::new()
-            .i64(n as i64)
-            .ptr(gpu.ptr(&d_lens))
-            .ptr(gpu.ptr(&d_kk))
-            .ptr(gpu.ptr(&prefix))
-            .ptr(gpu.ptr(&remaining))
-            .ptr(gpu.ptr(&ties))
-            .ptr(gpu.ptr(&shift))
-            .ptr(gpu.ptr(&done)),
-    )?;
-    if nt > 0 {
-        let tiles_shape = LaunchShape::linear(
-            u32::try_from(nt)
-                .map_err(|_| Error::unsupported(format!("{nt} tiles exceed the grid")))?,
-            BLOCK,
-        );
-        for digit in (0..K::BITS as i32).step_by(8).rev() {
-            run.launch(
-                "hist",
-                tiles_shape,
-                Args::new()
-                    .ptr(gpu.ptr(&d_keys))
-                    .ptr(gpu.ptr(&d_tseg))
-                    .ptr(gpu.ptr(&d_tst))
-                    .ptr(gpu.ptr(&d_ten))
-                    .ptr(gpu.ptr(&prefix))
-                    .ptr(gpu.ptr(&done))
-                    .ptr(gpu.ptr(&ghist))
-                    .i32(digit)
-                    .i32(largest),
-            )?;
-            run.launch(
-                "pick",
-                grid(n)?,
-                Args::new()
-                    .i64(n as i64)
-                    .ptr(gpu.ptr(&ghist))
-                    .ptr(gpu.ptr(&prefix))
-                    .ptr(gpu.ptr(&remaining))
-                    .ptr(gpu.ptr(&ties))
-                    .ptr(gpu.ptr(&shift))
-                    .ptr(gpu.ptr(&done))
-                    .i32(digit),
-            )?;
-        }
-        run.launch(
-            "count",
-            tiles_shape,
-            Args::new()
-                .ptr(gpu.ptr(&d_keys))
-                .ptr(gpu.ptr(&d_tseg))
-                .ptr(gpu.ptr(&d_tst))
-                .ptr(gpu.ptr(&d_ten))
-                .ptr(gpu.ptr(&prefix))
-                .ptr(gpu.ptr(&shift))
-                .ptr(gpu.ptr(&tile_gt))
-                .ptr(gpu.ptr(&tile_tie))
-                .i32(largest),
-        )?;
-    }
-    run.launch(
-        "scan",
-        grid(n)?,
-        Args::new()
-            .i64(n as i64)
-            .ptr(gpu.ptr(&d_tptr))
-            .ptr(gpu.ptr(&remaining))
-            .ptr(gpu.ptr(&ties))
-            .ptr(gpu.ptr(&tile_gt))
-            .ptr(gpu.ptr(&tile_tie))
-            .ptr(gpu.ptr(&tile_out))
-            .ptr(gpu.ptr(&tile_rank))
-            .ptr(gpu.ptr(&lo))
-            .i32((req.tie() == TieBreak::LargerIndex) as i32),
-    )?;
-    // Sorted rows that fit are written to scratch, sorted, and gathered into the outputs.
-    let (w_keys, w_idx, w_vals) = if sorted_here {
-        (
-            gpu.alloc_zeroed::<u8>(out_elems * ks)?,
-            gpu.alloc_zeroed::<u8>(out_elems * is)?,
-            gpu.alloc_zeroed::<u8>(out_elems * vs)?,
-        )
-    } else {
-        (
-            gpu.alloc_zeroed::<u8>(0)?,
-            gpu.alloc_zeroed::<u8>(0)?,
-            gpu.alloc_zeroed::<u8>(0)?,
-        )
-    };
-    let (tk, ti, tv) = if sorted_here {
-        (&w_keys, &w_idx, &w_vals)
-    } else {
-        (&out_keys, &out_idx, &out_vals)
-    };
-    if nt > 0 {
-        run.launch(
-            &format!("write_v{vs}"),
-            LaunchShape::linear(nt as u32, BLOCK),
-            Args::new()
-                .ptr(gpu.ptr(&d_keys))
-                .ptr(gpu.ptr(&d_vals))
-                .ptr(gpu.ptr(&d_tseg))
-                .ptr(gpu.ptr(&d_tst))
-                .ptr(gpu.ptr(&d_ten))
-                .ptr(gpu.ptr(&d_start))
-                .ptr(gpu.ptr(&prefix))
-                .ptr(gpu.ptr(&shift))
-                .ptr(gpu.ptr(&remaining))
-                .ptr(gpu.ptr(&lo))
-                .ptr(gpu.ptr(&tile_out))
-                .ptr(gpu.ptr(&tile_rank))
-                .ptr(gpu.ptr(tk))
-                .ptr(gpu.ptr(ti))
-                .ptr(gpu.ptr(tv))
-                .i64(w as i64)
-                .i32(idx64)
-                .i32(largest),
-        )?;
-    }
-    if sorted_here {
-        let pw = w.next_power_of_two();
-        let perm = gpu.alloc_zeroed::<i32>(out_elems)?;
-        run.launch(
-            "sort",
-            LaunchShape::linear(n as u32, BLOCK).with_smem((pw * 12) as u32),
-            Args::new()
-                .ptr(gpu.ptr(&w_keys))
-                .ptr(gpu.ptr(&d_kk))
-                .i64(w as i64)
-                .i32(pw as i32)
-                .i32(largest)
-                .ptr(gpu.ptr(&perm)),
-        )?;
-        run.launch(
-            &format!("gather_v{vs}"),
-            grid(out_elems)?,
-            Args::new()
-                .ptr(gpu.ptr(&w_keys))
-                .ptr(gpu.ptr(&w_idx))
-                .ptr(gpu.ptr(&w_vals))
-                .ptr(gpu.ptr(&perm))
-                .ptr(gpu.ptr(&d_kk))
-                .i64(n as i64)
-                .i64(w as i64)
-                .ptr(gpu.ptr(&out_keys))
-                .ptr(gpu.ptr(&out_idx))
-                .ptr(gpu.ptr(&out_vals))
-                .i32(idx64),
-        )?;
-    }
-    let pad_bits = padding::<K>(req.is_largest()).to_bits();
-    run.launch(
-        "pad",
-        grid(out_elems)?,
-        Args::new()
-            .i64(n as i64)
-            .i64(w as i64)
-            .ptr(gpu.ptr(&d_kk))
-            .i64(pad_bits as i64)
-            .ptr(gpu.ptr(&out_keys))
-            .ptr(gpu.ptr(&out_idx))
-            .ptr(gpu.ptr(&out_vals))
-            .i32(vs as i32)
-            .i32(idx64),
-    )?;
-    let keys_out: Vec<K> = from_bytes(&gpu.download(&out_keys, out_elems * ks)?);
-    let idx_bytes = gpu.download(&out_idx, out_elems * is)?;
-    let mut indices = if idx64 == 1 {
-        Indices::I64(from_bytes(&idx_bytes))
-    } else {
-        Indices::I32(from_bytes(&idx_bytes))
-    };
-    let vals_out: Option<Vec<V>> = match values {
-        Some(_) => Some(from_bytes(&gpu.download(&out_vals, out_elems * vs)?)),
-        None => None,
-    };
-    let mut out = TopKOutput {
-        width: w,
-        keys: keys_out,
-        indices: Indices::I64(Vec::new()),
-        values: vals_out,
-        counts: layout.kk.clone(),
-    };
-    if req.is_sorted() && !sorted_here {
-        sort_rows_on_host(req, &mut out, &mut indices, layout);
-    }
-    out.indices = indices;
-    Ok(out)
+    let t = GpuTopK::new(gpu, req, keys, layout, values)?;
+    t.enqueue()?;
+    t.download()
 }
 
 /// Sorts each row's first kk entries by (key order, position), for rows too wide for the GPU

@@ -26,6 +26,7 @@ pub mod key;
 pub mod oracle;
 pub mod plan;
 
+pub use cuda::GpuTopK;
 pub use key::Key;
 
 use super::Plan;
