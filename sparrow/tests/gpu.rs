@@ -431,13 +431,15 @@ mod topk {
             for largest in [true, false] {
                 for tie in TIES {
                     for sorted in [false, true] {
-                        for kk in [1usize, 37, 4096] {
+                        for (kk, tiled) in
+                            [(1usize, false), (37, true), (4096, false), (4096, true)]
+                        {
                             let base = if largest {
                                 TopK::largest(kk)
                             } else {
                                 TopK::smallest(kk)
                             };
-                            let req = base.tie_break(tie).sorted(sorted);
+                            let req = base.tie_break(tie).sorted(sorted).force_tiled(tiled);
                             check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                             check(
                                 d,
@@ -480,13 +482,13 @@ mod topk {
         let v: Vec<u32> = keys(13_000, Pattern::RandomBits, 2);
         for sorted in [false, true] {
             for tie in TIES {
-                check(
-                    &d,
-                    &TopK::largest(700).sorted(sorted).tie_break(tie),
-                    &k,
-                    Segments::Offsets(&o),
-                    Some(&v),
-                );
+                for tiled in [false, true] {
+                    let req = TopK::largest(700)
+                        .sorted(sorted)
+                        .tie_break(tie)
+                        .force_tiled(tiled);
+                    check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
+                }
             }
         }
     }
@@ -529,26 +531,30 @@ mod topk {
         );
         let ks: Vec<i64> = (0..200).map(|_| rng.below(5000) as i64).collect();
         for tie in TIES {
-            check::<f32, f32>(
-                &d,
-                &TopK::per_segment(ks.clone(), false)
+            for tiled in [false, true] {
+                let req = TopK::per_segment(ks.clone(), false)
                     .sorted(true)
-                    .tie_break(tie),
-                &k,
-                Segments::Offsets(&o),
+                    .tie_break(tie)
+                    .force_tiled(tiled);
+                check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
+            }
+        }
+        let many: Vec<u32> = keys(100_000 * 8, Pattern::RandomBits, 6);
+        for tiled in [false, true] {
+            let req = TopK::largest(3)
+                .tie_break(TieBreak::LargerIndex)
+                .force_tiled(tiled);
+            check::<u32, u32>(
+                &d,
+                &req,
+                &many,
+                Segments::Fixed {
+                    count: 100_000,
+                    len: 8,
+                },
                 None,
             );
         }
-        check::<u32, u32>(
-            &d,
-            &TopK::largest(3).tie_break(TieBreak::LargerIndex),
-            &keys(100_000 * 8, Pattern::RandomBits, 6),
-            Segments::Fixed {
-                count: 100_000,
-                len: 8,
-            },
-            None,
-        );
         check::<u32, u32>(
             &d,
             &TopK::largest(4),

@@ -85,7 +85,7 @@ fn spmm_entry_points() -> Vec<String> {
 const TOPK_SRC: &str = include_str!("topk.cu");
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 17] = [
+pub const TOPK_KERNELS: [&str; 22] = [
     "init",
     "hist",
     "pick",
@@ -103,9 +103,14 @@ pub const TOPK_KERNELS: [&str; 17] = [
     "gather_v2",
     "gather_v4",
     "gather_v8",
+    "block_v0",
+    "block_v1",
+    "block_v2",
+    "block_v4",
+    "block_v8",
 ];
 
-/// Name of top-k kernel `kernel` (one of [`TOPK_KERNELS`], `write` and `gather` with their
+/// Name of top-k kernel `kernel` (one of [`TOPK_KERNELS`], `write`, `gather` and `block` with their
 /// `_v<bytes>` suffix) for key type `ty`.
 pub fn topk_name(kernel: &str, ty: &str) -> String {
     match kernel.split_once("_v") {

@@ -19,6 +19,9 @@
 //   pad:    positions kk..width of each row get the padding key and index -1.
 //   sort/gather (sorted output): one block per row bitonic-sorts (radix desc, position asc)
 //           in shared memory, then the row is gathered in that order.
+// Segments of at most BLOCK_MAX keys take the on-chip path instead: one block per segment
+// keeps the segment's radixes in shared memory and runs every digit pass and the ordered
+// compaction there (topk_block), reading the keys from memory once.
 // Every thread of a block reaches every barrier: blocks whose segment is done still run the
 // barriers with no keys.
 #include "common.cuh"
@@ -82,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(256)
         const u64 p = prefix[s];
         for (i64 i = tile_start[t] + threadIdx.x; i < tile_end[t]; i += blockDim.x) {
             const u64 r = directed(keys[i], largest);
-            if (hi(r, digit + 8) == p) atomicAdd(&h[(r >> digit) & 255], 1u);
+            hist_add(h, (u32)((r >> digit) & 255), hi(r, digit + 8) == p);
         }
     }
     __syncthreads();
@@ -244,6 +247,115 @@ WRITE(1)
 WRITE(2)
 WRITE(4)
 WRITE(8)
+
+// One block per segment, the segment's directed radixes in dynamic shared memory (len * 8
+// bytes). The digit loop and the compaction rounds run the same number of times in every
+// thread, so every barrier is reached by all.
+template <int VS>
+__device__ __forceinline__ void block_select(const K* __restrict__ keys, const void* __restrict__ vals,
+                                             const i64* __restrict__ seg_start, const i64* __restrict__ lens,
+                                             const i64* __restrict__ kk_arr, K* out_keys, void* out_idx,
+                                             void* out_vals, i64 width, int idx64, int largest, int larger_index) {
+    extern __shared__ u64 rad[];
+    __shared__ u32 h[256];
+    __shared__ u32 sums[32];
+    __shared__ u64 ctl[3];
+    const i64 s = blockIdx.x;
+    const i64 st = seg_start[s];
+    const int len = (int)lens[s];
+    const u64 kk = (u64)kk_arr[s];
+    for (int i = threadIdx.x; i < len; i += blockDim.x) rad[i] = directed(keys[st + i], largest);
+    u64 prefix = 0, remaining = kk, ties = (u64)len;
+    int shift = KBITS;
+    __syncthreads();
+    if (kk != 0 && kk != (u64)len) {
+        for (int digit = KBITS - 8; digit >= 0; digit -= 8) {
+            for (int b = threadIdx.x; b < 256; b += blockDim.x) h[b] = 0;
+            __syncthreads();
+            for (int i = threadIdx.x; i < len; i += blockDim.x) {
+                const u64 r = rad[i];
+                hist_add(h, (u32)((r >> digit) & 255), hi(r, digit + 8) == prefix);
+            }
+            __syncthreads();
+            if (threadIdx.x < 32) {
+                // Lane l owns bins 255 - 8l down to 248 - 8l (descending order of key).
+                const int lane = threadIdx.x;
+                u32 c[8], tot = 0;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    c[j] = h[255 - (8 * lane + j)];
+                    tot += c[j];
+                }
+                u32 x = tot;
+#pragma unroll
+                for (int off = 1; off < 32; off <<= 1) {
+                    const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+                    if (lane >= off) x += y;
+                }
+                u64 before = x - tot;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    if (before < remaining && remaining <= before + c[j]) {
+                        ctl[0] = (u64)(255 - (8 * lane + j));
+                        ctl[1] = before;
+                        ctl[2] = c[j];
+                    }
+                    before += c[j];
+                }
+            }
+            __syncthreads();
+            const u64 b = ctl[0], above = ctl[1], t = ctl[2];
+            remaining -= above;
+            prefix = (prefix << 8) | b;
+            shift = digit;
+            ties = t;
+            __syncthreads();
+            if (t == remaining) break;
+        }
+    }
+    const u64 need = remaining;
+    const u64 lo = larger_index ? ties - need : 0;
+    const i64 row = s * width;
+    u64 out = 0, rank = 0;
+    for (int base = 0; base < len; base += blockDim.x) {
+        const int i = base + threadIdx.x;
+        u32 is_gt = 0, is_tie = 0;
+        if (i < len) {
+            const u64 g = hi(rad[i], shift);
+            is_gt = g > prefix;
+            is_tie = g == prefix;
+        }
+        u32 total;
+        const u32 tie_before = block_exclusive_scan(is_tie, sums, &total);
+        const u32 round_ties = total;
+        const u64 my_rank = rank + tie_before;
+        const u32 sel = is_gt || (is_tie && my_rank >= lo && my_rank < lo + need);
+        __syncthreads();
+        const u32 sel_before = block_exclusive_scan(sel, sums, &total);
+        if (sel) {
+            const i64 o = row + (i64)(out + sel_before);
+            out_keys[o] = keys[st + i];
+            store_index(out_idx, idx64, o, i);
+            copy_val<VS>(out_vals, o, vals, st + i);
+        }
+        out += total;
+        rank += round_ties;
+        __syncthreads();
+    }
+}
+
+#define BLOCK(VS)                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) PASTE(ENTRY(block), _v##VS)(                             \
+        const K* keys, const void* vals, const i64* seg_start, const i64* lens, const i64* kk, K* out_keys,    \
+        void* out_idx, void* out_vals, i64 width, int idx64, int largest, int larger_index) {                  \
+        block_select<VS>(keys, vals, seg_start, lens, kk, out_keys, out_idx, out_vals, width, idx64, largest,  \
+                         larger_index);                                                                         \
+    }
+BLOCK(0)
+BLOCK(1)
+BLOCK(2)
+BLOCK(4)
+BLOCK(8)
 
 // Positions kk..width of every row: the padding key, index -1 (and value 0).
 extern "C" __global__ void __launch_bounds__(256)

@@ -68,7 +68,7 @@ pub(super) fn cases() -> Vec<Case> {
 fn case<K: Key>(device: &Device) -> Result<Vec<Outcome>> {
     let mut rng = Rng::new(K::BITS as u64);
     let mut offsets = vec![0i64];
-    for l in [0i64, 1, 4095, 4096, 4097, 9000, 300, 0, 20_000, 77] {
+    for l in [0i64, 1, 4095, 4096, 4097, 9000, 300, 0, 16_000, 77] {
         offsets.push(offsets.last().unwrap() + l + rng.below(3) as i64);
     }
     let n = *offsets.last().unwrap() as usize;
@@ -85,17 +85,29 @@ fn case<K: Key>(device: &Device) -> Result<Vec<Outcome>> {
                 TieBreak::LargerIndex,
             ] {
                 for sorted in [false, true] {
-                    for kk in [1usize, 100, 5000] {
+                    for (kk, tiled) in [
+                        (1usize, false),
+                        (100, false),
+                        (5000, false),
+                        (1, true),
+                        (100, true),
+                        (5000, true),
+                    ] {
                         let base = if largest {
                             TopK::largest(kk)
                         } else {
                             TopK::smallest(kk)
                         };
-                        let req = base.tie_break(tie).sorted(sorted).index_type(if sorted {
+                        let index = if sorted {
                             IndexType::I32
                         } else {
                             IndexType::I64
-                        });
+                        };
+                        let req = base
+                            .tie_break(tie)
+                            .sorted(sorted)
+                            .index_type(index)
+                            .force_tiled(tiled);
                         let values = if kk == 100 { Some(&vals[..]) } else { None };
                         let segs = Segments::Offsets(&offsets);
                         let (got, plan) = req.run(device, &k, segs, values)?;
@@ -119,7 +131,7 @@ fn case<K: Key>(device: &Device) -> Result<Vec<Outcome>> {
             kernel,
             reference: Reference::NaiveOracle,
             shapes: format!(
-                "{} segments up to 20000, {pattern:?}, {runs} requests",
+                "{} segments up to 16000, {pattern:?}, {runs} requests (on-chip and tiled paths)",
                 offsets.len() - 1
             ),
             max_rel: 0.0,

@@ -5,7 +5,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::key::directed;
-use super::plan::{tiles, SORT_MAX};
+use super::plan::{block_max, tiles, SORT_MAX};
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::{topk_module, topk_name, KernelModule};
@@ -66,6 +66,8 @@ pub struct GpuTopK<'a, K, V> {
 struct Buffers {
     nt: usize,
     sorted_here: bool,
+    /// Dynamic shared memory of the on-chip path, when every segment fits it.
+    on_chip: Option<u32>,
     keys: CudaSlice<u8>,
     vals: CudaSlice<u8>,
     lens: CudaSlice<i64>,
@@ -126,6 +128,9 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let nt = tseg.len();
         let out_elems = n * w;
         let sorted_here = req.is_sorted() && w <= SORT_MAX;
+        let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
+        let on_chip = (max_len <= block_max(gpu.limits()) && !req.is_tiled_forced())
+            .then_some((max_len.max(1) * 8) as u32);
         let need = (keys.len() * (ks + vs)) as u64
             + (out_elems * (ks + is + vs)) as u64 * if sorted_here { 2 } else { 1 }
             + if sorted_here { out_elems as u64 * 4 } else { 0 }
@@ -136,6 +141,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         me.bufs = Some(Buffers {
             nt,
             sorted_here,
+            on_chip,
             keys: gpu.upload(as_bytes(keys))?,
             vals: gpu.upload(values.map_or(&[][..], as_bytes))?,
             lens: gpu.upload(&layout.lens)?,
@@ -201,6 +207,37 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let idx64 = (req.index() == IndexType::I64) as i32;
         for (buf, len) in [(&b.out_keys, ks), (&b.out_idx, is), (&b.out_vals, vs)] {
             gpu.fill_bytes(buf, 0xA5, out_elems * len)?;
+        }
+        // Sorted rows that fit are written to scratch, sorted, and gathered into the outputs.
+        let (tk, ti, tv) = if b.sorted_here {
+            (&b.w_keys, &b.w_idx, &b.w_vals)
+        } else {
+            (&b.out_keys, &b.out_idx, &b.out_vals)
+        };
+        if let Some(smem) = b.on_chip {
+            run.launch(
+                &format!("block_v{vs}"),
+                LaunchShape::linear(
+                    u32::try_from(n)
+                        .map_err(|_| Error::unsupported("too many segments for one launch"))?,
+                    BLOCK,
+                )
+                .with_smem(smem),
+                Args::new()
+                    .ptr(gpu.ptr(&b.keys))
+                    .ptr(gpu.ptr(&b.vals))
+                    .ptr(gpu.ptr(&b.start))
+                    .ptr(gpu.ptr(&b.lens))
+                    .ptr(gpu.ptr(&b.kk))
+                    .ptr(gpu.ptr(tk))
+                    .ptr(gpu.ptr(ti))
+                    .ptr(gpu.ptr(tv))
+                    .i64(w as i64)
+                    .i32(idx64)
+                    .i32(largest)
+                    .i32((req.tie() == TieBreak::LargerIndex) as i32),
+            )?;
+            return self.finish(&run, b);
         }
         run.launch(
             "init",
@@ -280,12 +317,6 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .ptr(gpu.ptr(&b.lo))
                 .i32((req.tie() == TieBreak::LargerIndex) as i32),
         )?;
-        // Sorted rows that fit are written to scratch, sorted, and gathered into the outputs.
-        let (tk, ti, tv) = if b.sorted_here {
-            (&b.w_keys, &b.w_idx, &b.w_vals)
-        } else {
-            (&b.out_keys, &b.out_idx, &b.out_vals)
-        };
         if nt > 0 {
             run.launch(
                 &format!("write_v{vs}"),
@@ -311,6 +342,18 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                     .i32(largest),
             )?;
         }
+        self.finish(&run, b)
+    }
+
+    /// The sort and gather of sorted rows, and the padding: common to both paths.
+    fn finish(&self, run: &Run, b: &Buffers) -> Result<()> {
+        let gpu = self.gpu;
+        let (req, layout) = (&self.req, &self.layout);
+        let (n, w) = (layout.count(), layout.width);
+        let out_elems = n * w;
+        let vs = self.vs();
+        let largest = req.is_largest() as i32;
+        let idx64 = (req.index() == IndexType::I64) as i32;
         if b.sorted_here {
             let pw = w.next_power_of_two();
             run.launch(

@@ -83,6 +83,7 @@ pub struct TopK {
     sorted: bool,
     tie: TieBreak,
     index: IndexType,
+    tiled: bool,
 }
 
 /// Output positions, in the requested integer type.
@@ -170,6 +171,7 @@ impl TopK {
             sorted: false,
             tie: TieBreak::Fast,
             index: IndexType::I64,
+            tiled: false,
         }
     }
     /// Sort each row by key (ties by position).
@@ -186,6 +188,16 @@ impl TopK {
     pub fn index_type(mut self, index: IndexType) -> Self {
         self.index = index;
         self
+    }
+    /// Forces the GPU's tiled multi-pass path even where every segment fits the on-chip path
+    /// (tests use it to reach both).
+    pub fn force_tiled(mut self, tiled: bool) -> Self {
+        self.tiled = tiled;
+        self
+    }
+    /// True when the tiled GPU path is forced.
+    pub fn is_tiled_forced(&self) -> bool {
+        self.tiled
     }
     /// True for largest-k.
     pub fn is_largest(&self) -> bool {
