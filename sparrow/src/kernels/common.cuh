@@ -82,26 +82,3 @@ __device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32* warp_sums, u32* 
     *total = warp_sums[nwarps - 1];
     return before + x - v;
 }
-
-// activemask.b32: the lanes of the warp executing this instruction now (sm_70+).
-__device__ __forceinline__ u32 active_mask() {
-    u32 m;
-    asm volatile("activemask.b32 %0;" : "=r"(m));
-    return m;
-}
-
-// match.any.sync.b32: the lanes of `mask` whose `v` equals this lane's (sm_70+). Every lane of
-// `mask` must execute it.
-__device__ __forceinline__ u32 match_any(u32 mask, u32 v) {
-    u32 r;
-    asm volatile("match.any.sync.b32 %0, %1, %2;" : "=r"(r) : "r"(v), "r"(mask));
-    return r;
-}
-
-// h[bin] += 1 for every lane with `valid`, one shared atomic per distinct bin in the warp: keys
-// that share a digit (skewed data, the top digit of floats in one binade) would otherwise
-// serialise on one counter.
-__device__ __forceinline__ void hist_add(u32* h, u32 bin, bool valid) {
-    const u32 peers = match_any(active_mask(), valid ? bin : 0xffffffffu);
-    if (valid && lane_id() == (u32)(__ffs(peers) - 1)) atomicAdd(&h[bin], (u32)__popc(peers));
-}

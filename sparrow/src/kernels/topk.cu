@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(256)
         const u64 p = prefix[s];
         for (i64 i = tile_start[t] + threadIdx.x; i < tile_end[t]; i += blockDim.x) {
             const u64 r = directed(keys[i], largest);
-            hist_add(h, (u32)((r >> digit) & 255), hi(r, digit + 8) == p);
+            if (hi(r, digit + 8) == p) atomicAdd(&h[(r >> digit) & 255], 1u);
         }
     }
     __syncthreads();
@@ -274,7 +274,7 @@ __device__ __forceinline__ void block_select(const K* __restrict__ keys, const v
             __syncthreads();
             for (int i = threadIdx.x; i < len; i += blockDim.x) {
                 const u64 r = rad[i];
-                hist_add(h, (u32)((r >> digit) & 255), hi(r, digit + 8) == prefix);
+                if (hi(r, digit + 8) == prefix) atomicAdd(&h[(r >> digit) & 255], 1u);
             }
             __syncthreads();
             if (threadIdx.x < 32) {
