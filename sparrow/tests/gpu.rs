@@ -500,35 +500,45 @@ mod topk {
         let o = offsets(&mut rng, 200, 4096);
         let n = *o.last().unwrap() as usize;
         let k: Vec<f32> = keys(n, Pattern::RandomBits, 5);
-        let req = TopK::largest(300).tie_break(TieBreak::SmallerIndex);
-        check(
-            &d,
-            &req,
-            &k,
-            Segments::Offsets(&o),
-            Some(&keys::<u8>(n, Pattern::RandomBits, 1)),
-        );
-        check(
-            &d,
-            &req,
-            &k,
-            Segments::Offsets(&o),
-            Some(&keys::<i16>(n, Pattern::RandomBits, 2)),
-        );
-        check(
-            &d,
-            &req,
-            &k,
-            Segments::Offsets(&o),
-            Some(&keys::<f32>(n, Pattern::RandomBits, 3)),
-        );
-        check(
-            &d,
-            &req,
-            &k,
-            Segments::Offsets(&o),
-            Some(&keys::<f64>(n, Pattern::RandomBits, 4)),
-        );
+        // Every value width through every path: on-chip and tiled, unsorted and sorted (the
+        // sorted rows go through the gather kernels).
+        for sorted in [false, true] {
+            for tiled in [false, true] {
+                let req = TopK::largest(300)
+                    .tie_break(TieBreak::SmallerIndex)
+                    .sorted(sorted)
+                    .force_tiled(tiled);
+                let segs = Segments::Offsets(&o);
+                check(
+                    &d,
+                    &req,
+                    &k,
+                    segs,
+                    Some(&keys::<u8>(n, Pattern::RandomBits, 1)),
+                );
+                check(
+                    &d,
+                    &req,
+                    &k,
+                    segs,
+                    Some(&keys::<i16>(n, Pattern::RandomBits, 2)),
+                );
+                check(
+                    &d,
+                    &req,
+                    &k,
+                    segs,
+                    Some(&keys::<f32>(n, Pattern::RandomBits, 3)),
+                );
+                check(
+                    &d,
+                    &req,
+                    &k,
+                    segs,
+                    Some(&keys::<f64>(n, Pattern::RandomBits, 4)),
+                );
+            }
+        }
         let ks: Vec<i64> = (0..200).map(|_| rng.below(5000) as i64).collect();
         for tie in TIES {
             for tiled in [false, true] {

@@ -210,7 +210,7 @@ pub(crate) fn plan_for<T: Scalar>(
                     reason: "the output is empty: nothing to launch".into(),
                 });
             }
-            let (path, reason) = match force {
+            let (path, mut reason) = match force {
                 Some(p) if !p.supports(n) => {
                     return Err(Error::invalid(
                         "path",
@@ -221,7 +221,6 @@ pub(crate) fn plan_for<T: Scalar>(
                 None => plan::choose(stats, n),
             };
             let mut kernel = path.kernel_name(T::NAME);
-            let mut reason = reason;
             if split && stats.long_rows > 0 {
                 kernel = format!(
                     "{kernel} + {} + {}",

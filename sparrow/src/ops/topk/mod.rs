@@ -366,8 +366,8 @@ impl TopK {
     }
 }
 
-/// Builds the output of one segment's selected positions (already in output order), shared by
-/// the backends and the oracle so padding is written one way.
+/// The padding key of rows shorter than their k, shared by the backends and the oracle so
+/// padding is written one way.
 pub(crate) fn padding<K: Key>(largest: bool) -> K {
     if largest {
         K::lowest()
