@@ -31,6 +31,37 @@ pub struct Args {
     jsonl: Option<PathBuf>,
 }
 
+/// Appends the records as JSON lines to `jsonl` when given, and prints them as JSON lines
+/// when `--json` asked for machine output.
+fn emit_json<R: serde::Serialize>(
+    ctx: &super::Ctx,
+    jsonl: Option<&std::path::Path>,
+    records: &[R],
+) -> Result<()> {
+    let lines: Vec<String> = records
+        .iter()
+        .map(|r| serde_json::to_string(r).expect("record serializes"))
+        .collect();
+    if let Some(path) = jsonl {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        let mut w = std::io::BufWriter::new(f);
+        for l in &lines {
+            writeln!(w, "{l}").map_err(|e| Error::io(path, e))?;
+        }
+        w.flush().map_err(|e| Error::io(path, e))?;
+    }
+    if ctx.json {
+        for l in &lines {
+            println!("{l}");
+        }
+    }
+    Ok(())
+}
+
 fn list(arg: &str, s: &str) -> Result<Vec<String>> {
     let v: Vec<String> = s
         .split(',')
@@ -96,28 +127,8 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     let records = sparrow::bench::run(gpu, &cfg, &mut |m| pb.set_message(m.to_string()))?;
     pb.finish_and_clear();
     super::report_compiles(&device);
-    if let Some(path) = &args.jsonl {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        let mut w = std::io::BufWriter::new(f);
-        for r in &records {
-            writeln!(
-                w,
-                "{}",
-                serde_json::to_string(r).expect("record serializes")
-            )
-            .map_err(|e| Error::io(path, e))?;
-        }
-        w.flush().map_err(|e| Error::io(path, e))?;
-    }
-    if ctx.json {
-        for r in &records {
-            println!("{}", serde_json::to_string(r).expect("record serializes"));
-        }
-    } else {
+    emit_json(ctx, args.jsonl.as_deref(), &records)?;
+    if !ctx.json {
         print_table(&records);
     }
     Ok(ExitCode::SUCCESS)
@@ -185,27 +196,8 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     )?;
     pb.finish_and_clear();
     super::report_compiles(&device);
-    if let Some(path) = &args.jsonl {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        let mut w = std::io::BufWriter::new(f);
-        for r in &records {
-            writeln!(
-                w,
-                "{}",
-                serde_json::to_string(r).expect("record serializes")
-            )
-            .map_err(|e| Error::io(path, e))?;
-        }
-        w.flush().map_err(|e| Error::io(path, e))?;
-    }
+    emit_json(ctx, args.jsonl.as_deref(), &records)?;
     if ctx.json {
-        for r in &records {
-            println!("{}", serde_json::to_string(r).expect("record serializes"));
-        }
         return Ok(ExitCode::SUCCESS);
     }
     println!(
