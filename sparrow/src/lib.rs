@@ -23,6 +23,7 @@ pub mod kernels;
 pub mod matrix;
 pub mod ops;
 mod scalar;
+pub mod solvers;
 pub mod validate;
 
 pub use device::Device;

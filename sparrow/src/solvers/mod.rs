@@ -1,0 +1,3 @@
+//! Algorithms written against ops: compressed-sensing recovery today.
+
+pub mod cs;
