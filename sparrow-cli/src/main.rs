@@ -31,6 +31,8 @@ enum Command {
     Spmv(commands::products::SpmvArgs),
     /// C = alpha * A * B + beta * C.
     Spmm(commands::products::SpmmArgs),
+    /// Recover sparse signals from y = Phi x.
+    Recover(commands::recover::Args),
     /// The k largest or smallest keys of every segment.
     Topk(commands::topk::Args),
     /// Time our kernels beside cuSPARSE (and optionally the CPU) on the same data.
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Spmv(a) => commands::products::spmv(&ctx, a),
         Command::Spmm(a) => commands::products::spmm(&ctx, a),
         Command::Topk(a) => commands::topk::run(&ctx, a),
+        Command::Recover(a) => commands::recover::run(&ctx, a),
         Command::Bench(a) => commands::bench::run(&ctx, a),
         Command::Validate => commands::validate::run(&ctx),
         Command::Demo(a) => commands::demo::run(&ctx, a),

@@ -371,3 +371,74 @@ fn topk_from_files() {
         "2.0 wins row 0, NaN wins row 1"
     );
 }
+
+#[test]
+fn recover_from_files() {
+    use sparrow::solvers::cs::data::{gaussian_phi, measure, sparse_signals};
+    let phi = gaussian_phi(60, 120, 1).unwrap();
+    let x = sparse_signals(120, 4, 3, true, 2).unwrap();
+    let y = measure(&phi, &x).unwrap();
+    let (pp, py, px) = (tmp("phi.npy"), tmp("y.npy"), tmp("x.npy"));
+    io::write_dense(&pp, &phi).unwrap();
+    io::write_dense(&py, &y).unwrap();
+    let out = sparrow(&[
+        "recover",
+        "--device",
+        "cpu",
+        "--phi",
+        s(&pp),
+        "--y",
+        s(&py),
+        "--method",
+        "cosamp",
+        "--sparsity",
+        "4",
+        "--out",
+        s(&px),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["support_sizes"], serde_json::json!([4, 4, 4]));
+    let got: Dense<f64> = io::read_dense(&px).unwrap();
+    let err = got
+        .data()
+        .iter()
+        .zip(x.data())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(err < 1e-6, "{err}");
+    let e = failure(&sparrow(&[
+        "recover",
+        "--device",
+        "cpu",
+        "--phi",
+        s(&pp),
+        "--y",
+        s(&py),
+        "--method",
+        "omp",
+        "--sparsity",
+        "61",
+        "--out",
+        s(&px),
+    ]));
+    assert_eq!(
+        e,
+        "error: invalid argument `sparsity`: K = 61 is larger than the 60 measurements"
+    );
+    let e = failure(&sparrow(&[
+        "recover",
+        "--device",
+        "cpu",
+        "--phi",
+        s(&pp),
+        "--y",
+        s(&py),
+        "--method",
+        "l0",
+        "--out",
+        s(&px),
+    ]));
+    assert_eq!(e, "error: invalid argument `--method`: \"l0\" is not iht, niht, htp, cosamp, sp, omp, amp or fista");
+}

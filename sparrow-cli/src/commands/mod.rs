@@ -4,6 +4,7 @@ pub mod bench;
 pub mod demo;
 pub mod info;
 pub mod products;
+pub mod recover;
 pub mod topk;
 pub mod validate;
 
