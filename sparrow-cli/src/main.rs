@@ -31,6 +31,9 @@ enum Command {
     Spmv(commands::products::SpmvArgs),
     /// C = alpha * A * B + beta * C.
     Spmm(commands::products::SpmmArgs),
+    /// Compressed-sensing experiments.
+    #[command(subcommand)]
+    Cs(commands::cs::Cs),
     /// Recover sparse signals from y = Phi x.
     Recover(commands::recover::Args),
     /// The k largest or smallest keys of every segment.
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Spmm(a) => commands::products::spmm(&ctx, a),
         Command::Topk(a) => commands::topk::run(&ctx, a),
         Command::Recover(a) => commands::recover::run(&ctx, a),
+        Command::Cs(c) => commands::cs::run(&ctx, c),
         Command::Bench(a) => commands::bench::run(&ctx, a),
         Command::Validate => commands::validate::run(&ctx),
         Command::Demo(a) => commands::demo::run(&ctx, a),

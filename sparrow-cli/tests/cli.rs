@@ -442,3 +442,51 @@ fn recover_from_files() {
     ]));
     assert_eq!(e, "error: invalid argument `--method`: \"l0\" is not iht, niht, htp, cosamp, sp, omp, amp or fista");
 }
+
+#[test]
+fn phase_transition_writes_json_and_svg() {
+    let (pj, ps) = (tmp("pt.json"), tmp("pt.svg"));
+    let out = sparrow(&[
+        "cs",
+        "phase-transition",
+        "--device",
+        "cpu",
+        "--method",
+        "omp",
+        "--n",
+        "60",
+        "--delta",
+        "0.3:0.6:0.3",
+        "--rho",
+        "0.1:0.9:0.8",
+        "--trials",
+        "4",
+        "--out",
+        s(&pj),
+        "--plot",
+        s(&ps),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pj).unwrap()).unwrap();
+    let success = v["result"]["success"].as_array().unwrap();
+    assert_eq!(success.len(), 2);
+    // OMP recovers a few spikes from 36 measurements, and not 32 spikes from 18.
+    assert_eq!(success[0][1], 1.0);
+    assert_eq!(success[1][0], 0.0);
+    let svg = std::fs::read_to_string(&ps).unwrap();
+    assert!(svg.starts_with("<svg") && svg.matches("<rect").count() >= 4);
+    let e = failure(&sparrow(&[
+        "cs",
+        "phase-transition",
+        "--device",
+        "cpu",
+        "--method",
+        "omp",
+        "--delta",
+        "0.5:0.2:0.1",
+        "--out",
+        s(&pj),
+    ]));
+    assert_eq!(e, "error: invalid argument `--delta`: \"0.5:0.2:0.1\" must satisfy 0 < start <= stop <= 1 and step > 0");
+}

@@ -15,6 +15,7 @@
 pub mod cpu;
 pub mod data;
 pub mod linalg;
+pub mod phase;
 pub mod prox;
 
 use rayon::prelude::*;

@@ -1,0 +1,127 @@
+//! The Donoho-Tanner phase-transition experiment: over a grid of undersampling delta = m / n and
+//! sparsity rho = K / m, the fraction of random problems a method recovers (Gaussian Phi with
+//! N(0, 1/m) entries, K-sparse x with random support; success when ||x_hat - x|| / ||x|| < 1e-3).
+
+use super::data::{gaussian_phi, measure, sparse_signals};
+use super::{Method, Recover};
+use crate::{Device, Error, Result};
+
+/// The experiment's parameters.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PhaseConfig {
+    /// The method.
+    pub method: Method,
+    /// Signal length.
+    pub n: usize,
+    /// delta values.
+    pub deltas: Vec<f64>,
+    /// rho values.
+    pub rhos: Vec<f64>,
+    /// Trials per cell (one batch per cell).
+    pub trials: usize,
+    /// +-1 entries (true) or Gaussian.
+    pub signs: bool,
+    /// Iteration cap of the solver.
+    pub max_iter: usize,
+}
+
+/// The measured success fractions, `success[r][d]` for `rhos[r]`, `deltas[d]`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PhaseResult {
+    /// The parameters.
+    pub config: PhaseConfig,
+    /// Success fraction per cell.
+    pub success: Vec<Vec<f64>>,
+}
+
+/// Parses `start:stop:step` (inclusive of stop within rounding) into values in (0, 1).
+pub fn parse_range(arg: &str, s: &str) -> Result<Vec<f64>> {
+    let parts: Vec<f64> = s
+        .split(':')
+        .map(|p| p.trim().parse::<f64>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::invalid(arg, format!("{s:?} is not start:stop:step")))?;
+    let [a, b, st] = parts[..] else {
+        return Err(Error::invalid(arg, format!("{s:?} is not start:stop:step")));
+    };
+    if !(a > 0.0 && b < 1.0 + 1e-12 && a <= b && st > 0.0) {
+        return Err(Error::invalid(
+            arg,
+            format!("{s:?} must satisfy 0 < start <= stop <= 1 and step > 0"),
+        ));
+    }
+    let count = ((b - a) / st + 1e-9).floor() as usize + 1;
+    Ok((0..count)
+        .map(|i| ((a + i as f64 * st) * 1e9).round() / 1e9)
+        .collect())
+}
+
+/// Runs every cell; `progress` is told each cell as it starts.
+pub fn run(
+    device: &Device,
+    cfg: &PhaseConfig,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<PhaseResult> {
+    if cfg.n < 2 || cfg.trials == 0 {
+        return Err(Error::invalid(
+            "--n/--trials",
+            "need n >= 2 and at least one trial",
+        ));
+    }
+    let total = cfg.deltas.len() * cfg.rhos.len();
+    let mut success = vec![vec![0.0; cfg.deltas.len()]; cfg.rhos.len()];
+    let mut cell = 0;
+    for (r, &rho) in cfg.rhos.iter().enumerate() {
+        for (d, &delta) in cfg.deltas.iter().enumerate() {
+            progress(cell, total);
+            cell += 1;
+            let m = ((delta * cfg.n as f64).round() as usize).clamp(1, cfg.n);
+            let k = ((rho * m as f64).round() as usize).clamp(1, m);
+            let seed = (r * 1000 + d) as u64;
+            let phi = gaussian_phi(m, cfg.n, seed)?;
+            let x = sparse_signals(cfg.n, k, cfg.trials, cfg.signs, seed + 7_000_000)?;
+            let y = measure(&phi, &x)?;
+            let mut req = Recover::new(cfg.method).max_iter(cfg.max_iter).tol(1e-8);
+            if cfg.method.needs_sparsity() {
+                req = req.sparsity(k);
+            }
+            if cfg.method == Method::Fista {
+                req = req.lambda(1e-4);
+            }
+            let (rec, _) = req.run(device, &phi, &y)?;
+            let ok = (0..cfg.trials)
+                .filter(|&b| {
+                    let (mut e, mut s) = (0.0, 0.0);
+                    for j in 0..cfg.n {
+                        e += (rec.x.get(j, b) - x.get(j, b)).powi(2);
+                        s += x.get(j, b).powi(2);
+                    }
+                    (e / s).sqrt() < 1e-3
+                })
+                .count();
+            success[r][d] = ok as f64 / cfg.trials as f64;
+        }
+    }
+    Ok(PhaseResult {
+        config: cfg.clone(),
+        success,
+    })
+}
+
+/// The rho at which the success fraction crosses 1/2 for each delta (linear interpolation
+/// between grid rows), None where it never crosses.
+pub fn half_contour(res: &PhaseResult) -> Vec<Option<f64>> {
+    let rhos = &res.config.rhos;
+    (0..res.config.deltas.len())
+        .map(|d| {
+            for r in 1..rhos.len() {
+                let (a, b) = (res.success[r - 1][d], res.success[r][d]);
+                if a >= 0.5 && b < 0.5 {
+                    let t = (a - 0.5) / (a - b);
+                    return Some(rhos[r - 1] + t * (rhos[r] - rhos[r - 1]));
+                }
+            }
+            None
+        })
+        .collect()
+}
