@@ -205,3 +205,19 @@ fn iht_cosamp_amp_succeed_at_delta_half_rho_tenth() {
         );
     }
 }
+
+#[test]
+fn l1_phase_transition_curve() {
+    use sparrow::solvers::cs::phase::l1_curve;
+    let v: Vec<f64> = [0.1, 0.3, 0.5, 0.7, 0.9]
+        .iter()
+        .map(|&d| l1_curve(d))
+        .collect();
+    eprintln!("{v:?}");
+    assert!(
+        v.windows(2).all(|w| w[0] < w[1]),
+        "rho(delta) increases: {v:?}"
+    );
+    // The published weak threshold of the cross-polytope at delta = 0.5 is about 0.385.
+    assert!((v[2] - 0.385).abs() < 0.01, "rho(0.5) = {}", v[2]);
+}

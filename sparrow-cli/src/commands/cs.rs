@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use plotters::prelude::*;
 use sparrow::solvers::cs::phase::{
-    half_contour, parse_range, run as run_phase, PhaseConfig, PhaseResult,
+    half_contour, l1_curve, parse_range, run as run_phase, PhaseConfig, PhaseResult,
 };
 use sparrow::solvers::cs::Method;
 use sparrow::{Error, Result};
@@ -68,14 +68,15 @@ pub fn run(ctx: &super::Ctx, cmd: Cs) -> Result<ExitCode> {
     let res = run_phase(&device, &cfg, &mut |i, _| pb.set_position(i as u64))?;
     pb.finish_and_clear();
     let contour = half_contour(&res);
-    let json = serde_json::json!({"result": res, "half_contour_rho": contour});
+    let l1: Vec<f64> = cfg.deltas.iter().map(|&d| l1_curve(d)).collect();
+    let json = serde_json::json!({"result": res, "half_contour_rho": contour, "l1_curve_rho": l1});
     std::fs::write(
         &args.out,
         serde_json::to_string_pretty(&json).expect("serializes"),
     )
     .map_err(|e| Error::io(&args.out, e))?;
     if let Some(p) = &args.plot {
-        plot(p, &res, &contour)?;
+        plot(p, &res, &contour, &l1)?;
     }
     if ctx.json {
         println!("{json}");
@@ -95,7 +96,7 @@ pub fn run(ctx: &super::Ctx, cmd: Cs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn plot(path: &Path, res: &PhaseResult, contour: &[Option<f64>]) -> Result<()> {
+fn plot(path: &Path, res: &PhaseResult, contour: &[Option<f64>], l1: &[f64]) -> Result<()> {
     let err = |e: String| Error::format(path, format!("drawing the plot: {e}"));
     let root = SVGBackend::new(path, (640, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
@@ -144,6 +145,17 @@ fn plot(path: &Path, res: &PhaseResult, contour: &[Option<f64>]) -> Result<()> {
         .map_err(|e| err(e.to_string()))?
         .label("50% success")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
+    chart
+        .draw_series(LineSeries::new(
+            dl.iter()
+                .zip(l1)
+                .map(|(&d, &r)| (d, r))
+                .filter(|&(_, r)| r >= y0 && r <= y1),
+            BLACK.stroke_width(2),
+        ))
+        .map_err(|e| err(e.to_string()))?
+        .label("l1 (Donoho-Tanner)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))

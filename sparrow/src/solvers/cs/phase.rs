@@ -125,3 +125,47 @@ pub fn half_contour(res: &PhaseResult) -> Vec<Option<f64>> {
         })
         .collect()
 }
+
+/// The complementary error function, by the Chebyshev-fitted expression of Numerical Recipes
+/// (`erfcc`, relative error below 1.2e-7 everywhere): plenty for a phase-transition curve.
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+/// The l1 (Donoho-Tanner, signed) phase-transition curve rho(delta), in the state-evolution
+/// form of Donoho, Maleki and Montanari (2009): the maximum over z >= 0 of
+/// (1 - (2 / delta) h(z)) / (1 + z^2 - 2 h(z)) with h(z) = (1 + z^2) Phi(-z) - z phi(z).
+/// Evaluated on a fine grid of z (1e-3 to 10 in steps of 1e-3; at z = 0 the ratio is 0 / 0).
+pub fn l1_curve(delta: f64) -> f64 {
+    let phi = |z: f64| (-z * z / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    let cdf_neg = |z: f64| 0.5 * erfc(z / std::f64::consts::SQRT_2);
+    (1..=10_000)
+        .map(|i| {
+            let z = i as f64 * 1e-3;
+            let h = (1.0 + z * z) * cdf_neg(z) - z * phi(z);
+            let den = 1.0 + z * z - 2.0 * h;
+            if den > 1e-6 {
+                (1.0 - 2.0 / delta * h) / den
+            } else {
+                f64::NEG_INFINITY
+            }
+        })
+        .fold(f64::NEG_INFINITY, f64::max)
+}
