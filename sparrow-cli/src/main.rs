@@ -31,6 +31,8 @@ enum Command {
     Spmv(commands::products::SpmvArgs),
     /// C = alpha * A * B + beta * C.
     Spmm(commands::products::SpmmArgs),
+    /// Complete a low-rank matrix from observed entries (singular value thresholding).
+    Complete(commands::complete::Args),
     /// Compressed-sensing experiments.
     #[command(subcommand)]
     Cs(commands::cs::Cs),
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Command::Topk(a) => commands::topk::run(&ctx, a),
         Command::Recover(a) => commands::recover::run(&ctx, a),
         Command::Cs(c) => commands::cs::run(&ctx, c),
+        Command::Complete(a) => commands::complete::run(&ctx, a),
         Command::Bench(a) => commands::bench::run(&ctx, a),
         Command::Validate => commands::validate::run(&ctx),
         Command::Demo(a) => commands::demo::run(&ctx, a),

@@ -221,3 +221,49 @@ fn l1_phase_transition_curve() {
     // The published weak threshold of the cross-polytope at delta = 0.5 is about 0.385.
     assert!((v[2] - 0.385).abs() < 0.01, "rho(0.5) = {}", v[2]);
 }
+
+#[test]
+fn svt_completes_a_low_rank_matrix() {
+    use sparrow::matrix::{Csr, Rng};
+    use sparrow::solvers::cs::svt::Complete;
+    let (m, n, r) = (60, 50, 3);
+    let u = gaussian_phi(m, r, 21).unwrap();
+    let v = gaussian_phi(n, r, 22).unwrap();
+    let full = |i: usize, j: usize| (0..r).map(|k| u.get(i, k) * v.get(j, k)).sum::<f64>();
+    let mut rng = Rng::new(23);
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..m {
+        for j in 0..n {
+            if rng.uniform() < 0.5 {
+                rows.push(i);
+                cols.push(j);
+                vals.push(full(i, j));
+            }
+        }
+    }
+    let obs = Csr::from_triplets(m, n, &rows, &cols, &vals).unwrap();
+    let c = Complete::new(10).run(&obs).unwrap();
+    let (mut e, mut s) = (0.0, 0.0);
+    for i in 0..m {
+        for j in 0..n {
+            e += (c.x.get(i, j) - full(i, j)).powi(2);
+            s += full(i, j).powi(2);
+        }
+    }
+    let rel = (e / s).sqrt();
+    assert!(
+        rel < 1e-2,
+        "relative error {rel} after {} iterations ({:?}), rank {}",
+        c.iterations,
+        c.stop,
+        c.rank
+    );
+    assert_eq!(c.rank, r);
+    let e = Complete::new(51).run(&obs).unwrap_err().to_string();
+    assert_eq!(e, "invalid argument `rank hint`: 51 must be in 1..=50");
+    let e = Complete::new(2)
+        .run(&Csr::empty(3, 3).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "invalid argument `observed`: has no observed entries");
+}

@@ -1,6 +1,7 @@
 //! One module per subcommand, and what they share.
 
 pub mod bench;
+pub mod complete;
 pub mod cs;
 pub mod demo;
 pub mod info;

@@ -17,6 +17,7 @@ pub mod data;
 pub mod linalg;
 pub mod phase;
 pub mod prox;
+pub mod svt;
 
 use rayon::prelude::*;
 
