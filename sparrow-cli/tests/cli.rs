@@ -182,7 +182,7 @@ fn bad_inputs_give_one_line_errors() {
     );
 
     let e = failure(&sparrow(&["bench", "spmm", "--matrix", "nope"]));
-    assert_eq!(e, "error: invalid argument `--matrix`: unknown matrix \"nope\"; choose from powerlaw, banded, empty90 or all");
+    assert_eq!(e, "error: invalid argument `--matrix`: unknown matrix \"nope\"; choose from powerlaw, banded, empty90, blockdiag, uniform, longrows, stencil2d, stencil3d, fem, powerlaw-small or all");
 }
 
 #[test]

@@ -317,3 +317,35 @@ fn device_bytes_counts_every_buffer() {
         + 4 * (st.long_chunks * n) as u64;
     assert_eq!(sparrow::ops::spmm::device_bytes(&a, dense, n), want);
 }
+
+#[test]
+fn panel_generators_have_their_structure() {
+    let b = gen::block_diagonal::<f32>(3, 4, 1).unwrap();
+    assert_eq!(b.nnz(), 3 * 16);
+    assert_eq!(&b.col_idx()[b.row_range(5)], &[4, 5, 6, 7]);
+    let l = gen::long_rows::<f32>(1000, 5000, 2, 3000, 3, 2).unwrap();
+    let st = l.row_stats();
+    assert_eq!(st.max_len, 3000);
+    assert_eq!(st.nnz, 2 * 3000 + 998 * 3);
+    let s2 = gen::stencil_2d::<f64>(4, 3, 3).unwrap();
+    assert_eq!(s2.nnz(), 4 * 3 * 5 - 2 * (4 + 3));
+    assert_eq!(&s2.col_idx()[s2.row_range(5)], &[1, 4, 5, 6, 9]);
+    let s3 = gen::stencil_3d::<f64>(3, 4).unwrap();
+    assert_eq!(s3.row_stats().max_len, 27);
+    assert_eq!(s3.nnz(), 7 * 7 * 7, "per axis 2 + 3 + 2 neighbours");
+    let f = gen::fem_like::<f64>(500, 400, 5).unwrap();
+    for i in 0..f.nrows() {
+        for p in f.row_range(i) {
+            let j = f.col_idx()[p] as usize;
+            let back = f
+                .row_range(j)
+                .find(|&q| f.col_idx()[q] as usize == i)
+                .expect("symmetric pattern");
+            assert_eq!(
+                f.values()[p],
+                f.values()[back],
+                "symmetric values at ({i}, {j})"
+            );
+        }
+    }
+}

@@ -11,12 +11,19 @@ use sparrow::{Device, Error, Result};
 pub struct Args {
     /// spmm, spmv or topk.
     op: String,
-    /// Comma-separated matrix names, or all: powerlaw, banded, empty90.
+    /// Comma-separated matrix names, or all (powerlaw, banded, empty90); see --suite.
     #[arg(long, default_value = "all")]
     matrix: String,
     /// Comma-separated columns of B (SpMM).
     #[arg(long, default_value = "1,8,32,128")]
     n: String,
+    /// The performance panel: nine matrices (SpMM with N in 8, 32, 64, 128, 256 unless --n is
+    /// given), with geometric means of the ratio to cuSPARSE.
+    #[arg(long)]
+    suite: bool,
+    /// Draw the ratio to cuSPARSE per matrix and N into this SVG file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// Comma-separated value types.
     #[arg(long, default_value = "f32")]
     dtype: String,
@@ -79,8 +86,10 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         return topk(ctx, &args);
     }
     let mut names = list("--matrix", &args.matrix)?;
-    if names == ["all"] {
-        names = matrices::NAMES.iter().map(|s| s.to_string()).collect();
+    if args.suite {
+        names = matrices::SUITE.iter().map(|s| s.to_string()).collect();
+    } else if names == ["all"] {
+        names = matrices::NAMES[..3].iter().map(|s| s.to_string()).collect();
     }
     for n in &names {
         if !matrices::NAMES.contains(&n.as_str()) {
@@ -93,7 +102,12 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             ));
         }
     }
-    let ns = list("--n", &args.n)?
+    let n_arg = if args.suite && args.n == "1,8,32,128" {
+        "8,32,64,128,256"
+    } else {
+        args.n.as_str()
+    };
+    let ns = list("--n", n_arg)?
         .iter()
         .map(|s| match s.parse::<usize>() {
             Ok(n) if n > 0 => Ok(n),
@@ -130,6 +144,10 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     emit_json(ctx, args.jsonl.as_deref(), &records)?;
     if !ctx.json {
         print_table(&records);
+        print_geomeans(&records);
+    }
+    if let Some(p) = &args.plot {
+        plot_ratios(p, &records)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -223,4 +241,157 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         println!("kernels: {}", r.variant);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Geometric mean of our speed-up over the best cuSPARSE algorithm, per value type, and the
+/// slowest case.
+fn print_geomeans(records: &[Record]) {
+    for dt in ["f32", "f64"] {
+        let cases: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.dtype == dt && r.speedup_vs_cusparse.is_some())
+            .collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let logs: f64 = cases
+            .iter()
+            .map(|r| r.speedup_vs_cusparse.unwrap().ln())
+            .sum();
+        let worst = cases
+            .iter()
+            .min_by(|a, b| {
+                a.speedup_vs_cusparse
+                    .unwrap()
+                    .total_cmp(&b.speedup_vs_cusparse.unwrap())
+            })
+            .unwrap();
+        println!(
+            "{dt}: geometric mean {:.2}x cuSPARSE over {} cases; slowest {:.2}x ({} N={})",
+            (logs / cases.len() as f64).exp(),
+            cases.len(),
+            worst.speedup_vs_cusparse.unwrap(),
+            worst.matrix,
+            worst.n
+        );
+    }
+}
+
+/// One line per matrix and value type: speed-up over cuSPARSE against log2 N, with 1x marked.
+fn plot_ratios(path: &std::path::Path, records: &[Record]) -> Result<()> {
+    use plotters::prelude::*;
+    let err = |e: String| Error::format(path, format!("drawing the plot: {e}"));
+    let pts: Vec<(&Record, f64, f64)> = records
+        .iter()
+        .filter_map(|r| r.speedup_vs_cusparse.map(|s| (r, (r.n as f64).log2(), s)))
+        .collect();
+    if pts.is_empty() {
+        return Err(Error::invalid(
+            "--plot",
+            "no ratios to draw (no cuSPARSE comparison ran)",
+        ));
+    }
+    let xmax = pts.iter().map(|p| p.1).fold(0.0, f64::max) + 0.5;
+    let ymax = pts.iter().map(|p| p.2).fold(1.0, f64::max) * 1.15;
+    let root = SVGBackend::new(path, (800, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{}: speed-up over cuSPARSE", records[0].op),
+            ("sans-serif", 20),
+        )
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(-0.5..xmax, 0.0..ymax)
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc("log2 N")
+        .y_desc("cuSPARSE time / ours")
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .draw_series(LineSeries::new(
+            vec![(-0.5, 1.0), (xmax, 1.0)],
+            BLACK.mix(0.5),
+        ))
+        .map_err(|e| err(e.to_string()))?;
+    let mut keys: Vec<(String, String)> = pts
+        .iter()
+        .map(|p| (p.0.matrix.clone(), p.0.dtype.clone()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    for (i, (m, dt)) in keys.iter().enumerate() {
+        let color = Palette99::pick(i);
+        let line: Vec<(f64, f64)> = pts
+            .iter()
+            .filter(|p| &p.0.matrix == m && &p.0.dtype == dt)
+            .map(|p| (p.1, p.2))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(line, color.stroke_width(2)))
+            .map_err(|e| err(e.to_string()))?
+            .label(format!("{m} {dt}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], Palette99::pick(i)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(matrix: &str, n: usize, dtype: &str, speedup: Option<f64>) -> Record {
+        Record {
+            op: "spmm".into(),
+            matrix: matrix.into(),
+            nrows: 10,
+            ncols: 10,
+            nnz: 20,
+            n,
+            dtype: dtype.into(),
+            backend: "sparrow".into(),
+            variant: "k".into(),
+            median_ms: 1.0,
+            min_ms: 1.0,
+            reps: 10,
+            gflops: 1.0,
+            gbs: 1.0,
+            frac_copy_bw: 0.1,
+            copy_bw_gbs: 4000.0,
+            speedup_vs_cusparse: speedup,
+            agreement: Some(0.0),
+        }
+    }
+
+    #[test]
+    fn ratios_plot_one_line_per_matrix_and_type() {
+        let records = vec![
+            rec("banded", 8, "f32", Some(0.5)),
+            rec("banded", 32, "f32", Some(2.0)),
+            rec("fem", 8, "f64", Some(1.5)),
+            rec("fem", 8, "f64", None),
+        ];
+        let p = std::env::temp_dir().join(format!("sparrow-plot-{}.svg", std::process::id()));
+        plot_ratios(&p, &records).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            svg.contains("banded f32") && svg.contains("fem f64"),
+            "legend names every line"
+        );
+        let e = plot_ratios(&p, &[rec("x", 8, "f32", None)])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "invalid argument `--plot`: no ratios to draw (no cuSPARSE comparison ran)"
+        );
+    }
 }

@@ -147,3 +147,114 @@ pub fn dense<T: Scalar>(nrows: usize, ncols: usize, ld: usize, seed: u64) -> Res
     }
     Ok(m)
 }
+
+/// A block-diagonal matrix of dense `b x b` blocks (`nblocks` of them).
+pub fn block_diagonal<T: Scalar>(nblocks: usize, b: usize, seed: u64) -> Result<Csr<T>> {
+    let mut rng = Rng::new(seed);
+    let n = nblocks * b;
+    let rows = (0..n)
+        .map(|i| {
+            let s = (i / b * b) as i32;
+            (s..s + b as i32).collect()
+        })
+        .collect();
+    from_rows(n, n, rows, &mut rng)
+}
+
+/// `n` x `ncols` with `long` rows of `long_len` uniform columns at evenly spaced positions and
+/// every other row holding `short_len`: the case where one row outweighs thousands of blocks.
+pub fn long_rows<T: Scalar>(
+    n: usize,
+    ncols: usize,
+    long: usize,
+    long_len: usize,
+    short_len: usize,
+    seed: u64,
+) -> Result<Csr<T>> {
+    let mut rng = Rng::new(seed);
+    let every = (n / long.max(1)).max(1);
+    let rows = (0..n)
+        .map(|i| {
+            let len = if i % every == every / 2 && i / every < long {
+                long_len
+            } else {
+                short_len
+            };
+            distinct_cols(&mut rng, len, ncols)
+        })
+        .collect();
+    from_rows(n, ncols, rows, &mut rng)
+}
+
+/// The 5-point Laplacian stencil on an `nx x ny` grid (natural ordering).
+pub fn stencil_2d<T: Scalar>(nx: usize, ny: usize, seed: u64) -> Result<Csr<T>> {
+    let mut rng = Rng::new(seed);
+    let rows = (0..nx * ny)
+        .map(|p| {
+            let (x, y) = ((p % nx) as i64, (p / nx) as i64);
+            let mut r = Vec::with_capacity(5);
+            for (dx, dy) in [(0, -1), (-1, 0), (0, 0), (1, 0), (0, 1)] {
+                let (a, b) = (x + dx, y + dy);
+                if a >= 0 && b >= 0 && (a as usize) < nx && (b as usize) < ny {
+                    r.push((b as usize * nx + a as usize) as i32);
+                }
+            }
+            r
+        })
+        .collect();
+    from_rows(nx * ny, nx * ny, rows, &mut rng)
+}
+
+/// The 27-point stencil on an `n x n x n` grid (natural ordering).
+pub fn stencil_3d<T: Scalar>(n: usize, seed: u64) -> Result<Csr<T>> {
+    let mut rng = Rng::new(seed);
+    let rows = (0..n * n * n)
+        .map(|p| {
+            let (x, y, z) = ((p % n) as i64, (p / n % n) as i64, (p / (n * n)) as i64);
+            let mut r = Vec::with_capacity(27);
+            for dz in -1..=1 {
+                for dy in -1..=1 {
+                    for dx in -1..=1 {
+                        let (a, b, c) = (x + dx, y + dy, z + dz);
+                        let inside = |v: i64| v >= 0 && (v as usize) < n;
+                        if inside(a) && inside(b) && inside(c) {
+                            r.push(((c as usize * n + b as usize) * n + a as usize) as i32);
+                        }
+                    }
+                }
+            }
+            r
+        })
+        .collect();
+    from_rows(n * n * n, n * n * n, rows, &mut rng)
+}
+
+/// A symmetric FEM-like matrix: `nelems` random elements of 4 nodes within a window of 64
+/// consecutive nodes (a mesh numbered by locality), each adding a random symmetric 4 x 4
+/// element matrix; overlapping contributions sum, as in assembly.
+pub fn fem_like<T: Scalar>(nnodes: usize, nelems: usize, seed: u64) -> Result<Csr<T>> {
+    let mut rng = Rng::new(seed);
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let window = 64.min(nnodes.max(1));
+    for _ in 0..nelems {
+        let base = rng.below((nnodes - window + 1) as u64) as usize;
+        let mut nodes = [0usize; 4];
+        for x in nodes.iter_mut() {
+            *x = base + rng.below(window as u64) as usize;
+        }
+        for a in 0..4 {
+            for b in a..4 {
+                let val = rng.range_f64(-1.0, 1.0);
+                r.push(nodes[a]);
+                c.push(nodes[b]);
+                v.push(T::from_f64(val));
+                if nodes[a] != nodes[b] {
+                    r.push(nodes[b]);
+                    c.push(nodes[a]);
+                    v.push(T::from_f64(val));
+                }
+            }
+        }
+    }
+    Csr::from_triplets(nnodes, nnodes, &r, &c, &v)
+}
