@@ -1,3 +1,5 @@
-//! Algorithms written against ops: compressed-sensing recovery today.
+//! Algorithms written against ops: compressed-sensing recovery, and the first stage of
+//! SEACells metacells (the kernel).
 
 pub mod cs;
+pub mod seacells;
