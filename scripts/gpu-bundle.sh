@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the release GPU test binary and the CLI, strips them, and puts them with run.sh into
 # bundle/ (ignored by git). Copy bundle/ to a GPU host and run `bash bundle/run.sh [OUT_DIR]`:
-# all GPU tests, then `sparrow validate`. The host needs the NVIDIA driver and libnvrtc
+# all GPU tests, then `sparrow validate`; `bash bundle/round.sh OUT_DIR` runs a whole round
+# (tests, sanitizers, validate, compile-cache check, every benchmark). The host needs the NVIDIA driver and libnvrtc
 # (run.sh adds /usr/local/cuda/lib64 to LD_LIBRARY_PATH), not a Rust toolchain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,4 +21,5 @@ cp "$test_bin" bundle/gpu-tests
 cp target/release/sparrow bundle/sparrow
 strip bundle/gpu-tests bundle/sparrow
 cp scripts/gpu-run.sh bundle/run.sh
+cp scripts/gpu-round.sh bundle/round.sh
 du -sh bundle
