@@ -320,6 +320,43 @@ fn small_cluster_launch_and_refused_shapes() {
     g.synchronize().unwrap();
 }
 
+/// Rows of exactly LONG_ROW entries (kept whole) and LONG_ROW + 1 (split into chunks), against
+/// the oracle for every N class.
+#[test]
+fn small_long_row_bound() {
+    use sparrow::matrix::LONG_ROW;
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    // Columns 3j stay distinct up to 3 (LONG_ROW + 1) < ncols.
+    let ncols = 4 * LONG_ROW;
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rng = sparrow::matrix::Rng::new(9);
+    for (row, len) in [
+        (0usize, LONG_ROW),
+        (1, LONG_ROW + 1),
+        (2, 3),
+        (3, LONG_ROW - 1),
+    ] {
+        for j in 0..len {
+            r.push(row);
+            c.push(j * 3);
+            v.push(rng.range_f64(-1.0, 1.0) as f32);
+        }
+    }
+    let a = Csr::from_triplets(4, ncols, &r, &c, &v).unwrap();
+    assert_eq!(a.row_stats().long_rows, 1);
+    for n in [1usize, 8, 32, 200] {
+        let b = gen::dense::<f32>(ncols, n, n, 4).unwrap();
+        let mut cm = Dense::filled(4, n, n, f32::NAN).unwrap();
+        let (want, scale) = spmm_oracle::spmm(1.0, &a, &b, 0.0, &cm);
+        let plan = Spmm::new().run(&device, &a, &b, &mut cm).unwrap();
+        assert!(plan.kernel.unwrap().contains("chunks"));
+        let got: Vec<f64> = cm.data().iter().map(|&x| x as f64).collect();
+        let cmp = compare(&got, &want, &scale, 1e-5);
+        assert!(cmp.pass, "N={n}: {cmp:?}");
+    }
+}
+
 /// The second opening of the device loads kernels from the disk cache instead of compiling.
 #[test]
 fn small_disk_cache_serves_the_second_load() {
@@ -579,6 +616,59 @@ mod topk {
             Segments::Offsets(&[0, 3]),
             None,
         );
+    }
+
+    /// The path bounds: segments of exactly the on-chip limit and one key more, rows of exactly
+    /// the shared-memory sort width and one more (sorted on the host).
+    #[test]
+    fn small_topk_path_bounds() {
+        use sparrow::ops::topk::plan::{block_max, SORT_MAX};
+        let d = dev();
+        let bmax = block_max(super::gpu().limits());
+        for len in [bmax, bmax + 1] {
+            let k: Vec<f32> = keys(2 * len, Pattern::HeavyTies, len as u64);
+            let req = TopK::largest(100).tie_break(TieBreak::LargerIndex);
+            let (_, plan) = req
+                .run_keys(&d, &k, Segments::Fixed { count: 2, len })
+                .unwrap();
+            assert_eq!(
+                plan.kernel.unwrap().contains("block"),
+                len == bmax,
+                "len {len}"
+            );
+            check::<f32, f32>(&d, &req, &k, Segments::Fixed { count: 2, len }, None);
+        }
+        let k: Vec<i32> = keys(3 * 10_000, Pattern::RandomBits, 3);
+        for width in [SORT_MAX, SORT_MAX + 1] {
+            let req = TopK::smallest(width)
+                .sorted(true)
+                .tie_break(TieBreak::SmallerIndex);
+            let (_, plan) = req
+                .run_keys(
+                    &d,
+                    &k,
+                    Segments::Fixed {
+                        count: 3,
+                        len: 10_000,
+                    },
+                )
+                .unwrap();
+            assert_eq!(
+                plan.reason.contains("on the host"),
+                width > SORT_MAX,
+                "width {width}"
+            );
+            check::<i32, i32>(
+                &d,
+                &req,
+                &k,
+                Segments::Fixed {
+                    count: 3,
+                    len: 10_000,
+                },
+                None,
+            );
+        }
     }
 
     #[test]

@@ -315,7 +315,7 @@ fn device_bytes_counts_every_buffer() {
         + 16 * st.long_chunks as u64
         + 4 * dense as u64
         + 4 * (st.long_chunks * n) as u64;
-    assert_eq!(sparrow::ops::spmm::device_bytes(&a, dense, n), want);
+    assert_eq!(sparrow::ops::spmm::device_bytes(&a, &st, dense, n), want);
 }
 
 #[test]
@@ -348,4 +348,25 @@ fn panel_generators_have_their_structure() {
             );
         }
     }
+}
+
+#[test]
+fn rows_are_long_only_past_the_bound() {
+    use sparrow::matrix::{CHUNK, LONG_ROW};
+    let cols: Vec<i32> = (0..(2 * LONG_ROW + 1) as i32).collect();
+    let ptr = vec![0, LONG_ROW as i64, (2 * LONG_ROW + 1) as i64];
+    let a = Csr::<f32>::new(
+        2,
+        2 * LONG_ROW + 1,
+        ptr,
+        [&cols[..LONG_ROW], &cols[..LONG_ROW + 1]].concat(),
+        vec![1.0; 2 * LONG_ROW + 1],
+    )
+    .unwrap();
+    let st = a.row_stats();
+    assert_eq!(
+        (st.long_rows, st.long_chunks),
+        (1, (LONG_ROW + 1).div_ceil(CHUNK)),
+        "a row of exactly LONG_ROW stays whole"
+    );
 }

@@ -75,7 +75,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     );
     all_pass &= c.pass && agree.pass;
     println!(
-        "spmv on {}: first run {:.2} ms (includes kernel load), second {:.2} ms; CPU {:.2} ms; vs oracle max rel err {:.1e}, vs CPU {:.1e}: {}",
+        "spmv on {}: first run {:.2} ms (on a GPU this includes loading the kernels), second {:.2} ms; CPU {:.2} ms; vs oracle max rel err {:.1e}, vs CPU {:.1e}: {}",
         device.describe(),
         first * 1e3,
         second * 1e3,

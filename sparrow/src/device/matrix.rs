@@ -74,10 +74,16 @@ pub struct DeviceCsr<T> {
 impl<T: Scalar> DeviceCsr<T> {
     /// Copies `a` to the GPU.
     pub fn upload(gpu: &Gpu, a: &Csr<T>) -> Result<Self> {
+        Self::upload_with_stats(gpu, a, a.row_stats())
+    }
+
+    /// Copies `a` to the GPU with statistics the caller already has (`a.row_stats()`), so a
+    /// host-side op reads the row pointers once for its plan, its memory check and the upload.
+    pub fn upload_with_stats(gpu: &Gpu, a: &Csr<T>, stats: RowStats) -> Result<Self> {
         Ok(DeviceCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
-            stats: a.row_stats(),
+            stats,
             row_ptr: gpu.upload(a.row_ptr())?,
             col_idx: gpu.upload(a.col_idx())?,
             values: gpu.upload(a.values())?,

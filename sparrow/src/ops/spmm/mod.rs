@@ -103,13 +103,15 @@ impl<T: Scalar> Spmm<T> {
     /// Runs on host data: on a GPU, copies in, computes, copies back.
     pub fn run(&self, device: &Device, a: &Csr<T>, b: &Dense<T>, c: &mut Dense<T>) -> Result<Plan> {
         self.validate(a, b, c)?;
-        let plan = self.plan(device, &a.row_stats(), b.ncols())?;
+        let stats = a.row_stats();
+        let plan = self.plan(device, &stats, b.ncols())?;
         match device {
             Device::Cpu => cpu::spmm(self.alpha, a, b, self.beta, c),
             Device::Cuda(gpu) => {
-                let bytes = device_bytes::<T>(a, b.data().len() + c.data().len(), b.ncols());
+                let bytes =
+                    device_bytes::<T>(a, &stats, b.data().len() + c.data().len(), b.ncols());
                 gpu.ensure_fits(bytes, "this SpMM")?;
-                let da = DeviceCsr::upload(gpu, a)?;
+                let da = DeviceCsr::upload_with_stats(gpu, a, stats)?;
                 let db = DeviceDense::upload(gpu, b)?;
                 // C travels even when beta == 0 so padding between ncols and ld survives.
                 let mut dc = DeviceDense::upload(gpu, c)?;
@@ -131,7 +133,7 @@ impl<T: Scalar> Spmm<T> {
     ) -> Result<()> {
         check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
         self.check_scalars()?;
-        let Some(path) = gpu_path(self.force, &a.stats, b.ncols)? else {
+        let Some((path, _)) = gpu_path(self.force, &a.stats, b.ncols)? else {
             return Ok(());
         };
         cuda::spmm(gpu, path, self.split, self.alpha, a, b, self.beta, c)
@@ -140,8 +142,7 @@ impl<T: Scalar> Spmm<T> {
 
 /// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists,
 /// `dense_elems` elements of B and C, and the long rows' partial sums for N columns.
-pub fn device_bytes<T: Scalar>(a: &Csr<T>, dense_elems: usize, n: usize) -> u64 {
-    let st = a.row_stats();
+pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
     let a_bytes = 8 * (a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
     let long = 8 * (2 * st.long_rows as u64 + 1) + 16 * st.long_chunks as u64;
@@ -165,12 +166,13 @@ pub fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) ->
     Ok(())
 }
 
-/// The GPU path for this request, or None when there is nothing to launch.
+/// The GPU path for this request with the reason, or None when there is nothing to launch.
+/// The plan and the launch both ask here, so what `--explain` prints is what runs.
 pub(crate) fn gpu_path(
     force: Option<GpuPath>,
     stats: &RowStats,
     n: usize,
-) -> Result<Option<GpuPath>> {
+) -> Result<Option<(GpuPath, String)>> {
     if stats.nrows == 0 || n == 0 {
         return Ok(None);
     }
@@ -179,8 +181,8 @@ pub(crate) fn gpu_path(
             "path",
             format!("forced path {p:?} cannot compute N = {n} columns"),
         )),
-        Some(p) => Ok(Some(p)),
-        None => Ok(Some(plan::choose(stats, n).0)),
+        Some(p) => Ok(Some((p, format!("path forced to {p:?}")))),
+        None => Ok(Some(plan::choose(stats, n))),
     }
 }
 
@@ -201,7 +203,7 @@ pub(crate) fn plan_for<T: Scalar>(
             reason: "the device is the CPU: rayon over rows".into(),
         }),
         Device::Cuda(_) => {
-            if stats.nrows == 0 || n == 0 {
+            let Some((path, mut reason)) = gpu_path(force, stats, n)? else {
                 return Ok(Plan {
                     op,
                     backend: Backend::Cuda,
@@ -209,16 +211,6 @@ pub(crate) fn plan_for<T: Scalar>(
                     shape: None,
                     reason: "the output is empty: nothing to launch".into(),
                 });
-            }
-            let (path, mut reason) = match force {
-                Some(p) if !p.supports(n) => {
-                    return Err(Error::invalid(
-                        "path",
-                        format!("forced path {p:?} cannot compute N = {n} columns"),
-                    ))
-                }
-                Some(p) => (p, format!("path forced to {p:?}")),
-                None => plan::choose(stats, n),
             };
             let mut kernel = path.kernel_name(T::NAME);
             if split && stats.long_rows > 0 {

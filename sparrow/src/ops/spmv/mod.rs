@@ -89,13 +89,14 @@ impl<T: Scalar> Spmv<T> {
     /// Runs on host data.
     pub fn run(&self, device: &Device, a: &Csr<T>, x: &[T], y: &mut [T]) -> Result<Plan> {
         self.validate(a, x.len(), y.len())?;
-        let plan = self.plan(device, &a.row_stats())?;
+        let stats = a.row_stats();
+        let plan = self.plan(device, &stats)?;
         match device {
             Device::Cpu => cpu::spmv(self.alpha, a, x, self.beta, y),
             Device::Cuda(gpu) => {
-                let bytes = super::spmm::device_bytes::<T>(a, x.len() + y.len(), 1);
+                let bytes = super::spmm::device_bytes::<T>(a, &stats, x.len() + y.len(), 1);
                 gpu.ensure_fits(bytes, "this SpMV")?;
-                let da = DeviceCsr::upload(gpu, a)?;
+                let da = DeviceCsr::upload_with_stats(gpu, a, stats)?;
                 let dx = gpu.upload(x)?;
                 let dy = gpu.upload(y)?;
                 self.run_device(gpu, &da, &dx, &dy)?;
@@ -126,7 +127,7 @@ impl<T: Scalar> Spmv<T> {
                 format!("has {} elements but A has {} rows", y.len(), a.nrows),
             ));
         }
-        let Some(path) = gpu_path(self.force, &a.stats, 1)? else {
+        let Some((path, _)) = gpu_path(self.force, &a.stats, 1)? else {
             return Ok(());
         };
         super::spmm::cuda::launch(

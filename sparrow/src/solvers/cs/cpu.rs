@@ -13,6 +13,8 @@ pub struct Solved {
     pub iterations: usize,
     /// Why the solver stopped.
     pub stop: StopReason,
+    /// ||y - Phi x|| of the returned estimate.
+    pub residual_norm: f64,
 }
 
 fn residual(phi: &Phi, y: &[f64], x: &[f64]) -> Vec<f64> {
@@ -65,43 +67,35 @@ fn done(r: &[f64], y_norm: f64, x_new: &[f64], x_old: &[f64], tol: f64) -> Optio
 /// others, 1 / ||Phi||^2; computed once per batch.
 pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
     let n = phi.n;
-    let k = req.sparsity.unwrap_or(0);
     let y_norm = norm(y);
-    let (tol, max_iter) = (req.tol, req.max_iter);
-    let mut x = vec![0.0; n];
     if y_norm == 0.0 {
         return Solved {
-            x,
+            x: vec![0.0; n],
             iterations: 0,
             stop: StopReason::Residual,
+            residual_norm: 0.0,
         };
     }
+    let mut it = Iterate {
+        x: vec![0.0; n],
+        r: y.to_vec(),
+        y_norm,
+        tol: req.tol,
+    };
+    let k = req.sparsity.unwrap_or(0);
+    let mut stop = None;
+    let mut count = 0;
     match req.method {
         Method::Iht | Method::Niht | Method::Htp => {
-            for it in 1..=max_iter {
-                let r = residual(phi, y, &x);
-                let g = phi.correlate(&r);
-                let mu = match req.method {
-                    Method::Iht => step,
-                    _ => {
-                        // Normalised step: exact line search on the current support (or on the
-                        // top-K of g at the start).
-                        let s: Vec<usize> = if x.iter().any(|v| *v != 0.0) {
-                            (0..n).filter(|&j| x[j] != 0.0).collect()
-                        } else {
-                            top_k_abs(&g, k)
-                        };
-                        let gs = keep(&g, &s);
-                        let num: f64 = gs.iter().map(|v| v * v).sum();
-                        let den = norm(&phi.apply(&gs)).powi(2);
-                        if den > 0.0 {
-                            num / den
-                        } else {
-                            step
-                        }
-                    }
+            for i in 1..=req.max_iter {
+                count = i;
+                let g = phi.correlate(&it.r);
+                let mu = if req.method == Method::Iht {
+                    step
+                } else {
+                    normalised_step(phi, &it.x, &g, k, step)
                 };
-                let z = iht_step(&x, &g, mu);
+                let z = iht_step(&it.x, &g, mu);
                 let s = top_k_abs(&z, k);
                 let new = if req.method == Method::Htp {
                     scatter(n, &s, &phi.lsq(&s, y))
@@ -109,142 +103,144 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
                     keep(&z, &s)
                 };
                 let r_new = residual(phi, y, &new);
-                let stop = done(&r_new, y_norm, &new, &x, tol);
-                x = new;
-                if let Some(stop) = stop {
-                    return Solved {
-                        x,
-                        iterations: it,
-                        stop,
-                    };
+                stop = it.accept(new, r_new);
+                if stop.is_some() {
+                    break;
                 }
             }
         }
         Method::Cosamp | Method::Sp => {
-            let mut r = y.to_vec();
             let mut support: Vec<usize> = Vec::new();
-            for it in 1..=max_iter {
-                let g = phi.correlate(&r);
-                let new_support;
-                let new;
-                if req.method == Method::Cosamp {
-                    let t = union(&support, &top_k_abs(&g, 2 * k));
-                    let b = scatter(n, &t, &phi.lsq(&t, y));
-                    new_support = top_k_abs(&b, k);
-                    new = keep(&b, &new_support);
+            for i in 1..=req.max_iter {
+                count = i;
+                let g = phi.correlate(&it.r);
+                let widen = if req.method == Method::Cosamp {
+                    2 * k
                 } else {
-                    let t = union(&support, &top_k_abs(&g, k));
-                    let b = scatter(n, &t, &phi.lsq(&t, y));
-                    new_support = top_k_abs(&b, k);
-                    new = scatter(n, &new_support, &phi.lsq(&new_support, y));
-                }
+                    k
+                };
+                let t = union(&support, &top_k_abs(&g, widen));
+                let b = scatter(n, &t, &phi.lsq(&t, y));
+                let new_support = top_k_abs(&b, k);
+                let new = if req.method == Method::Cosamp {
+                    keep(&b, &new_support)
+                } else {
+                    scatter(n, &new_support, &phi.lsq(&new_support, y))
+                };
                 let r_new = residual(phi, y, &new);
-                let stop = done(&r_new, y_norm, &new, &x, tol);
-                // Subspace pursuit stops when the residual stops shrinking.
-                let worse = req.method == Method::Sp && norm(&r_new) >= norm(&r) && it > 1;
-                if !worse {
-                    x = new;
-                    r = r_new;
-                    support = new_support;
+                // Subspace pursuit stops, keeping its estimate, when the residual stops shrinking.
+                if req.method == Method::Sp && i > 1 && norm(&r_new) >= norm(&it.r) {
+                    stop = Some(StopReason::Stalled);
+                    break;
                 }
-                if worse {
-                    return Solved {
-                        x,
-                        iterations: it,
-                        stop: StopReason::Stalled,
-                    };
-                }
-                if let Some(stop) = stop {
-                    return Solved {
-                        x,
-                        iterations: it,
-                        stop,
-                    };
+                support = new_support;
+                stop = it.accept(new, r_new);
+                if stop.is_some() {
+                    break;
                 }
             }
         }
         Method::Omp => {
-            let mut r = y.to_vec();
             let mut support: Vec<usize> = Vec::new();
-            for it in 1..=k.min(max_iter) {
-                let g = phi.correlate(&r);
+            for i in 1..=k.min(req.max_iter) {
+                let g = phi.correlate(&it.r);
                 let j = (0..n)
                     .filter(|j| !support.contains(j))
                     .max_by(|&a, &b| g[a].abs().total_cmp(&g[b].abs()).then(b.cmp(&a)));
                 let Some(j) = j else { break };
+                count = i;
                 support.push(j);
-                let z = phi.lsq(&support, y);
-                x = scatter(n, &support, &z);
-                r = residual(phi, y, &x);
-                if norm(&r) <= tol * y_norm {
-                    return Solved {
-                        x,
-                        iterations: it,
-                        stop: StopReason::Residual,
-                    };
+                it.x = scatter(n, &support, &phi.lsq(&support, y));
+                it.r = residual(phi, y, &it.x);
+                if norm(&it.r) <= req.tol * y_norm {
+                    stop = Some(StopReason::Residual);
+                    break;
                 }
             }
-            let it = support.len();
-            return Solved {
-                x,
-                iterations: it,
-                stop: if it >= k {
-                    StopReason::SparsityReached
-                } else {
-                    StopReason::MaxIterations
-                },
-            };
+            if stop.is_none() && count >= k {
+                stop = Some(StopReason::SparsityReached);
+            }
         }
         Method::Amp => {
             let m = phi.m as f64;
             let mut z = y.to_vec();
-            for it in 1..=max_iter {
+            for i in 1..=req.max_iter {
+                count = i;
                 let g = phi.correlate(&z);
                 let sigma = norm(&z) / m.sqrt();
-                let new = soft_threshold(&iht_step(&x, &g, 1.0), req.tau * sigma);
-                z = amp_residual(y, &phi.apply(&new), &new, &z);
-                let r = residual(phi, y, &new);
-                let stop = done(&r, y_norm, &new, &x, tol);
-                x = new;
-                if let Some(stop) = stop {
-                    return Solved {
-                        x,
-                        iterations: it,
-                        stop,
-                    };
+                let new = soft_threshold(&iht_step(&it.x, &g, 1.0), req.tau * sigma);
+                let px = phi.apply(&new);
+                z = amp_residual(y, &px, &new, &z);
+                let r_new = y.iter().zip(&px).map(|(a, b)| a - b).collect();
+                stop = it.accept(new, r_new);
+                if stop.is_some() {
+                    break;
                 }
             }
         }
         Method::Fista => {
             let lambda = req.lambda.unwrap_or(0.0);
-            let mut w = x.clone();
+            let mut w = it.x.clone();
             let mut t = 1.0f64;
-            for it in 1..=max_iter {
+            for i in 1..=req.max_iter {
+                count = i;
                 let g = phi.correlate(&residual(phi, y, &w));
                 let new = soft_threshold(&iht_step(&w, &g, step), lambda * step);
                 let t_new = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
                 w = new
                     .iter()
-                    .zip(&x)
+                    .zip(&it.x)
                     .map(|(a, b)| a + (t - 1.0) / t_new * (a - b))
                     .collect();
                 t = t_new;
-                let r = residual(phi, y, &new);
-                let stop = done(&r, y_norm, &new, &x, tol);
-                x = new;
-                if let Some(stop) = stop {
-                    return Solved {
-                        x,
-                        iterations: it,
-                        stop,
-                    };
+                let r_new = residual(phi, y, &new);
+                stop = it.accept(new, r_new);
+                if stop.is_some() {
+                    break;
                 }
             }
         }
     }
     Solved {
-        x,
-        iterations: max_iter,
-        stop: StopReason::MaxIterations,
+        residual_norm: norm(&it.r),
+        x: it.x,
+        iterations: count,
+        stop: stop.unwrap_or(StopReason::MaxIterations),
+    }
+}
+
+/// The estimate and its residual, carried between iterations so each residual is formed once.
+struct Iterate {
+    x: Vec<f64>,
+    r: Vec<f64>,
+    y_norm: f64,
+    tol: f64,
+}
+
+impl Iterate {
+    /// Takes `new` (with its residual) as the estimate; says whether to stop.
+    fn accept(&mut self, new: Vec<f64>, r_new: Vec<f64>) -> Option<StopReason> {
+        let stop = done(&r_new, self.y_norm, &new, &self.x, self.tol);
+        self.x = new;
+        self.r = r_new;
+        stop
+    }
+}
+
+/// Normalised IHT's step: exact line search along g restricted to the current support (or the
+/// top-K of g at the start).
+fn normalised_step(phi: &Phi, x: &[f64], g: &[f64], k: usize, fallback: f64) -> f64 {
+    let s: Vec<usize> = if x.iter().any(|v| *v != 0.0) {
+        (0..x.len()).filter(|&j| x[j] != 0.0).collect()
+    } else {
+        top_k_abs(g, k)
+    };
+    let gs = keep(g, &s);
+    let num: f64 = gs.iter().map(|v| v * v).sum();
+    let den = norm(&phi.apply(&gs)).powi(2);
+    if den > 0.0 {
+        num / den
+    } else {
+        fallback
     }
 }

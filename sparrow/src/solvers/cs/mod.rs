@@ -289,11 +289,7 @@ impl Recover {
                 x.data_mut()[j * nb + b] = T::from_f64(v);
             }
             support.push((0..n).filter(|&j| r.x[j] != 0.0).collect());
-            let yb: Vec<f64> = (0..m).map(|i| y.get(i, b).to_f64()).collect();
-            let px = p.apply(&r.x);
-            residual_norm.push(linalg::norm(
-                &yb.iter().zip(&px).map(|(a, b)| a - b).collect::<Vec<_>>(),
-            ));
+            residual_norm.push(r.residual_norm);
         }
         Ok((
             Recovery {
