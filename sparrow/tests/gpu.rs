@@ -402,9 +402,12 @@ mod topk {
     use sparrow::matrix::Rng;
     use sparrow::ops::topk::check::{same_bytes, verify};
     use sparrow::ops::topk::data::{keys, Pattern};
-    use sparrow::ops::topk::{IndexType, Key, Segments, TieBreak, TopK};
+    use sparrow::ops::topk::{GpuPath, IndexType, Key, Segments, TieBreak, TopK};
     use sparrow::ops::Backend;
     use sparrow::Device;
+
+    /// The plan's choice and every GPU path forced.
+    const PATHS: [Option<GpuPath>; 3] = [None, Some(GpuPath::Tiled), Some(GpuPath::Filter)];
 
     const TIES: [TieBreak; 3] = [
         TieBreak::Fast,
@@ -468,15 +471,20 @@ mod topk {
             for largest in [true, false] {
                 for tie in TIES {
                     for sorted in [false, true] {
-                        for (kk, tiled) in
-                            [(1usize, false), (37, true), (4096, false), (4096, true)]
-                        {
+                        for (kk, path) in [
+                            (1usize, None),
+                            (37, Some(GpuPath::Tiled)),
+                            (37, Some(GpuPath::Filter)),
+                            (4096, None),
+                            (4096, Some(GpuPath::Tiled)),
+                            (4096, Some(GpuPath::Filter)),
+                        ] {
                             let base = if largest {
                                 TopK::largest(kk)
                             } else {
                                 TopK::smallest(kk)
                             };
-                            let req = base.tie_break(tie).sorted(sorted).force_tiled(tiled);
+                            let req = base.tie_break(tie).sorted(sorted).force_path(path);
                             check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                             check(
                                 d,
@@ -519,11 +527,11 @@ mod topk {
         let v: Vec<u32> = keys(13_000, Pattern::RandomBits, 2);
         for sorted in [false, true] {
             for tie in TIES {
-                for tiled in [false, true] {
+                for path in PATHS {
                     let req = TopK::largest(700)
                         .sorted(sorted)
                         .tie_break(tie)
-                        .force_tiled(tiled);
+                        .force_path(path);
                     check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
                 }
             }
@@ -537,14 +545,14 @@ mod topk {
         let o = offsets(&mut rng, 200, 4096);
         let n = *o.last().unwrap() as usize;
         let k: Vec<f32> = keys(n, Pattern::RandomBits, 5);
-        // Every value width through every path: on-chip and tiled, unsorted and sorted (the
-        // sorted rows go through the gather kernels).
+        // Every value width through every path: on-chip, tiled and filter, unsorted and sorted
+        // (the sorted rows go through the gather kernels).
         for sorted in [false, true] {
-            for tiled in [false, true] {
+            for path in PATHS {
                 let req = TopK::largest(300)
                     .tie_break(TieBreak::SmallerIndex)
                     .sorted(sorted)
-                    .force_tiled(tiled);
+                    .force_path(path);
                 let segs = Segments::Offsets(&o);
                 check(
                     &d,
@@ -578,19 +586,19 @@ mod topk {
         }
         let ks: Vec<i64> = (0..200).map(|_| rng.below(5000) as i64).collect();
         for tie in TIES {
-            for tiled in [false, true] {
+            for path in PATHS {
                 let req = TopK::per_segment(ks.clone(), false)
                     .sorted(true)
                     .tie_break(tie)
-                    .force_tiled(tiled);
+                    .force_path(path);
                 check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
             }
         }
         let many: Vec<u32> = keys(100_000 * 8, Pattern::RandomBits, 6);
-        for tiled in [false, true] {
+        for path in PATHS {
             let req = TopK::largest(3)
                 .tie_break(TieBreak::LargerIndex)
-                .force_tiled(tiled);
+                .force_path(path);
             check::<u32, u32>(
                 &d,
                 &req,
@@ -668,6 +676,72 @@ mod topk {
                 },
                 None,
             );
+        }
+    }
+
+    /// The filter path where the plan picks it (long segments, few winners) on friendly data,
+    /// and where its candidates cannot hold the answer (all keys equal, two values, ascending
+    /// keys that crowd into the last tiles), so segments fall back to selection from memory.
+    #[test]
+    fn topk_filter_path_and_its_fallback() {
+        let d = dev();
+        for (len, count, kk) in [
+            (131_072usize, 3usize, 2048usize),
+            (262_144, 4, 64),
+            (2_097_152, 2, 1024),
+        ] {
+            for pattern in [
+                Pattern::Uniform,
+                Pattern::AllEqual,
+                Pattern::TwoValues,
+                Pattern::Ascending,
+                Pattern::SharedHighBits,
+            ] {
+                let k: Vec<f32> = keys(len * count + 5, pattern, len as u64);
+                let o: Vec<i64> = (0..=count).map(|i| 5 + (i * len) as i64).collect();
+                let v: Vec<u32> = keys(k.len(), Pattern::RandomBits, 1);
+                for tie in TIES {
+                    let req = TopK::largest(kk).tie_break(tie);
+                    let (_, plan) = req.run_keys(&d, &k, Segments::Offsets(&o)).unwrap();
+                    assert!(plan.reason.starts_with("filter"), "{plan}");
+                    check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
+                }
+                check(
+                    &d,
+                    &TopK::smallest(kk)
+                        .sorted(true)
+                        .tie_break(TieBreak::LargerIndex)
+                        .index_type(IndexType::I32),
+                    &k,
+                    Segments::Offsets(&o),
+                    Some(&v),
+                );
+            }
+        }
+        // Per-segment k, one of them above its segment's length, and an empty segment.
+        let o = [0i64, 100_000, 100_000, 150_000, 400_000];
+        let k: Vec<i64> = keys(400_000, Pattern::RandomBits, 3);
+        let req = TopK::per_segment(vec![10, 5, 60_000, 3000], true)
+            .tie_break(TieBreak::SmallerIndex)
+            .force_path(Some(GpuPath::Filter));
+        check::<i64, i64>(&d, &req, &k, Segments::Offsets(&o), None);
+    }
+
+    /// Small enough for compute-sanitizer: the filter path with candidates on chip and with
+    /// the fallback, with values.
+    #[test]
+    fn sanitize_topk_filter() {
+        let d = dev();
+        let o = [0i64, 20_000, 20_003, 45_000];
+        let v: Vec<u16> = keys(45_000, Pattern::RandomBits, 2);
+        for pattern in [Pattern::Uniform, Pattern::TwoValues] {
+            let k: Vec<f32> = keys(45_000, pattern, 1);
+            for tie in TIES {
+                let req = TopK::largest(50)
+                    .tie_break(tie)
+                    .force_path(Some(GpuPath::Filter));
+                check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
+            }
         }
     }
 

@@ -17,10 +17,17 @@ fn every_kernel_assembles_for_sm80_and_sm90() {
         eprintln!("libnvrtc not found: kernel assembly NOT checked (set SPARROW_REQUIRE_NVRTC=1 to make this a failure)");
         return;
     }
+    // SPARROW_ASSEMBLE_ONLY=name checks one module (for timing a kernel change).
+    let only = std::env::var("SPARROW_ASSEMBLE_ONLY").ok();
     let mut checked = 0;
     for m in all_modules() {
+        if only.as_deref().is_some_and(|o| o != m.name) {
+            continue;
+        }
         for arch in ["sm_80", "sm_90"] {
+            let t0 = std::time::Instant::now();
             let cubin = compile_cubin(&m, arch).unwrap_or_else(|e| panic!("{e}"));
+            eprintln!("{} for {arch}: {:.2} s", m.name, t0.elapsed().as_secs_f64());
             assert!(
                 cubin.starts_with(b"\x7fELF"),
                 "{} for {arch} is not an ELF cubin",

@@ -33,6 +33,9 @@ pub struct Args {
     /// Also time the CPU backend.
     #[arg(long)]
     cpu: bool,
+    /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the seven issue shapes).
+    #[arg(long)]
+    shapes: Option<String>,
     /// Append the records as JSON lines to this file.
     #[arg(long)]
     jsonl: Option<PathBuf>,
@@ -205,13 +208,31 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     let pb = super::spinner("bench topk");
     pb.set_message("measuring copy bandwidth");
     let bw = sparrow::bench::copy_bandwidth(gpu, 1 << 30)?;
-    let records = sparrow::bench::topk::run(
-        gpu,
-        &sparrow::bench::topk::SHAPES,
-        args.reps,
-        bw,
-        &mut |m| pb.set_message(m.to_string()),
-    )?;
+    let shapes = match &args.shapes {
+        None => sparrow::bench::topk::SHAPES.to_vec(),
+        Some(s) => list("--shapes", s)?
+            .iter()
+            .map(|x| {
+                let v: Vec<usize> = x
+                    .split('x')
+                    .map(|p| p.trim().parse::<usize>())
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|_| {
+                        Error::invalid("--shapes", format!("{x:?} is not LENxKxSEGMENTS"))
+                    })?;
+                match v[..] {
+                    [l, k, n] if l > 0 && n > 0 => Ok((l, k, n)),
+                    _ => Err(Error::invalid(
+                        "--shapes",
+                        format!("{x:?} is not LENxKxSEGMENTS with positive LEN and SEGMENTS"),
+                    )),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?,
+    };
+    let records = sparrow::bench::topk::run(gpu, &shapes, args.reps, bw, &mut |m| {
+        pb.set_message(m.to_string())
+    })?;
     pb.finish_and_clear();
     super::report_compiles(&device);
     emit_json(ctx, args.jsonl.as_deref(), &records)?;
@@ -222,23 +243,21 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         "copy bandwidth measured in this run: {bw:.0} GB/s; f32 uniform keys, largest, unsorted"
     );
     println!(
-        "{:>11} {:>6} {:>8} {:>10} {:>10} {:>9} {:>6}",
+        "{:>11} {:>6} {:>8} {:>10} {:>10} {:>9} {:>6}  kernels",
         "length", "k", "segments", "median ms", "min ms", "key GB/s", "%copy"
     );
     for r in &records {
         println!(
-            "{:>11} {:>6} {:>8} {:>10.4} {:>10.4} {:>9.1} {:>5.1}%",
+            "{:>11} {:>6} {:>8} {:>10.4} {:>10.4} {:>9.1} {:>5.1}%  {}",
             r.len,
             r.k,
             r.segments,
             r.median_ms,
             r.min_ms,
             r.key_gbs,
-            100.0 * r.frac_copy_bw
+            100.0 * r.frac_copy_bw,
+            r.variant
         );
-    }
-    if let Some(r) = records.first() {
-        println!("kernels: {}", r.variant);
     }
     Ok(ExitCode::SUCCESS)
 }

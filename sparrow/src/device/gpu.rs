@@ -172,10 +172,15 @@ impl Gpu {
             .max_threads_per_block()
             .map_err(|e| Error::device(format!("attributes of kernel {name}"), e))?
             as u32;
+        let static_smem = func
+            .shared_size_bytes()
+            .map_err(|e| Error::device(format!("attributes of kernel {name}"), e))?
+            as u32;
         let k = Kernel {
             name: name.to_string(),
             func,
             max_threads,
+            static_smem,
         };
         self.kernels
             .lock()

@@ -173,6 +173,9 @@ pub struct Kernel {
     pub name: String,
     pub(crate) func: CudaFunction,
     pub(crate) max_threads: u32,
+    /// Shared memory the kernel declares statically: dynamic memory beyond the default
+    /// per-block limit minus this needs the opt-in.
+    pub(crate) static_smem: u32,
 }
 
 /// Launches `kernel` with `shape` on `stream` after checking the shape.
@@ -185,10 +188,20 @@ pub(crate) fn launch(
 ) -> Result<()> {
     shape
         .check(limits, kernel.max_threads)
+        .and_then(|()| {
+            if shape.smem + kernel.static_smem > limits.smem_per_block_optin {
+                Err(Error::unsupported(format!(
+                    "{} bytes of dynamic and {} of static shared memory exceed the device's {} per block",
+                    shape.smem, kernel.static_smem, limits.smem_per_block_optin
+                )))
+            } else {
+                Ok(())
+            }
+        })
         .map_err(|e| Error::device(format!("launch of {}", kernel.name), e))?;
     let ctx = |what: &str| format!("{what} of {} with {shape}", kernel.name);
     let f = kernel.func.cu_function();
-    if shape.smem > limits.smem_per_block {
+    if shape.smem > 0 && shape.smem + kernel.static_smem > limits.smem_per_block {
         kernel
             .func
             .set_attribute(

@@ -85,17 +85,13 @@ fn spmm_entry_points() -> Vec<String> {
 const TOPK_SRC: &str = include_str!("topk.cu");
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 22] = [
+pub const TOPK_KERNELS: [&str; 21] = [
     "init",
     "hist",
     "pick",
     "count",
     "scan",
-    "write_v0",
-    "write_v1",
-    "write_v2",
-    "write_v4",
-    "write_v8",
+    "write",
     "pad",
     "sort",
     "gather_v0",
@@ -103,14 +99,17 @@ pub const TOPK_KERNELS: [&str; 22] = [
     "gather_v2",
     "gather_v4",
     "gather_v8",
-    "block_v0",
-    "block_v1",
-    "block_v2",
-    "block_v4",
-    "block_v8",
+    "block",
+    "thresh",
+    "filter",
+    "cand",
+    "values_v1",
+    "values_v2",
+    "values_v4",
+    "values_v8",
 ];
 
-/// Name of top-k kernel `kernel` (one of [`TOPK_KERNELS`], `write`, `gather` and `block` with their
+/// Name of top-k kernel `kernel` (one of [`TOPK_KERNELS`], `gather` and `values` with their
 /// `_v<bytes>` suffix) for key type `ty`.
 pub fn topk_name(kernel: &str, ty: &str) -> String {
     match kernel.split_once("_v") {

@@ -22,6 +22,17 @@
 // Segments of at most BLOCK_MAX keys take the on-chip path instead: one block per segment
 // keeps the segment's radixes in shared memory and runs every digit pass and the ordered
 // compaction there (topk_block), reading the keys from memory once.
+// Long segments with few winners take the filter path, which reads the keys from memory once:
+//   thresh: one block per segment radix-selects, among SAMPLE keys spread over the segment,
+//           a threshold that at least k keys reach with near certainty;
+//   filter: each tile keeps its keys at or above the threshold, in position order, in a
+//           fixed run of CT slots;
+//   cand:   one block per segment gathers its candidates in position order into shared
+//           memory and selects among them on chip. When a tile overflowed its slots, or fewer
+//           than k keys reached the threshold (adversarial data), the block selects from the
+//           whole segment in memory instead: slower, still exact.
+// Every selection skips the high bits that all its keys share before the first digit pass,
+// so keys from one binade do not pile into one histogram bin.
 // Every thread of a block reaches every barrier: blocks whose segment is done still run the
 // barriers with no keys.
 #include "common.cuh"
@@ -186,176 +197,410 @@ __device__ __forceinline__ void store_index(void* idx, int idx64, i64 o, i64 v) 
         ((int*)idx)[o] = (int)v;
 }
 
-template <int VS>
-__device__ __forceinline__ void write_tile(const K* __restrict__ keys, const void* __restrict__ vals,
-                                           const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
+// Exclusive bases, in item order, of the items flagged in `m` when thread t holds item
+// base + r * blockDim + t in bit r (32 rounds): cnt[r * nwarps + warp] (blockDim entries) gets
+// the number of flagged items before that warp's round-r items; rounds past `rounds` (the
+// same in every thread) hold no items. Every thread must call it.
+// The kernels that use it run 256 threads per block.
+__device__ __forceinline__ void ordered_bases(u32 m, int rounds, u32* cnt, u32* sums, u32* total) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int r = 0; r < 32; r++) {
+        const u32 b = r < rounds ? __ballot_sync(0xffffffffu, (m >> r) & 1u) : 0u;
+        if (lane == 0) cnt[r * nw + w] = __popc(b);
+    }
+    __syncthreads();
+    const u32 v = cnt[threadIdx.x];
+    const u32 e = block_exclusive_scan(v, sums, total);
+    cnt[threadIdx.x] = e;
+    __syncthreads();
+}
+
+// Slot of this thread's round-r item among the flagged items (cnt from ordered_bases).
+__device__ __forceinline__ u32 ordered_slot(u32 m, int r, const u32* cnt) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
+    return cnt[r * nw + w] + __popc(b & ((1u << lane) - 1u));
+}
+
+// The state a selection ends in: the keys above `prefix` at `shift` are taken, and `remaining`
+// of the `ties` keys whose radix has exactly that prefix.
+#define CTL_WORDS 67
+
+struct Sel {
+    u64 prefix, remaining, ties;
+    int shift;
+};
+
+// Radixes of a segment in shared memory, or read (and directed) from memory.
+struct SmemRad {
+    const u64* r;
+    __device__ __forceinline__ u64 operator()(i64 i) const { return r[i]; }
+};
+struct MemRad {
+    const K* k;
+    int largest;
+    __device__ __forceinline__ u64 operator()(i64 i) const { return directed(k[i], largest); }
+};
+
+// Radix selection of the kk-th largest of n radixes by one block, 8-bit digits from the
+// highest bit in which the radixes differ; stops early when a bucket holds exactly the keys
+// still needed. Every thread must call it; every thread returns the same state. ctl holds
+// CTL_WORDS words of shared scratch.
+template <class Src>
+__device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ctl) {
+    Sel st;
+    st.prefix = 0;
+    st.remaining = kk;
+    st.ties = (u64)n;
+    st.shift = KBITS;
+    if (kk == 0 || kk >= (u64)n) return st;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    u64 a = ~0ull, o = 0;
+    for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
+        const u64 r = src(i);
+        a &= r;
+        o |= r;
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        a &= __shfl_xor_sync(0xffffffffu, a, off);
+        o |= __shfl_xor_sync(0xffffffffu, o, off);
+    }
+    u64* red = ctl + 3;  // 32 ANDs and 32 ORs
+    if (lane == 0) {
+        red[w] = a;
+        red[32 + w] = o;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 aa = ~0ull, oo = 0;
+        for (int j = 0; j < nw; j++) {
+            aa &= red[j];
+            oo |= red[32 + j];
+        }
+        ctl[0] = aa;
+        ctl[1] = oo;
+    }
+    __syncthreads();
+    a = ctl[0];
+    o = ctl[1];
+    __syncthreads();
+    const u64 diff = (a ^ o) & width_mask();
+    if (diff == 0) {
+        st.prefix = a;
+        st.shift = 0;
+        return st;
+    }
+    st.shift = 64 - __clzll((long long)diff);
+    st.prefix = hi(a, st.shift);
+    while (st.shift > 0) {
+        const int bits = st.shift < 8 ? st.shift : 8;
+        const int digit = st.shift - bits;
+        for (int b = threadIdx.x; b < 256; b += blockDim.x) h[b] = 0;
+        __syncthreads();
+        for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
+            const u64 r = src(i);
+            if (hi(r, st.shift) == st.prefix) atomicAdd(&h[(r >> digit) & ((1u << bits) - 1u)], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x < 32) {
+            // Lane l owns bins 255 - 8l down to 248 - 8l (descending order of key).
+            u32 c[8], tot = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                c[j] = h[255 - (8 * lane + j)];
+                tot += c[j];
+            }
+            u32 x = tot;
+#pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+                if (lane >= off) x += y;
+            }
+            u64 before = x - tot;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                if (before < st.remaining && st.remaining <= before + c[j]) {
+                    ctl[0] = (u64)(255 - (8 * lane + j));
+                    ctl[1] = before;
+                    ctl[2] = c[j];
+                }
+                before += c[j];
+            }
+        }
+        __syncthreads();
+        const u64 b = ctl[0], above = ctl[1], t = ctl[2];
+        __syncthreads();
+        st.remaining -= above;
+        st.prefix = (st.prefix << bits) | b;
+        st.shift = digit;
+        st.ties = t;
+        if (t == st.remaining) break;
+    }
+    return st;
+}
+
+// Ordered compaction of items [0, n) after a selection: an item is taken when its radix is
+// above the prefix, or tied with it and of tie rank (counted from rank0, in item order) in
+// [lo, lo + need). emit(i, slot) gets slots counted from out0 in item order. Rounds of
+// 32 * blockDim items; every thread runs every round. Returns the ties seen.
+template <class Src, class Emit>
+__device__ u64 block_compact(const Src& src, i64 n, const Sel& st, u64 lo, u64 out0, u64 rank0, const Emit& emit,
+                             u32* cnt, u32* sums) {
+    const i64 per = (i64)blockDim.x * 32;
+    for (i64 base = 0; base < n; base += per) {
+        const i64 left = (n - base + blockDim.x - 1) / blockDim.x;
+        const int rounds = left < 32 ? (int)left : 32;
+        u32 gt = 0, tie = 0;
+#pragma unroll
+        for (int r = 0; r < 32; r++) {
+            const i64 i = base + (i64)r * blockDim.x + threadIdx.x;
+            if (i < n) {
+                const u64 g = hi(src(i), st.shift);
+                gt |= (u32)(g > st.prefix) << r;
+                tie |= (u32)(g == st.prefix) << r;
+            }
+        }
+        u32 ties_here;
+        ordered_bases(tie, rounds, cnt, sums, &ties_here);
+        u32 sel = gt;
+        for (int r = 0; r < rounds; r++) {
+            const u64 rank = rank0 + ordered_slot(tie, r, cnt);
+            if (((tie >> r) & 1u) && rank >= lo && rank < lo + st.remaining) sel |= 1u << r;
+        }
+        __syncthreads();
+        u32 taken;
+        ordered_bases(sel, rounds, cnt, sums, &taken);
+        for (int r = 0; r < rounds; r++) {
+            const u32 slot = ordered_slot(sel, r, cnt);
+            if ((sel >> r) & 1u) emit(base + (i64)r * blockDim.x + threadIdx.x, out0 + slot);
+        }
+        __syncthreads();
+        out0 += taken;
+        rank0 += ties_here;
+    }
+    return rank0;
+}
+
+// Writes one selected key and its index to output slot o (values follow in topk_values).
+struct Writer {
+    const K* keys;
+    K* out_keys;
+    void* out_idx;
+    int idx64;
+    // key at absolute position src, index idx, output element o
+    __device__ __forceinline__ void put(i64 src, i64 idx, i64 o) const {
+        out_keys[o] = keys[src];
+        store_index(out_idx, idx64, o, idx);
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(256)
+    ENTRY(write)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
                                            const i64* __restrict__ tile_end, const i64* __restrict__ seg_start,
                                            const u64* __restrict__ prefix, const int* __restrict__ shift,
                                            const u64* __restrict__ remaining, const u64* __restrict__ lo_arr,
                                            const u64* __restrict__ tile_out, const u64* __restrict__ tile_rank,
-                                           K* out_keys, void* out_idx, void* out_vals, i64 width, int idx64,
-                                           int largest) {
+                                           K* out_keys, void* out_idx, i64 width, int idx64, int largest) {
     __shared__ u32 sums[32];
+    __shared__ u32 cnt[256];
     const i64 t = blockIdx.x;
     const int s = tile_seg[t];
-    const u64 p = prefix[s], need = remaining[s], lo = lo_arr[s];
-    const int sh = shift[s];
-    const i64 row = (i64)s * width;
-    const i64 st = seg_start[s];
-    u64 out = tile_out[t], rank = tile_rank[t];
-    // Rounds of blockDim keys: every thread runs every round (and both scans in it).
-    for (i64 base = tile_start[t]; base < tile_end[t]; base += blockDim.x) {
-        const i64 i = base + threadIdx.x;
-        u32 is_gt = 0, is_tie = 0;
-        K key = 0;
-        if (i < tile_end[t]) {
-            key = keys[i];
-            const u64 g = hi(directed(key, largest), sh);
-            is_gt = g > p;
-            is_tie = g == p;
-        }
-        u32 total;
-        const u32 tie_before = block_exclusive_scan(is_tie, sums, &total);
-        const u32 round_ties = total;
-        const u64 my_rank = rank + tie_before;
-        const u32 sel = is_gt || (is_tie && my_rank >= lo && my_rank < lo + need);
-        __syncthreads();
-        const u32 sel_before = block_exclusive_scan(sel, sums, &total);
-        if (sel) {
-            const i64 o = row + (i64)(out + sel_before);
-            out_keys[o] = key;
-            store_index(out_idx, idx64, o, i - st);
-            copy_val<VS>(out_vals, o, vals, i);
-        }
-        out += total;
-        rank += round_ties;
-        __syncthreads();
-    }
+    Sel st;
+    st.prefix = prefix[s];
+    st.remaining = remaining[s];
+    st.shift = shift[s];
+    const i64 a = tile_start[t], seg = seg_start[s], row = (i64)s * width;
+    const Writer e{keys, out_keys, out_idx, idx64};
+    block_compact(
+        MemRad{keys + a, largest}, tile_end[t] - a, st, lo_arr[s], tile_out[t], tile_rank[t],
+        [&](i64 i, u64 slot) { e.put(a + i, a + i - seg, row + (i64)slot); }, cnt, sums);
 }
 
-#define WRITE(VS)                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(256) PASTE(ENTRY(write), _v##VS)(                               \
-        const K* keys, const void* vals, const int* tile_seg, const i64* tile_start, const i64* tile_end,          \
-        const i64* seg_start, const u64* prefix, const int* shift, const u64* remaining, const u64* lo,           \
-        const u64* tile_out, const u64* tile_rank, K* out_keys, void* out_idx, void* out_vals, i64 width,         \
-        int idx64, int largest) {                                                                                  \
-        write_tile<VS>(keys, vals, tile_seg, tile_start, tile_end, seg_start, prefix, shift, remaining, lo,        \
-                       tile_out, tile_rank, out_keys, out_idx, out_vals, width, idx64, largest);                   \
-    }
-WRITE(0)
-WRITE(1)
-WRITE(2)
-WRITE(4)
-WRITE(8)
 
 // One block per segment, the segment's directed radixes in dynamic shared memory (len * 8
-// bytes). The digit loop and the compaction rounds run the same number of times in every
-// thread, so every barrier is reached by all.
-template <int VS>
-__device__ __forceinline__ void block_select(const K* __restrict__ keys, const void* __restrict__ vals,
-                                             const i64* __restrict__ seg_start, const i64* __restrict__ lens,
-                                             const i64* __restrict__ kk_arr, K* out_keys, void* out_idx,
-                                             void* out_vals, i64 width, int idx64, int largest, int larger_index) {
+// bytes).
+extern "C" __global__ void __launch_bounds__(256)
+    ENTRY(block)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
+                 const i64* __restrict__ kk_arr, K* out_keys, void* out_idx, i64 width, int idx64, int largest,
+                 int larger_index) {
     extern __shared__ u64 rad[];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
-    __shared__ u64 ctl[3];
+    __shared__ u32 cnt[256];
+    __shared__ u64 ctl[CTL_WORDS];
     const i64 s = blockIdx.x;
     const i64 st = seg_start[s];
     const int len = (int)lens[s];
-    const u64 kk = (u64)kk_arr[s];
     for (int i = threadIdx.x; i < len; i += blockDim.x) rad[i] = directed(keys[st + i], largest);
-    u64 prefix = 0, remaining = kk, ties = (u64)len;
-    int shift = KBITS;
     __syncthreads();
-    if (kk != 0 && kk != (u64)len) {
-        for (int digit = KBITS - 8; digit >= 0; digit -= 8) {
-            for (int b = threadIdx.x; b < 256; b += blockDim.x) h[b] = 0;
-            __syncthreads();
-            for (int i = threadIdx.x; i < len; i += blockDim.x) {
-                const u64 r = rad[i];
-                if (hi(r, digit + 8) == prefix) atomicAdd(&h[(r >> digit) & 255], 1u);
-            }
-            __syncthreads();
-            if (threadIdx.x < 32) {
-                // Lane l owns bins 255 - 8l down to 248 - 8l (descending order of key).
-                const int lane = threadIdx.x;
-                u32 c[8], tot = 0;
+    const Sel sel = block_radix_select(SmemRad{rad}, len, (u64)kk_arr[s], h, ctl);
+    const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
+    const i64 row = s * width;
+    const Writer e{keys, out_keys, out_idx, idx64};
+    block_compact(
+        SmemRad{rad}, len, sel, lo, 0, 0, [&](i64 i, u64 slot) { e.put(st + i, i, row + (i64)slot); }, cnt,
+        sums);
+}
+
+
+// ---- The filter path ----
+
+#define SAMPLE 4096
+
+// The sample rank whose key at least kk of the segment's len keys reach with near certainty:
+// the expected rank of the kk-th key among the samples plus four standard deviations and 4.
+// Must match `filter_rank` on the host.
+__device__ __forceinline__ u64 filter_rank(i64 len, i64 kk, i64 ns) {
+    const double e = (double)kk * (double)ns / (double)len;
+    double r = ceil(e + 4.0 * sqrt(e) + 4.0);
+    if (r > (double)ns) r = (double)ns;
+    return (u64)r;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    ENTRY(thresh)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
+                  const i64* __restrict__ kk, u64* thresh, int largest) {
+    __shared__ u64 rad[SAMPLE];
+    __shared__ u32 h[256];
+    __shared__ u64 ctl[CTL_WORDS];
+    const i64 s = blockIdx.x;
+    const i64 len = lens[s], st = seg_start[s];
+    const i64 ns = len < SAMPLE ? len : SAMPLE;
+    for (i64 j = threadIdx.x; j < ns; j += blockDim.x) rad[j] = directed(keys[st + j * len / ns], largest);
+    __syncthreads();
+    const Sel sel = block_radix_select(SmemRad{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
+    // No key is wanted: a threshold only the highest radix reaches keeps the filter's output
+    // small.
+    if (threadIdx.x == 0) thresh[s] = kk[s] == 0 ? ~0ull : sel.shift >= 64 ? 0 : (sel.prefix << sel.shift);
+}
+
+// One block per tile of at most 16 * 256 keys: thread t holds keys r * 256 + t.
+extern "C" __global__ void __launch_bounds__(256)
+    ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
+                  const i64* __restrict__ tile_end, const u64* __restrict__ thresh, int ct, K* cand_key,
+                  u16* cand_off, u32* tile_cnt, int largest) {
+    __shared__ u32 sums[32];
+    __shared__ u32 cnt[256];
+    const i64 t = blockIdx.x;
+    const u64 th = thresh[tile_seg[t]];
+    const i64 a = tile_start[t], n = tile_end[t] - a;
+    K kv[TILE / 256];
+    u32 m = 0;
 #pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    c[j] = h[255 - (8 * lane + j)];
-                    tot += c[j];
-                }
-                u32 x = tot;
-#pragma unroll
-                for (int off = 1; off < 32; off <<= 1) {
-                    const u32 y = __shfl_up_sync(0xffffffffu, x, off);
-                    if (lane >= off) x += y;
-                }
-                u64 before = x - tot;
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    if (before < remaining && remaining <= before + c[j]) {
-                        ctl[0] = (u64)(255 - (8 * lane + j));
-                        ctl[1] = before;
-                        ctl[2] = c[j];
-                    }
-                    before += c[j];
-                }
-            }
-            __syncthreads();
-            const u64 b = ctl[0], above = ctl[1], t = ctl[2];
-            remaining -= above;
-            prefix = (prefix << 8) | b;
-            shift = digit;
-            ties = t;
-            __syncthreads();
-            if (t == remaining) break;
+    for (int r = 0; r < TILE / 256; r++) {
+        const i64 i = (i64)r * 256 + threadIdx.x;
+        kv[r] = 0;
+        if (i < n) {
+            kv[r] = keys[a + i];
+            if (directed(kv[r], largest) >= th) m |= 1u << r;
         }
     }
-    const u64 need = remaining;
-    const u64 lo = larger_index ? ties - need : 0;
+    u32 total;
+    ordered_bases(m, TILE / 256, cnt, sums, &total);
+#pragma unroll
+    for (int r = 0; r < TILE / 256; r++) {
+        const u32 o = ordered_slot(m, r, cnt);
+        if (((m >> r) & 1u) && o < (u32)ct) {
+            cand_key[t * ct + o] = kv[r];
+            cand_off[t * ct + o] = (u16)(r * 256 + threadIdx.x);
+        }
+    }
+    if (threadIdx.x == 0) tile_cnt[t] = total;
+}
+
+// One block per segment: candidates gathered in tile order (radixes and slot numbers in
+// dynamic shared memory, cap * 12 bytes), then selected on chip; or, when the candidates
+// cannot hold the answer, the whole segment selected in memory.
+extern "C" __global__ void __launch_bounds__(256)
+    ENTRY(cand)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
+                                            const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr,
+                                            const i64* __restrict__ tile_start, const u32* __restrict__ tile_cnt,
+                                            const K* __restrict__ cand_key, const u16* __restrict__ cand_off,
+                                            int ct, int cap, K* out_keys, void* out_idx, i64 width, int idx64,
+                                            int largest, int larger_index) {
+    extern __shared__ u64 rad[];
+    u32* slot = (u32*)(rad + cap);
+    __shared__ u32 h[256];
+    __shared__ u32 sums[32];
+    __shared__ u32 cnt[256];
+    __shared__ u64 ctl[CTL_WORDS];
+    __shared__ int bad;
+    const i64 s = blockIdx.x;
+    const i64 st = seg_start[s], len = lens[s];
+    const u64 kk = (u64)kk_arr[s];
+    const i64 t0 = tile_ptr[s], t1 = tile_ptr[s + 1];
+    if (kk == 0) return;  // the whole block: nothing to select, padding comes later
+    if (threadIdx.x == 0) bad = 0;
+    __syncthreads();
+    u64 total = 0;
+    for (i64 tb = t0; tb < t1; tb += blockDim.x) {
+        const i64 t = tb + threadIdx.x;
+        u32 c = t < t1 ? tile_cnt[t] : 0;
+        if (c > (u32)ct) {
+            atomicOr(&bad, 1);
+            c = ct;
+        }
+        u32 sum;
+        const u32 before = block_exclusive_scan(c, sums, &sum);
+        if (total + before + c <= (u64)cap) {
+            for (u32 q = 0; q < c; q++) {
+                const u64 j = total + before + q;
+                rad[j] = directed(cand_key[t * ct + q], largest);
+                slot[j] = (u32)((t - t0) * ct + q);
+            }
+        }
+        total += sum;
+        __syncthreads();
+    }
+    const bool in_mem = bad || total > (u64)cap || total < kk;
     const i64 row = s * width;
-    u64 out = 0, rank = 0;
-    for (int base = 0; base < len; base += blockDim.x) {
-        const int i = base + threadIdx.x;
-        u32 is_gt = 0, is_tie = 0;
-        if (i < len) {
-            const u64 g = hi(rad[i], shift);
-            is_gt = g > prefix;
-            is_tie = g == prefix;
-        }
-        u32 total;
-        const u32 tie_before = block_exclusive_scan(is_tie, sums, &total);
-        const u32 round_ties = total;
-        const u64 my_rank = rank + tie_before;
-        const u32 sel = is_gt || (is_tie && my_rank >= lo && my_rank < lo + need);
-        __syncthreads();
-        const u32 sel_before = block_exclusive_scan(sel, sums, &total);
-        if (sel) {
-            const i64 o = row + (i64)(out + sel_before);
-            out_keys[o] = keys[st + i];
-            store_index(out_idx, idx64, o, i);
-            copy_val<VS>(out_vals, o, vals, st + i);
-        }
-        out += total;
-        rank += round_ties;
-        __syncthreads();
+    const Writer e{keys, out_keys, out_idx, idx64};
+    if (!in_mem) {
+        const Sel sel = block_radix_select(SmemRad{rad}, (i64)total, kk, h, ctl);
+        const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
+        block_compact(
+            SmemRad{rad}, (i64)total, sel, lo, 0, 0,
+            [&](i64 j, u64 o) {
+                const i64 t = t0 + slot[j] / ct;
+                const i64 g = t * ct + slot[j] % ct;
+                e.put(tile_start[t] + cand_off[g], tile_start[t] + cand_off[g] - st, row + (i64)o);
+            },
+            cnt, sums);
+    } else {
+        const MemRad src{keys + st, largest};
+        const Sel sel = block_radix_select(src, len, kk, h, ctl);
+        const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
+        block_compact(src, len, sel, lo, 0, 0, [&](i64 i, u64 o) { e.put(st + i, i, row + (i64)o); }, cnt, sums);
     }
 }
 
-#define BLOCK(VS)                                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) PASTE(ENTRY(block), _v##VS)(                             \
-        const K* keys, const void* vals, const i64* seg_start, const i64* lens, const i64* kk, K* out_keys,    \
-        void* out_idx, void* out_vals, i64 width, int idx64, int largest, int larger_index) {                  \
-        block_select<VS>(keys, vals, seg_start, lens, kk, out_keys, out_idx, out_vals, width, idx64, largest,  \
-                         larger_index);                                                                         \
+
+// out_vals[s, j] = vals[segment start + out_idx[s, j]] for j < kk[s]: the value payload of
+// every selected key, after any selection kernel.
+template <int VS>
+__device__ __forceinline__ void values_row(const void* vals, const i64* seg_start, const i64* kk, i64 nseg,
+                                           i64 width, const void* out_idx, void* out_vals, int idx64) {
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e < nseg * width) {
+        const i64 s = e / width, j = e % width;
+        if (j < kk[s]) {
+            const i64 i = idx64 ? ((const i64*)out_idx)[e] : (i64)((const int*)out_idx)[e];
+            copy_val<VS>(out_vals, e, vals, seg_start[s] + i);
+        }
     }
-BLOCK(0)
-BLOCK(1)
-BLOCK(2)
-BLOCK(4)
-BLOCK(8)
+}
+
+#define VALUES(VS)                                                                                           \
+    extern "C" __global__ void __launch_bounds__(256) PASTE(ENTRY(values), _v##VS)(                         \
+        const void* vals, const i64* seg_start, const i64* kk, i64 nseg, i64 width, const void* out_idx,     \
+        void* out_vals, int idx64) {                                                                         \
+        values_row<VS>(vals, seg_start, kk, nseg, width, out_idx, out_vals, idx64);                          \
+    }
+VALUES(1)
+VALUES(2)
+VALUES(4)
+VALUES(8)
 
 // Positions kk..width of every row: the padding key, index -1 (and value 0).
 extern "C" __global__ void __launch_bounds__(256)

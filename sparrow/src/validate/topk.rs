@@ -9,7 +9,7 @@ use super::{Case, Outcome, Reference};
 use crate::matrix::Rng;
 use crate::ops::topk::check::verify;
 use crate::ops::topk::data::{keys, Pattern};
-use crate::ops::topk::{IndexType, Key, Segments, TieBreak, TopK};
+use crate::ops::topk::{GpuPath, IndexType, Key, Segments, TieBreak, TopK};
 use crate::{Device, Result};
 
 pub(super) fn cases() -> Vec<Case> {
@@ -85,14 +85,9 @@ fn case<K: Key>(device: &Device) -> Result<Vec<Outcome>> {
                 TieBreak::LargerIndex,
             ] {
                 for sorted in [false, true] {
-                    for (kk, tiled) in [
-                        (1usize, false),
-                        (100, false),
-                        (5000, false),
-                        (1, true),
-                        (100, true),
-                        (5000, true),
-                    ] {
+                    for (kk, path) in [1usize, 100, 5000].into_iter().flat_map(|kk| {
+                        [None, Some(GpuPath::Tiled), Some(GpuPath::Filter)].map(|p| (kk, p))
+                    }) {
                         let base = if largest {
                             TopK::largest(kk)
                         } else {
@@ -107,7 +102,7 @@ fn case<K: Key>(device: &Device) -> Result<Vec<Outcome>> {
                             .tie_break(tie)
                             .sorted(sorted)
                             .index_type(index)
-                            .force_tiled(tiled);
+                            .force_path(path);
                         let values = if kk == 100 { Some(&vals[..]) } else { None };
                         let segs = Segments::Offsets(&offsets);
                         let (got, plan) = req.run(device, &k, segs, values)?;
@@ -131,7 +126,7 @@ fn case<K: Key>(device: &Device) -> Result<Vec<Outcome>> {
             kernel,
             reference: Reference::NaiveOracle,
             shapes: format!(
-                "{} segments up to 16000, {pattern:?}, {runs} requests (on-chip and tiled paths)",
+                "{} segments up to 16000, {pattern:?}, {runs} requests (on-chip, tiled and filter paths)",
                 offsets.len() - 1
             ),
             max_rel: 0.0,

@@ -5,7 +5,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::key::directed;
-use super::plan::{block_max, tiles, SORT_MAX};
+use super::plan::{gpu_path, tiles, FilterShape, GpuPath, SORT_MAX};
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::{topk_module, topk_name, KernelModule};
@@ -30,6 +30,14 @@ fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
         )
     };
     v
+}
+
+fn tiles_shape(nt: usize) -> Result<LaunchShape> {
+    Ok(LaunchShape::linear(
+        u32::try_from(nt.max(1))
+            .map_err(|_| Error::unsupported(format!("{nt} tiles exceed the grid")))?,
+        BLOCK,
+    ))
 }
 
 fn grid(items: usize) -> Result<LaunchShape> {
@@ -66,8 +74,10 @@ pub struct GpuTopK<'a, K, V> {
 struct Buffers {
     nt: usize,
     sorted_here: bool,
-    /// Dynamic shared memory of the on-chip path, when every segment fits it.
-    on_chip: Option<u32>,
+    path: GpuPath,
+    filter: FilterShape,
+    /// Longest segment (the on-chip path's shared memory).
+    max_len: usize,
     keys: CudaSlice<u8>,
     vals: CudaSlice<u8>,
     lens: CudaSlice<i64>,
@@ -95,6 +105,10 @@ struct Buffers {
     w_idx: CudaSlice<u8>,
     w_vals: CudaSlice<u8>,
     perm: CudaSlice<i32>,
+    thresh: CudaSlice<u64>,
+    cand_key: CudaSlice<u8>,
+    cand_off: CudaSlice<u16>,
+    tile_cnt: CudaSlice<u32>,
 }
 
 impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
@@ -129,9 +143,14 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let out_elems = n * w;
         let sorted_here = req.is_sorted() && w <= SORT_MAX;
         let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
-        let on_chip = (max_len <= block_max(gpu.limits()) && !req.is_tiled_forced())
-            .then_some((max_len.max(1) * 8) as u32);
+        let (path, filter) = gpu_path(req, layout, gpu.limits())?;
+        let slots = if path == GpuPath::Filter {
+            nt * filter.ct
+        } else {
+            0
+        };
         let need = (keys.len() * (ks + vs)) as u64
+            + (slots * (ks + 2)) as u64
             + (out_elems * (ks + is + vs)) as u64 * if sorted_here { 2 } else { 1 }
             + if sorted_here { out_elems as u64 * 4 } else { 0 }
             + (nt * (4 + 8 * 6)) as u64
@@ -141,7 +160,9 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         me.bufs = Some(Buffers {
             nt,
             sorted_here,
-            on_chip,
+            path,
+            filter,
+            max_len,
             keys: gpu.upload(as_bytes(keys))?,
             vals: gpu.upload(values.map_or(&[][..], as_bytes))?,
             lens: gpu.upload(&layout.lens)?,
@@ -169,6 +190,10 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             w_idx: scratch(out_elems * is)?,
             w_vals: scratch(out_elems * vs)?,
             perm: gpu.alloc_zeroed(if sorted_here { out_elems } else { 0 })?,
+            thresh: gpu.alloc_zeroed(n)?,
+            cand_key: gpu.alloc_zeroed(slots * ks)?,
+            cand_off: gpu.alloc_zeroed(slots)?,
+            tile_cnt: gpu.alloc_zeroed(if path == GpuPath::Filter { nt } else { 0 })?,
         });
         Ok(me)
     }
@@ -200,7 +225,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             module: topk_module(K::NAME).expect("checked in new"),
             ty: K::NAME,
         };
-        let (n, w, nt) = (layout.count(), layout.width, b.nt);
+        let (n, w) = (layout.count(), layout.width);
         let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
         let out_elems = n * w;
         let largest = req.is_largest() as i32;
@@ -214,31 +239,127 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         } else {
             (&b.out_keys, &b.out_idx, &b.out_vals)
         };
-        if let Some(smem) = b.on_chip {
+        let larger = (req.tie() == TieBreak::LargerIndex) as i32;
+        let per_segment = |smem: usize| -> Result<LaunchShape> {
+            Ok(LaunchShape::linear(
+                u32::try_from(n)
+                    .map_err(|_| Error::unsupported("too many segments for one launch"))?,
+                BLOCK,
+            )
+            .with_smem(smem as u32))
+        };
+        match b.path {
+            GpuPath::OnChip => {
+                run.launch(
+                    "block",
+                    per_segment(b.max_len.max(1) * 8)?,
+                    Args::new()
+                        .ptr(gpu.ptr(&b.keys))
+                        .ptr(gpu.ptr(&b.start))
+                        .ptr(gpu.ptr(&b.lens))
+                        .ptr(gpu.ptr(&b.kk))
+                        .ptr(gpu.ptr(tk))
+                        .ptr(gpu.ptr(ti))
+                        .i64(w as i64)
+                        .i32(idx64)
+                        .i32(largest)
+                        .i32(larger),
+                )?;
+            }
+            GpuPath::Filter => self.filter(&run, b, tk, ti)?,
+            GpuPath::Tiled => self.tiled(&run, b, tk, ti)?,
+        }
+        if vs > 0 {
             run.launch(
-                &format!("block_v{vs}"),
-                LaunchShape::linear(
-                    u32::try_from(n)
-                        .map_err(|_| Error::unsupported("too many segments for one launch"))?,
-                    BLOCK,
-                )
-                .with_smem(smem),
+                &format!("values_v{vs}"),
+                grid(out_elems)?,
                 Args::new()
-                    .ptr(gpu.ptr(&b.keys))
                     .ptr(gpu.ptr(&b.vals))
                     .ptr(gpu.ptr(&b.start))
-                    .ptr(gpu.ptr(&b.lens))
                     .ptr(gpu.ptr(&b.kk))
-                    .ptr(gpu.ptr(tk))
+                    .i64(n as i64)
+                    .i64(w as i64)
                     .ptr(gpu.ptr(ti))
                     .ptr(gpu.ptr(tv))
-                    .i64(w as i64)
-                    .i32(idx64)
-                    .i32(largest)
-                    .i32((req.tie() == TieBreak::LargerIndex) as i32),
+                    .i32(idx64),
             )?;
-            return self.finish(&run, b);
         }
+        self.finish(&run, b)
+    }
+
+    /// The filter path: thresholds from samples, one filtering pass, selection among the
+    /// candidates (or from memory, per segment, when they cannot hold the answer).
+    fn filter(&self, run: &Run, b: &Buffers, tk: &CudaSlice<u8>, ti: &CudaSlice<u8>) -> Result<()> {
+        let gpu = self.gpu;
+        let (req, n, w) = (&self.req, self.layout.count(), self.layout.width);
+        let largest = req.is_largest() as i32;
+        let idx64 = (req.index() == IndexType::I64) as i32;
+        let per_segment = |smem: usize| -> Result<LaunchShape> {
+            Ok(LaunchShape::linear(
+                u32::try_from(n)
+                    .map_err(|_| Error::unsupported("too many segments for one launch"))?,
+                BLOCK,
+            )
+            .with_smem(smem as u32))
+        };
+        run.launch(
+            "thresh",
+            per_segment(0)?,
+            Args::new()
+                .ptr(gpu.ptr(&b.keys))
+                .ptr(gpu.ptr(&b.start))
+                .ptr(gpu.ptr(&b.lens))
+                .ptr(gpu.ptr(&b.kk))
+                .ptr(gpu.ptr(&b.thresh))
+                .i32(largest),
+        )?;
+        if b.nt > 0 {
+            run.launch(
+                "filter",
+                tiles_shape(b.nt)?,
+                Args::new()
+                    .ptr(gpu.ptr(&b.keys))
+                    .ptr(gpu.ptr(&b.tseg))
+                    .ptr(gpu.ptr(&b.tst))
+                    .ptr(gpu.ptr(&b.ten))
+                    .ptr(gpu.ptr(&b.thresh))
+                    .i32(b.filter.ct as i32)
+                    .ptr(gpu.ptr(&b.cand_key))
+                    .ptr(gpu.ptr(&b.cand_off))
+                    .ptr(gpu.ptr(&b.tile_cnt))
+                    .i32(largest),
+            )?;
+        }
+        run.launch(
+            "cand",
+            per_segment(b.filter.cap * 12)?,
+            Args::new()
+                .ptr(gpu.ptr(&b.keys))
+                .ptr(gpu.ptr(&b.start))
+                .ptr(gpu.ptr(&b.lens))
+                .ptr(gpu.ptr(&b.kk))
+                .ptr(gpu.ptr(&b.tptr))
+                .ptr(gpu.ptr(&b.tst))
+                .ptr(gpu.ptr(&b.tile_cnt))
+                .ptr(gpu.ptr(&b.cand_key))
+                .ptr(gpu.ptr(&b.cand_off))
+                .i32(b.filter.ct as i32)
+                .i32(b.filter.cap as i32)
+                .ptr(gpu.ptr(tk))
+                .ptr(gpu.ptr(ti))
+                .i64(w as i64)
+                .i32(idx64)
+                .i32(largest)
+                .i32((req.tie() == TieBreak::LargerIndex) as i32),
+        )
+    }
+
+    /// The tiled path: digit passes over memory, counts, bases, the ordered write.
+    fn tiled(&self, run: &Run, b: &Buffers, tk: &CudaSlice<u8>, ti: &CudaSlice<u8>) -> Result<()> {
+        let gpu = self.gpu;
+        let (req, n, w, nt) = (&self.req, self.layout.count(), self.layout.width, b.nt);
+        let largest = req.is_largest() as i32;
+        let idx64 = (req.index() == IndexType::I64) as i32;
         run.launch(
             "init",
             grid(n)?,
@@ -252,11 +373,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .ptr(gpu.ptr(&b.shift))
                 .ptr(gpu.ptr(&b.done)),
         )?;
-        let tiles_shape = LaunchShape::linear(
-            u32::try_from(nt.max(1))
-                .map_err(|_| Error::unsupported(format!("{nt} tiles exceed the grid")))?,
-            BLOCK,
-        );
+        let tiles_shape = tiles_shape(nt)?;
         if nt > 0 {
             for digit in (0..K::BITS as i32).step_by(8).rev() {
                 run.launch(
@@ -319,11 +436,10 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         )?;
         if nt > 0 {
             run.launch(
-                &format!("write_v{vs}"),
+                "write",
                 tiles_shape,
                 Args::new()
                     .ptr(gpu.ptr(&b.keys))
-                    .ptr(gpu.ptr(&b.vals))
                     .ptr(gpu.ptr(&b.tseg))
                     .ptr(gpu.ptr(&b.tst))
                     .ptr(gpu.ptr(&b.ten))
@@ -336,13 +452,12 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                     .ptr(gpu.ptr(&b.tile_rank))
                     .ptr(gpu.ptr(tk))
                     .ptr(gpu.ptr(ti))
-                    .ptr(gpu.ptr(tv))
                     .i64(w as i64)
                     .i32(idx64)
                     .i32(largest),
             )?;
         }
-        self.finish(&run, b)
+        Ok(())
     }
 
     /// The sort and gather of sorted rows, and the padding: common to both paths.

@@ -28,6 +28,7 @@ pub mod plan;
 
 pub use cuda::GpuTopK;
 pub use key::Key;
+pub use plan::GpuPath;
 
 use super::Plan;
 use crate::{Device, Error, Result};
@@ -83,7 +84,7 @@ pub struct TopK {
     sorted: bool,
     tie: TieBreak,
     index: IndexType,
-    tiled: bool,
+    path: Option<GpuPath>,
 }
 
 /// Output positions, in the requested integer type.
@@ -171,7 +172,7 @@ impl TopK {
             sorted: false,
             tie: TieBreak::Fast,
             index: IndexType::I64,
-            tiled: false,
+            path: None,
         }
     }
     /// Sort each row by key (ties by position).
@@ -189,15 +190,16 @@ impl TopK {
         self.index = index;
         self
     }
-    /// Forces the GPU's tiled multi-pass path even where every segment fits the on-chip path
-    /// (tests use it to reach both).
-    pub fn force_tiled(mut self, tiled: bool) -> Self {
-        self.tiled = tiled;
+    /// Forces a GPU path where the plan would pick another (`None`: the plan picks), so tests
+    /// reach every path on every shape. Forcing the on-chip path on segments too long for it
+    /// is an error when the request runs.
+    pub fn force_path(mut self, path: Option<GpuPath>) -> Self {
+        self.path = path;
         self
     }
-    /// True when the tiled GPU path is forced.
-    pub fn is_tiled_forced(&self) -> bool {
-        self.tiled
+    /// The forced GPU path, if any.
+    pub fn forced_path(&self) -> Option<GpuPath> {
+        self.path
     }
     /// True for largest-k.
     pub fn is_largest(&self) -> bool {

@@ -1,16 +1,21 @@
 //! Every path top-k can take.
 //!
 //! - CPU: radix select per segment; rayon over segments, and within segments of 1M keys or more.
-//! - CUDA, every segment at most [`block_max`] keys: one block per segment keeps the segment's
-//!   radixes in shared memory and does every digit pass and the ordered compaction on chip,
-//!   reading the keys once.
-//! - CUDA, otherwise: radix select over tiles of at most [`TILE`] keys (a tile never spans two segments,
-//!   so short segments get one block each and long ones many), one histogram pass per 8-bit
-//!   digit with early stop, an ordered compaction, and for sorted output a bitonic sort per
-//!   row in shared memory when the row fits ([`SORT_MAX`]); wider sorted rows are sorted on
-//!   the host after the GPU selection.
+//! - CUDA on-chip, every segment at most [`block_max`] keys: one block per segment keeps the
+//!   segment's radixes in shared memory and does every digit pass and the ordered compaction
+//!   on chip, reading the keys once.
+//! - CUDA filter, longer segments whose winners are few: a threshold per segment from a
+//!   sample of [`SAMPLE`] keys, one streaming pass that keeps the keys reaching it (in
+//!   position order, [`FilterShape::ct`] slots per tile), and an on-chip selection among those
+//!   candidates; a segment whose candidates cannot hold the answer (adversarial data) is
+//!   selected from memory by its block instead. Reads the keys once on friendly data.
+//! - CUDA tiled, otherwise: radix select over tiles of at most [`TILE`] keys (a tile never
+//!   spans two segments), one histogram pass per 8-bit digit with early stop, an ordered
+//!   compaction.
+//! - Sorted output: a bitonic sort per row in shared memory when the row fits ([`SORT_MAX`]);
+//!   wider sorted rows are sorted on the host after the GPU selection.
 //!
-//! Ready for the Hopper cluster backend: it becomes another arm of [`plan`] chosen from the same
+//! Ready for the Hopper cluster backend: it becomes another [`GpuPath`] chosen from the same
 //! facts (segment lengths, k, compute capability).
 
 use super::{Key, Layout, TopK};
@@ -24,12 +29,106 @@ pub const TILE: usize = 4096;
 /// block may use without opting in.
 pub const SORT_MAX: usize = 4096;
 
+/// Keys sampled per segment for the filter's threshold; must match `SAMPLE` in `topk.cu`.
+pub const SAMPLE: usize = 4096;
+
+/// Shared memory the selection kernels declare statically, with room to spare.
+const STATIC_SMEM: usize = 8192;
+
 /// Longest segment the on-chip path takes on this device: its radixes (8 bytes each) must fit
-/// the opt-in shared memory with 4 KiB to spare, capped at 16,384 keys so a block's passes stay
-/// short.
+/// the opt-in shared memory beside the kernel's static scratch, capped at 16,384 keys so a
+/// block's passes stay short.
 pub fn block_max(limits: &crate::device::Limits) -> usize {
-    let fit = (limits.smem_per_block_optin as usize).saturating_sub(4096) / 8;
+    let fit = (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SMEM) / 8;
     fit.min(16_384) / 256 * 256
+}
+
+/// Most candidates the filter path selects among on chip (12 bytes each in shared memory).
+pub fn cand_cap(limits: &crate::device::Limits) -> usize {
+    let fit = (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SMEM) / 12;
+    fit.min(16_384) / 256 * 256
+}
+
+/// The sample rank of a segment's threshold: the expected rank of its kk-th key among `ns`
+/// samples of `len`, plus four standard deviations and 4, so that fewer than kk keys reach
+/// the threshold only with negligible probability. Must match `filter_rank` in `topk.cu`.
+pub fn filter_rank(len: usize, kk: usize, ns: usize) -> usize {
+    let e = kk as f64 * ns as f64 / len as f64;
+    ((e + 4.0 * e.sqrt() + 4.0).ceil() as usize).min(ns)
+}
+
+/// The GPU path of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuPath {
+    /// One block per segment, the segment in shared memory.
+    OnChip,
+    /// Sampled threshold, one streaming filter pass, selection among the candidates.
+    Filter,
+    /// Multi-pass radix select over tiles.
+    Tiled,
+}
+
+/// Sizes of the filter path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilterShape {
+    /// Candidate slots per tile: twice the largest expected count plus 32, a power of two.
+    pub ct: usize,
+    /// Candidates one block selects among on chip: twice the expected count, within what
+    /// the device's shared memory holds.
+    pub cap: usize,
+    /// The largest expected candidate count of a segment.
+    pub expected: usize,
+}
+
+/// The filter's sizes for this layout, and whether its expected candidates fit on chip with
+/// room for their spread (half the capacity).
+fn filter_shape(layout: &Layout, cap: usize) -> (FilterShape, bool) {
+    let (mut per_tile, mut expected) = (0f64, 0usize);
+    for (&l, &k) in layout.lens.iter().zip(&layout.kk) {
+        let (l, k) = (l as usize, k as usize);
+        if l == 0 {
+            continue;
+        }
+        let ns = l.min(SAMPLE);
+        let r = filter_rank(l, k.max(1), ns);
+        expected = expected.max((r as f64 * l as f64 / ns as f64).ceil() as usize);
+        per_tile = per_tile.max(TILE as f64 * r as f64 / ns as f64);
+    }
+    let ct = ((2.0 * per_tile.min(TILE as f64)) as usize + 32)
+        .next_power_of_two()
+        .min(TILE);
+    // Shared memory for twice the expected candidates, so more blocks share an SM.
+    let fits = expected <= cap / 2;
+    let cap = if fits {
+        (2 * expected).next_multiple_of(1024).clamp(1024, cap)
+    } else {
+        cap
+    };
+    (FilterShape { ct, cap, expected }, fits)
+}
+
+/// The path the GPU takes for this layout (the forced one, when the request forces one), and
+/// the filter's sizes. Shared by the plan and the launches so they never disagree.
+pub fn gpu_path(
+    req: &TopK,
+    layout: &Layout,
+    limits: &crate::device::Limits,
+) -> Result<(GpuPath, FilterShape)> {
+    let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
+    let bmax = block_max(limits);
+    let (shape, fits) = filter_shape(layout, cand_cap(limits));
+    let path = match req.forced_path() {
+        Some(GpuPath::OnChip) if max_len > bmax => {
+            return Err(crate::Error::unsupported(format!(
+                "the on-chip top-k path takes segments of at most {bmax} keys on this device; the longest is {max_len}"
+            )))
+        }
+        Some(p) => p,
+        None if max_len <= bmax => GpuPath::OnChip,
+        None if fits => GpuPath::Filter,
+        None => GpuPath::Tiled,
+    };
+    Ok((path, shape))
 }
 
 /// Tiles of every segment, in segment order: `(segment, start, end)` as absolute key positions.
@@ -88,27 +187,35 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         unreachable!("the CPU returned above")
     };
     let bmax = block_max(gpu.limits());
-    let on_chip = max_len <= bmax && !req.is_tiled_forced();
-    let mut reason = if on_chip {
-        format!(
-            "every segment (longest {max_len}) fits one block's shared memory (up to {bmax} keys): one block per segment, up to {} digit passes on chip with early stop, ordered compaction",
-            K::BITS / 8
-        )
+    let (path, fs) = gpu_path(req, layout, gpu.limits())?;
+    let forced = if req.forced_path().is_some() {
+        " (forced)"
     } else {
-        format!(
-            "{n} segment(s) (longest {max_len}, on-chip limit {bmax}{}) cut into {ntiles} tile(s) of at most {TILE} keys; up to {} 8-bit digit passes over memory with early stop, then an ordered compaction",
-            if req.is_tiled_forced() { ", tiled path forced" } else { "" },
+        ""
+    };
+    let mut reason = match path {
+        GpuPath::OnChip => format!(
+            "on-chip{forced}: every segment (longest {max_len}) fits one block's shared memory (up to {bmax} keys): one block per segment, digit passes on chip from the first bit the keys differ in, early stop, ordered compaction"
+        ),
+        GpuPath::Filter => format!(
+            "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, one pass over the keys keeping those that reach it ({} slots per tile of {TILE}), selection among the candidates on chip; segments whose candidates miss are selected from memory",
+            fs.expected, fs.cap, fs.ct
+        ),
+        GpuPath::Tiled => format!(
+            "tiled{forced}: {n} segment(s) (longest {max_len}, on-chip limit {bmax}; up to {} candidates expected per segment, {} fit on chip) cut into {ntiles} tile(s) of at most {TILE} keys; up to {} 8-bit digit passes over memory with early stop, then an ordered compaction",
+            fs.expected,
+            fs.cap,
             K::BITS / 8
-        )
+        ),
     };
     if all_or_none {
         reason
             .push_str("; every segment keeps all or none of its keys, so the passes stop at once");
     }
-    let mut kernel = if on_chip {
-        format!("topk_{{block,pad}}_{}", K::NAME)
-    } else {
-        format!("topk_{{init,hist,pick,count,scan,write,pad}}_{}", K::NAME)
+    let mut kernel = match path {
+        GpuPath::OnChip => format!("topk_{{block,pad}}_{}", K::NAME),
+        GpuPath::Filter => format!("topk_{{thresh,filter,cand,pad}}_{}", K::NAME),
+        GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write,pad}}_{}", K::NAME),
     };
     if req.is_sorted() {
         if layout.width <= SORT_MAX {
@@ -125,10 +232,11 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         op: "topk",
         backend: Backend::Cuda,
         kernel: Some(kernel),
-        shape: Some(if on_chip {
-            LaunchShape::linear(n as u32, 256).with_smem((max_len.max(1) * 8) as u32)
-        } else {
-            LaunchShape::linear(ntiles.max(1) as u32, 256)
+        shape: Some(match path {
+            GpuPath::OnChip => {
+                LaunchShape::linear(n as u32, 256).with_smem((max_len.max(1) * 8) as u32)
+            }
+            _ => LaunchShape::linear(ntiles.max(1) as u32, 256),
         }),
         reason,
     })
