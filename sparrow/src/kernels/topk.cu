@@ -46,15 +46,28 @@
 
 typedef TOPK_U K;
 
-__device__ __forceinline__ u64 width_mask() { return KBITS == 64 ? ~0ull : ((1ull << KBITS) - 1ull); }
+// Radixes are computed in 32 bits for keys of up to 32 bits (half the instructions and
+// shared memory of 64-bit arithmetic), in 64 bits otherwise.
+template <int B>
+struct RadT {
+    typedef u32 T;
+};
+template <>
+struct RadT<64> {
+    typedef u64 T;
+};
+typedef RadT<KBITS>::T R;
+#define RBITS (int)(sizeof(R) * 8)
+
+__device__ __forceinline__ R width_mask() { return KBITS == RBITS ? ~(R)0 : (R)((1ull << KBITS) - 1ull); }
 
 // The order-preserving radix: NaN of any sign highest, -0 == +0, signed by value.
-__device__ __forceinline__ u64 radix_of(K b) {
-    const u64 x = (u64)b;
-    const u64 sign = 1ull << (KBITS - 1);
+__device__ __forceinline__ R radix_of(K b) {
+    const R x = (R)b;
+    const R sign = (R)1 << (KBITS - 1);
     if (TOPK_KIND == 0) {
-        const u64 mag = x & ~sign & width_mask();
-        if (mag > (u64)TOPK_INF) return width_mask();
+        const R mag = x & ~sign & width_mask();
+        if (mag > (R)TOPK_INF) return width_mask();
         if (mag == 0) return sign;
         return (x & sign) ? (~x & width_mask()) : (x | sign);
     }
@@ -62,12 +75,12 @@ __device__ __forceinline__ u64 radix_of(K b) {
     return x;
 }
 
-__device__ __forceinline__ u64 directed(K b, int largest) {
-    const u64 r = radix_of(b);
+__device__ __forceinline__ R directed(K b, int largest) {
+    const R r = radix_of(b);
     return largest ? r : (~r & width_mask());
 }
 
-__device__ __forceinline__ u64 hi(u64 r, int s) { return s >= 64 ? 0ull : (r >> s); }
+__device__ __forceinline__ R hi(R r, int s) { return s >= RBITS ? (R)0 : (r >> s); }
 
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(init)(i64 nseg, const i64* __restrict__ lens, const i64* __restrict__ kk, u64* prefix, u64* remaining,
@@ -95,8 +108,8 @@ extern "C" __global__ void __launch_bounds__(256)
     if (active) {
         const u64 p = prefix[s];
         for (i64 i = tile_start[t] + threadIdx.x; i < tile_end[t]; i += blockDim.x) {
-            const u64 r = directed(keys[i], largest);
-            if (hi(r, digit + 8) == p) atomicAdd(&h[(r >> digit) & 255], 1u);
+            const R r = directed(keys[i], largest);
+            if ((u64)hi(r, digit + 8) == p) atomicAdd(&h[(r >> digit) & 255], 1u);
         }
     }
     __syncthreads();
@@ -204,12 +217,12 @@ __device__ __forceinline__ void store_index(void* idx, int idx64, i64 o, i64 v) 
 // The kernels that use it run 256 threads per block.
 __device__ __forceinline__ void ordered_bases(u32 m, int rounds, u32* cnt, u32* sums, u32* total) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    for (int r = 0; r < 32; r++) {
-        const u32 b = r < rounds ? __ballot_sync(0xffffffffu, (m >> r) & 1u) : 0u;
+    for (int r = 0; r < rounds; r++) {
+        const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
         if (lane == 0) cnt[r * nw + w] = __popc(b);
     }
     __syncthreads();
-    const u32 v = cnt[threadIdx.x];
+    const u32 v = (int)threadIdx.x < rounds * nw ? cnt[threadIdx.x] : 0u;
     const u32 e = block_exclusive_scan(v, sums, total);
     cnt[threadIdx.x] = e;
     __syncthreads();
@@ -227,19 +240,20 @@ __device__ __forceinline__ u32 ordered_slot(u32 m, int r, const u32* cnt) {
 #define CTL_WORDS 67
 
 struct Sel {
-    u64 prefix, remaining, ties;
+    R prefix;
+    u64 remaining, ties;
     int shift;
 };
 
 // Radixes of a segment in shared memory, or read (and directed) from memory.
 struct SmemRad {
-    const u64* r;
-    __device__ __forceinline__ u64 operator()(i64 i) const { return r[i]; }
+    const R* r;
+    __device__ __forceinline__ R operator()(i64 i) const { return r[i]; }
 };
 struct MemRad {
     const K* k;
     int largest;
-    __device__ __forceinline__ u64 operator()(i64 i) const { return directed(k[i], largest); }
+    __device__ __forceinline__ R operator()(i64 i) const { return directed(k[i], largest); }
 };
 
 // Radix selection of the kk-th largest of n radixes by one block, 8-bit digits from the
@@ -255,9 +269,9 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
     st.shift = KBITS;
     if (kk == 0 || kk >= (u64)n) return st;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    u64 a = ~0ull, o = 0;
+    R a = ~(R)0, o = 0;
     for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-        const u64 r = src(i);
+        const R r = src(i);
         a &= r;
         o |= r;
     }
@@ -273,19 +287,19 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        u64 aa = ~0ull, oo = 0;
+        R aa = ~(R)0, oo = 0;
         for (int j = 0; j < nw; j++) {
-            aa &= red[j];
-            oo |= red[32 + j];
+            aa &= (R)red[j];
+            oo |= (R)red[32 + j];
         }
         ctl[0] = aa;
         ctl[1] = oo;
     }
     __syncthreads();
-    a = ctl[0];
-    o = ctl[1];
+    a = (R)ctl[0];
+    o = (R)ctl[1];
     __syncthreads();
-    const u64 diff = (a ^ o) & width_mask();
+    const u64 diff = (u64)((a ^ o) & width_mask());
     if (diff == 0) {
         st.prefix = a;
         st.shift = 0;
@@ -299,8 +313,8 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
         for (int b = threadIdx.x; b < 256; b += blockDim.x) h[b] = 0;
         __syncthreads();
         for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-            const u64 r = src(i);
-            if (hi(r, st.shift) == st.prefix) atomicAdd(&h[(r >> digit) & ((1u << bits) - 1u)], 1u);
+            const R r = src(i);
+            if (hi(r, st.shift) == st.prefix) atomicAdd(&h[(u32)(r >> digit) & ((1u << bits) - 1u)], 1u);
         }
         __syncthreads();
         if (threadIdx.x < 32) {
@@ -332,7 +346,7 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
         const u64 b = ctl[0], above = ctl[1], t = ctl[2];
         __syncthreads();
         st.remaining -= above;
-        st.prefix = (st.prefix << bits) | b;
+        st.prefix = (st.prefix << bits) | (R)b;
         st.shift = digit;
         st.ties = t;
         if (t == st.remaining) break;
@@ -352,11 +366,11 @@ __device__ u64 block_compact(const Src& src, i64 n, const Sel& st, u64 lo, u64 o
         const i64 left = (n - base + blockDim.x - 1) / blockDim.x;
         const int rounds = left < 32 ? (int)left : 32;
         u32 gt = 0, tie = 0;
-#pragma unroll
-        for (int r = 0; r < 32; r++) {
+#pragma unroll 4
+        for (int r = 0; r < rounds; r++) {
             const i64 i = base + (i64)r * blockDim.x + threadIdx.x;
             if (i < n) {
-                const u64 g = hi(src(i), st.shift);
+                const R g = hi(src(i), st.shift);
                 gt |= (u32)(g > st.prefix) << r;
                 tie |= (u32)(g == st.prefix) << r;
             }
@@ -389,8 +403,10 @@ struct Writer {
     void* out_idx;
     int idx64;
     // key at absolute position src, index idx, output element o
-    __device__ __forceinline__ void put(i64 src, i64 idx, i64 o) const {
-        out_keys[o] = keys[src];
+    __device__ __forceinline__ void put(i64 src, i64 idx, i64 o) const { put_key(keys[src], idx, o); }
+    // a key already at hand
+    __device__ __forceinline__ void put_key(K key, i64 idx, i64 o) const {
+        out_keys[o] = key;
         store_index(out_idx, idx64, o, idx);
     }
 };
@@ -424,7 +440,8 @@ extern "C" __global__ void __launch_bounds__(256)
     ENTRY(block)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
                  const i64* __restrict__ kk_arr, K* out_keys, void* out_idx, i64 width, int idx64, int largest,
                  int larger_index) {
-    extern __shared__ u64 rad[];
+    extern __shared__ u64 smem_raw[];
+    R* rad = (R*)smem_raw;
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
     __shared__ u32 cnt[256];
@@ -461,52 +478,97 @@ __device__ __forceinline__ u64 filter_rank(i64 len, i64 kk, i64 ns) {
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(thresh)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
                   const i64* __restrict__ kk, u64* thresh, int largest) {
-    __shared__ u64 rad[SAMPLE];
+    __shared__ R rad[SAMPLE];
     __shared__ u32 h[256];
     __shared__ u64 ctl[CTL_WORDS];
     const i64 s = blockIdx.x;
     const i64 len = lens[s], st = seg_start[s];
     const i64 ns = len < SAMPLE ? len : SAMPLE;
-    for (i64 j = threadIdx.x; j < ns; j += blockDim.x) rad[j] = directed(keys[st + j * len / ns], largest);
+    // Runs of 32 adjacent keys spread evenly over the segment (one memory line per warp
+    // load), or every key of a segment shorter than SAMPLE.
+    for (i64 j = threadIdx.x; j < ns; j += blockDim.x) {
+        const i64 pos = ns < SAMPLE ? j : (j >> 5) * (len / (SAMPLE / 32)) + (j & 31);
+        rad[j] = directed(keys[st + pos], largest);
+    }
     __syncthreads();
     const Sel sel = block_radix_select(SmemRad{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
     // No key is wanted: a threshold only the highest radix reaches keeps the filter's output
     // small.
-    if (threadIdx.x == 0) thresh[s] = kk[s] == 0 ? ~0ull : sel.shift >= 64 ? 0 : (sel.prefix << sel.shift);
+    if (threadIdx.x == 0) thresh[s] = kk[s] == 0 ? ~0ull : sel.shift >= RBITS ? 0 : (u64)(sel.prefix << sel.shift);
 }
 
-// One block per tile of at most 16 * 256 keys: thread t holds keys r * 256 + t.
+// Blocks stride over the tiles, loading the next tile's keys before filtering the current
+// one so loads stay in flight; warp w holds the tile's keys w * 512 + r * 32 + lane, so
+// ballots order a warp's candidates and one barrier orders the warps.
+#define FR (TILE / 256)
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
-                  const i64* __restrict__ tile_end, const u64* __restrict__ thresh, int ct, K* cand_key,
-                  u16* cand_off, u32* tile_cnt, int largest) {
-    __shared__ u32 sums[32];
-    __shared__ u32 cnt[256];
-    const i64 t = blockIdx.x;
-    const u64 th = thresh[tile_seg[t]];
-    const i64 a = tile_start[t], n = tile_end[t] - a;
-    K kv[TILE / 256];
-    u32 m = 0;
-#pragma unroll
-    for (int r = 0; r < TILE / 256; r++) {
-        const i64 i = (i64)r * 256 + threadIdx.x;
-        kv[r] = 0;
-        if (i < n) {
-            kv[r] = keys[a + i];
-            if (directed(kv[r], largest) >= th) m |= 1u << r;
-        }
+                  const i64* __restrict__ tile_end, const u64* __restrict__ thresh, i64 ntiles, int ct,
+                  K* cand_key, u16* cand_off, u32* tile_cnt, int largest) {
+    __shared__ u32 wtot[8];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const u32 lt = (1u << lane) - 1u;
+    const int first = w * (FR * 32) + lane;
+    i64 t = blockIdx.x, a = 0, n = 0;
+    if (t < ntiles) {
+        a = tile_start[t];
+        n = tile_end[t] - a;
     }
-    u32 total;
-    ordered_bases(m, TILE / 256, cnt, sums, &total);
+    K cur[FR];
 #pragma unroll
-    for (int r = 0; r < TILE / 256; r++) {
-        const u32 o = ordered_slot(m, r, cnt);
-        if (((m >> r) & 1u) && o < (u32)ct) {
-            cand_key[t * ct + o] = kv[r];
-            cand_off[t * ct + o] = (u16)(r * 256 + threadIdx.x);
+    for (int r = 0; r < FR; r++) cur[r] = first + r * 32 < n ? keys[a + first + r * 32] : (K)0;
+    for (; t < ntiles; t += gridDim.x) {
+        const i64 tn = t + gridDim.x;
+        i64 an = 0, nn = 0;
+        if (tn < ntiles) {
+            an = tile_start[tn];
+            nn = tile_end[tn] - an;
         }
+        K nxt[FR];
+#pragma unroll
+        for (int r = 0; r < FR; r++) nxt[r] = first + r * 32 < nn ? keys[an + first + r * 32] : (K)0;
+        const u64 th64 = thresh[tile_seg[t]];
+        const R th = th64 > (u64)width_mask() ? width_mask() : (R)th64;
+        const bool none = th64 > (u64)width_mask();
+        u32 m = 0;
+        if (n == TILE) {
+#pragma unroll
+            for (int r = 0; r < FR; r++) m |= (u32)(directed(cur[r], largest) >= th) << r;
+        } else {
+#pragma unroll
+            for (int r = 0; r < FR; r++) m |= (u32)(first + r * 32 < n && directed(cur[r], largest) >= th) << r;
+        }
+        if (none) m = 0;
+        const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
+        if (lane == 0) wtot[w] = mine;
+        __syncthreads();
+        u32 base = 0, total = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const u32 x = wtot[j];
+            base += j < w ? x : 0u;
+            total += x;
+        }
+#pragma unroll
+        for (int r = 0; r < FR; r++) {
+            if (mine == 0) break;  // the same in the whole warp
+            const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
+            if ((m >> r) & 1u) {
+                const u32 o = base + __popc(b & lt);
+                if (o < (u32)ct) {
+                    cand_key[t * ct + o] = cur[r];
+                    cand_off[t * ct + o] = (u16)(first + r * 32);
+                }
+            }
+            base += __popc(b);
+        }
+        if (threadIdx.x == 0) tile_cnt[t] = total;
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < FR; r++) cur[r] = nxt[r];
+        a = an;
+        n = nn;
     }
-    if (threadIdx.x == 0) tile_cnt[t] = total;
 }
 
 // One block per segment: candidates gathered in tile order (radixes and slot numbers in
@@ -519,8 +581,10 @@ extern "C" __global__ void __launch_bounds__(256)
                                             const K* __restrict__ cand_key, const u16* __restrict__ cand_off,
                                             int ct, int cap, K* out_keys, void* out_idx, i64 width, int idx64,
                                             int largest, int larger_index) {
-    extern __shared__ u64 rad[];
+    extern __shared__ u64 smem_raw[];
+    R* rad = (R*)smem_raw;
     u32* slot = (u32*)(rad + cap);
+    __shared__ u32 tbase[256], tcnt[256];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
     __shared__ u32 cnt[256];
@@ -543,11 +607,21 @@ extern "C" __global__ void __launch_bounds__(256)
         }
         u32 sum;
         const u32 before = block_exclusive_scan(c, sums, &sum);
-        if (total + before + c <= (u64)cap) {
-            for (u32 q = 0; q < c; q++) {
-                const u64 j = total + before + q;
-                rad[j] = directed(cand_key[t * ct + q], largest);
-                slot[j] = (u32)((t - t0) * ct + q);
+        tbase[threadIdx.x] = before;
+        tcnt[threadIdx.x] = c;
+        __syncthreads();
+        // A warp per tile, lanes over its candidates: coalesced reads of the slots.
+        const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+        const int ntb = (int)(t1 - tb < (i64)blockDim.x ? t1 - tb : (i64)blockDim.x);
+        for (int x = threadIdx.x >> 5; x < ntb; x += nw) {
+            const u32 cx = tcnt[x];
+            const i64 tt = tb + x;
+            if (total + tbase[x] + cx <= (u64)cap) {
+                for (u32 q = lane; q < cx; q += 32) {
+                    const u64 j = total + tbase[x] + q;
+                    rad[j] = directed(cand_key[tt * ct + q], largest);
+                    slot[j] = (u32)((tt - t0) * ct + q);
+                }
             }
         }
         total += sum;
@@ -564,7 +638,7 @@ extern "C" __global__ void __launch_bounds__(256)
             [&](i64 j, u64 o) {
                 const i64 t = t0 + slot[j] / ct;
                 const i64 g = t * ct + slot[j] % ct;
-                e.put(tile_start[t] + cand_off[g], tile_start[t] + cand_off[g] - st, row + (i64)o);
+                e.put_key(cand_key[g], tile_start[t] + cand_off[g] - st, row + (i64)o);
             },
             cnt, sums);
     } else {

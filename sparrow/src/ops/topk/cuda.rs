@@ -32,6 +32,15 @@ fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
     v
 }
 
+/// Bytes of one radix in shared memory: 4 for keys of up to 32 bits, else 8 (`R` in topk.cu).
+fn radix_bytes<K: Key>() -> usize {
+    if K::BITS <= 32 {
+        4
+    } else {
+        8
+    }
+}
+
 fn tiles_shape(nt: usize) -> Result<LaunchShape> {
     Ok(LaunchShape::linear(
         u32::try_from(nt.max(1))
@@ -252,7 +261,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             GpuPath::OnChip => {
                 run.launch(
                     "block",
-                    per_segment(b.max_len.max(1) * 8)?,
+                    per_segment(b.max_len.max(1) * radix_bytes::<K>())?,
                     Args::new()
                         .ptr(gpu.ptr(&b.keys))
                         .ptr(gpu.ptr(&b.start))
@@ -314,15 +323,18 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .i32(largest),
         )?;
         if b.nt > 0 {
+            // Eight resident blocks per SM stride over the tiles.
+            let blocks = b.nt.min(gpu.limits().sms as usize * 8);
             run.launch(
                 "filter",
-                tiles_shape(b.nt)?,
+                tiles_shape(blocks)?,
                 Args::new()
                     .ptr(gpu.ptr(&b.keys))
                     .ptr(gpu.ptr(&b.tseg))
                     .ptr(gpu.ptr(&b.tst))
                     .ptr(gpu.ptr(&b.ten))
                     .ptr(gpu.ptr(&b.thresh))
+                    .i64(b.nt as i64)
                     .i32(b.filter.ct as i32)
                     .ptr(gpu.ptr(&b.cand_key))
                     .ptr(gpu.ptr(&b.cand_off))
@@ -332,7 +344,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         }
         run.launch(
             "cand",
-            per_segment(b.filter.cap * 12)?,
+            per_segment(b.filter.cap * (radix_bytes::<K>() + 4))?,
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))

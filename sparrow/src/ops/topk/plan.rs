@@ -233,9 +233,8 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         backend: Backend::Cuda,
         kernel: Some(kernel),
         shape: Some(match path {
-            GpuPath::OnChip => {
-                LaunchShape::linear(n as u32, 256).with_smem((max_len.max(1) * 8) as u32)
-            }
+            GpuPath::OnChip => LaunchShape::linear(n as u32, 256)
+                .with_smem((max_len.max(1) * if K::BITS <= 32 { 4 } else { 8 }) as u32),
             _ => LaunchShape::linear(ntiles.max(1) as u32, 256),
         }),
         reason,
