@@ -168,3 +168,276 @@ fn bad_embeddings_are_refused() {
         "invalid argument `embedding`: cell 1, dimension 1 is not finite"
     );
 }
+
+// ---- Stages 2 to 5: initialisation, Frank-Wolfe updates, RSS, the fit ----------------------
+
+#[allow(clippy::needless_range_loop)] // dense references spell out their indices
+mod fit {
+    use sparrow::matrix::{Csr, Dense};
+    use sparrow::solvers::seacells::fit::{
+        aggregate_hard, aggregate_soft, fit, gaussian_mixture, purity, Config,
+    };
+    use sparrow::solvers::seacells::fw::{btkb, kb_cols, rss, trace_k, update_a, update_b};
+    use sparrow::solvers::seacells::init::max_min;
+    use sparrow::solvers::seacells::kernel::{kernel, Symmetrize};
+    use sparrow::solvers::seacells::sparse::{transpose, SpVec};
+
+    fn dense(m: &Csr<f64>) -> Vec<Vec<f64>> {
+        let mut d = vec![vec![0.0; m.ncols()]; m.nrows()];
+        for i in 0..m.nrows() {
+            for p in m.row_range(i) {
+                d[i][m.col_idx()[p] as usize] = m.values()[p];
+            }
+        }
+        d
+    }
+
+    fn mul(a: &[Vec<f64>], b: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        let (n, k, p) = (a.len(), b.len(), b[0].len());
+        (0..n)
+            .map(|i| {
+                (0..p)
+                    .map(|j| (0..k).map(|l| a[i][l] * b[l][j]).sum())
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn tr(a: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        (0..a[0].len())
+            .map(|j| a.iter().map(|r| r[j]).collect())
+            .collect()
+    }
+
+    /// Sparse columns (length `n` each) as a dense n x cols matrix.
+    fn cols_dense(c: &[SpVec], n: usize) -> Vec<Vec<f64>> {
+        let mut d = vec![vec![0.0; c.len()]; n];
+        for (j, col) in c.iter().enumerate() {
+            for &(i, v) in col {
+                d[i as usize][j] = v;
+            }
+        }
+        d
+    }
+
+    fn argmin_col(g: &[Vec<f64>], c: usize) -> usize {
+        (0..g.len()).fold(0, |b, i| if g[i][c] < g[b][c] { i } else { b })
+    }
+
+    fn small() -> (Csr<f64>, usize) {
+        let (x, _) = gaussian_mixture(90, 4, 3, 5);
+        (kernel(&x, 8, Symmetrize::Union).unwrap(), 90)
+    }
+
+    /// The A update against the reference's dense formulas: t2 = (K B)^T, t1 = t2 B,
+    /// G = t1 A - t2, A += 2 / (t + 2) (e_argmin - A), 50 steps.
+    #[test]
+    fn a_update_matches_dense_frank_wolfe() {
+        let (m, n) = small();
+        let nm = 7;
+        let b: Vec<SpVec> = (0..nm)
+            .map(|c| vec![(c as u32 * 11, 0.6), (c as u32 * 11 + 3, 0.4)])
+            .collect();
+        let prev: Vec<SpVec> = (0..n).map(|i| vec![((i % nm) as u32, 1.0)]).collect();
+        let kb = kb_cols(&m, &b);
+        let t1 = btkb(&kb, &transpose(&b, n));
+        let got = update_a(&transpose(&kb, n), &t1, nm, Some(&prev), 50);
+
+        let md = dense(&m);
+        let kd = mul(&md, &md);
+        let bd = cols_dense(&b, n);
+        let t2 = tr(&mul(&kd, &bd));
+        let t1d = mul(&t2, &bd);
+        let mut a_nm = cols_dense(&prev, nm); // nm x n
+        for t in 0..50 {
+            let g: Vec<Vec<f64>> = (0..nm)
+                .map(|c| {
+                    (0..n)
+                        .map(|i| (0..nm).map(|k| t1d[c][k] * a_nm[k][i]).sum::<f64>() - t2[c][i])
+                        .collect()
+                })
+                .collect();
+            let gamma = 2.0 / (t as f64 + 2.0);
+            for i in 0..n {
+                let col: Vec<Vec<f64>> = g.iter().map(|r| vec![r[i]]).collect();
+                let c = argmin_col(&col, 0);
+                for (k, row) in a_nm.iter_mut().enumerate() {
+                    row[i] += gamma * (if k == c { 1.0 } else { 0.0 } - row[i]);
+                }
+            }
+        }
+        for i in 0..n {
+            for c in 0..nm {
+                let w = got[i]
+                    .iter()
+                    .find(|x| x.0 as usize == c)
+                    .map_or(0.0, |x| x.1);
+                assert!(
+                    (w - a_nm[c][i]).abs() < 1e-9,
+                    "cell {i} metacell {c}: {w} vs {}",
+                    a_nm[c][i]
+                );
+            }
+        }
+    }
+
+    /// The B update against the dense reference: G = K B (A A^T) - K A^T, argmin over cells
+    /// per column, the duality-gap stop after 10 steps.
+    #[test]
+    fn b_update_matches_dense_frank_wolfe() {
+        let (m, n) = small();
+        let nm = 5;
+        let a: Vec<SpVec> = (0..n)
+            .map(|i| vec![((i % nm) as u32, 0.7), (((i + 1) % nm) as u32, 0.3)])
+            .collect();
+        let b0: Vec<SpVec> = (0..nm).map(|c| vec![(c as u32 * 17, 1.0)]).collect();
+        let got = update_b(&m, &a, &b0, 50, 10, 1e-3);
+
+        let md = dense(&m);
+        let kd = mul(&md, &md);
+        let ad = cols_dense(&a, nm); // nm x n
+        let t1 = mul(&ad, &tr(&ad));
+        let t2 = mul(&kd, &tr(&ad));
+        let mut bd = cols_dense(&b0, n); // n x nm
+        let mut gap0 = 0.0;
+        let mut steps = 0;
+        for t in 0..50 {
+            let kb = mul(&kd, &bd);
+            let g: Vec<Vec<f64>> = (0..n)
+                .map(|i| {
+                    (0..nm)
+                        .map(|c| (0..nm).map(|k| kb[i][k] * t1[k][c]).sum::<f64>() - t2[i][c])
+                        .collect()
+                })
+                .collect();
+            let picks: Vec<usize> = (0..nm).map(|c| argmin_col(&g, c)).collect();
+            let gap: f64 = (0..nm)
+                .map(|c| (0..n).map(|i| bd[i][c] * g[i][c]).sum::<f64>() - g[picks[c]][c])
+                .sum();
+            if t == 0 {
+                gap0 = gap;
+            }
+            if t >= 10 && gap <= 1e-3 * gap0 {
+                break;
+            }
+            let gamma = 2.0 / (t as f64 + 2.0);
+            for c in 0..nm {
+                for (i, row) in bd.iter_mut().enumerate() {
+                    row[c] += gamma * (if i == picks[c] { 1.0 } else { 0.0 } - row[c]);
+                }
+            }
+            steps = t + 1;
+        }
+        assert_eq!(got.steps, steps);
+        let gb = cols_dense(&got.b, n);
+        for i in 0..n {
+            for c in 0..nm {
+                assert!((gb[i][c] - bd[i][c]).abs() < 1e-9, "B[{i},{c}]");
+            }
+        }
+    }
+
+    /// RSS by the trace identity against ||M - M B A||_F materialised.
+    #[test]
+    fn rss_identity_matches_materialised() {
+        let (m, n) = small();
+        let nm = 6;
+        let b: Vec<SpVec> = (0..nm)
+            .map(|c| vec![(c as u32 * 13, 0.5), (c as u32 * 13 + 1, 0.5)])
+            .collect();
+        let a: Vec<SpVec> = (0..n)
+            .map(|i| vec![((i * 7 % nm) as u32, 0.8), (((i * 7 + 2) % nm) as u32, 0.2)])
+            .collect();
+        let kb = kb_cols(&m, &b);
+        let t1 = btkb(&kb, &transpose(&b, n));
+        let got = rss(trace_k(&m), &kb, &a, &t1);
+        let md = dense(&m);
+        let mba = mul(&mul(&md, &cols_dense(&b, n)), &cols_dense(&a, nm));
+        let want: f64 = (0..n)
+            .flat_map(|i| (0..n).map(move |j| (i, j)))
+            .map(|(i, j)| (md[i][j] - mba[i][j]).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!(
+            (got - want).abs() <= 1e-9 * want.max(1.0),
+            "{got} vs {want}"
+        );
+    }
+
+    /// Max-min sampling against the definition: every new point is the first farthest from
+    /// those chosen.
+    #[test]
+    fn max_min_is_farthest_point_sampling() {
+        let v: Vec<f64> = (0..200)
+            .map(|i| ((i * 37) % 101) as f64 * 0.5 - (i % 7) as f64)
+            .collect();
+        let mut rng = sparrow::matrix::Rng::new(3);
+        let got = max_min(std::slice::from_ref(&v), 12, &mut rng);
+        assert_eq!(got.len(), 12);
+        for k in 1..got.len() {
+            let d = |i: usize| {
+                got[..k]
+                    .iter()
+                    .map(|&w| (v[i] - v[w]).abs())
+                    .fold(f64::INFINITY, f64::min)
+            };
+            let best = (0..v.len()).fold(0, |b, i| if d(i) > d(b) { i } else { b });
+            assert_eq!(got[k], best, "point {k}");
+        }
+    }
+
+    fn mixture_fit(seed: u64) -> (sparrow::solvers::seacells::fit::Fit, Vec<usize>) {
+        let (x, labels) = gaussian_mixture(1500, 10, 10, 7);
+        let mut cfg = Config::new(50);
+        cfg.seed = seed;
+        (fit(&x, &cfg, &mut |_, _| {}).unwrap(), labels)
+    }
+
+    #[test]
+    fn gaussian_mixture_purity_and_determinism() {
+        let (f, labels) = mixture_fit(0);
+        let labels: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        let p = purity(&f.assignments, &labels, 50).unwrap();
+        let (sum, cnt) = p.iter().flatten().fold((0.0, 0), |a, x| (a.0 + x, a.1 + 1));
+        let mean = sum / cnt as f64;
+        assert!(mean >= 0.95, "mean purity {mean}");
+        assert!(f.rss.iter().all(|r| r.is_finite()));
+        assert!(f.iterations >= 10 && f.iterations <= 100);
+        let (g, _) = mixture_fit(0);
+        assert_eq!(f.assignments, g.assignments);
+        assert_eq!(
+            f.rss.iter().map(|r| r.to_bits()).collect::<Vec<_>>(),
+            g.rss.iter().map(|r| r.to_bits()).collect::<Vec<_>>()
+        );
+        // Aggregates: hard sums keep every count; soft means are convex combinations.
+        let counts = Csr::from_triplets(
+            1500,
+            3,
+            &(0..1500).collect::<Vec<_>>(),
+            &(0..1500).map(|i| i % 3).collect::<Vec<_>>(),
+            &vec![2.0; 1500],
+        )
+        .unwrap();
+        let h = aggregate_hard(&counts, &f.assignments, 50).unwrap();
+        assert!((h.values().iter().sum::<f64>() - 3000.0).abs() < 1e-9);
+        let s = aggregate_soft(&counts, &f.a, 50, 0.05).unwrap();
+        assert!(s.values().iter().all(|&v| (0.0..=2.0 + 1e-12).contains(&v)));
+    }
+
+    #[test]
+    fn malformed_input_is_a_clear_error() {
+        let (x, _) = gaussian_mixture(40, 3, 2, 1);
+        let err =
+            |cfg: &Config, x: &Dense<f64>| fit(x, cfg, &mut |_, _| {}).unwrap_err().to_string();
+        assert!(err(&Config::new(41), &x).contains("n_metacells"));
+        assert!(err(&Config::new(0), &x).contains("n_metacells"));
+        let mut d = x.data().to_vec();
+        d[7] = f64::NAN;
+        let bad = Dense::from_rows(40, 3, d).unwrap();
+        assert!(err(&Config::new(4), &bad).contains("embedding"));
+        let e = purity(&[0, 1], &["a".to_string()], 2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("labels"), "{e}");
+    }
+}

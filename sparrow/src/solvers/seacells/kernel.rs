@@ -103,9 +103,16 @@ pub fn bandwidths(nbrs: &[Vec<(u32, f64)>], k: usize) -> Vec<f64> {
 
 /// The kernel M (n x n CSR, symmetric, with self-loops) of an n x d embedding.
 pub fn kernel<T: Scalar>(x: &Dense<T>, k: usize, sym: Symmetrize) -> Result<Csr<f64>> {
-    let n = x.nrows();
-    let nbrs = knn(x, k)?;
-    let sigma = bandwidths(&nbrs, k);
+    kernel_from_knn(&knn(x, k)?, k, sym)
+}
+
+/// The kernel from neighbour lists already computed (each sorted as [`knn`] returns them, the
+/// first `k` entries used), so one kNN pass can serve several neighbourhood sizes.
+pub fn kernel_from_knn(all: &[Vec<(u32, f64)>], k: usize, sym: Symmetrize) -> Result<Csr<f64>> {
+    let n = all.len();
+    let nbrs: Vec<&[(u32, f64)]> = all.iter().map(|r| &r[..k.min(r.len())]).collect();
+    let owned: Vec<Vec<(u32, f64)>> = nbrs.iter().map(|r| r.to_vec()).collect();
+    let sigma = bandwidths(&owned, k);
     // Directed edges i -> j (j among i's neighbours), with squared distances.
     let has = |i: usize, j: usize| nbrs[i].iter().any(|&(c, _)| c as usize == j);
     let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
@@ -113,7 +120,7 @@ pub fn kernel<T: Scalar>(x: &Dense<T>, k: usize, sym: Symmetrize) -> Result<Csr<
         rows.push(i);
         cols.push(i);
         vals.push(1.0);
-        for &(j, d2) in &nbrs[i] {
+        for &(j, d2) in nbrs[i] {
             let j = j as usize;
             if j == i {
                 continue;

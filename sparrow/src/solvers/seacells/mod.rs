@@ -1,5 +1,12 @@
-//! SEACells metacells (Persad et al., 2023). Built so far: the kernel stage, exact kNN and the
-//! adaptive Gaussian kernel M on the symmetrised kNN graph; the optimiser applies K = M M^T
-//! through products with M, so neither K nor K^2 is ever formed.
+//! SEACells metacells (Persad et al., 2023) by kernel archetypal analysis, on the CPU: the
+//! adaptive Gaussian kernel M on the symmetrised kNN graph ([`kernel`]), a diffusion map and
+//! waypoint plus greedy column-subset initialisation ([`diffusion`], [`init`]), the A and B
+//! Frank-Wolfe updates with K = M M applied through products with M and every n x N matrix
+//! held sparse ([`fw`]), and the fit loop with its outputs and metrics ([`fit`]).
 
+pub mod diffusion;
+pub mod fit;
+pub mod fw;
+pub mod init;
 pub mod kernel;
+pub mod sparse;

@@ -1,0 +1,411 @@
+//! The SEACells fit: kNN, kernel, diffusion map, initial archetypes, then alternating A and B
+//! updates until the RSS settles; and what users take from it (hard and soft assignments,
+//! per-metacell aggregates of a counts matrix, purity, compactness, separation).
+
+use std::time::Instant;
+
+use super::diffusion::{diffusion_kernel, diffusion_map, multiscale};
+use super::fw::{btkb, kb_cols, rss, trace_k, update_a, update_b};
+use super::init::initial_archetypes;
+use super::kernel::{kernel_from_knn, knn, Symmetrize};
+use super::sparse::{transpose, SpVec};
+use crate::matrix::{Csr, Dense, Rng};
+use crate::{Error, Result, Scalar};
+
+/// Settings of a fit; `Config::new(n_metacells)` gives the documented defaults.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Metacells N, in 1..=cells.
+    pub n_metacells: usize,
+    /// Neighbours of the kernel's kNN graph, the cell included (default 15).
+    pub knn: usize,
+    /// Seed of the waypoint starts and the eigensolver (default 0).
+    pub seed: u64,
+    /// Outer iterations at least (default 10) and at most (default 100).
+    pub min_iter: usize,
+    /// See `min_iter`.
+    pub max_iter: usize,
+    /// Converged when |RSS_prev - RSS| < epsilon * RSS_0 (default 1e-3).
+    pub epsilon: f64,
+    /// Frank-Wolfe steps per update (default 50).
+    pub fw_steps: usize,
+    /// How the kNN graph is made symmetric (default union).
+    pub symmetrize: Symmetrize,
+}
+
+impl Config {
+    /// The defaults for `n_metacells` metacells.
+    pub fn new(n_metacells: usize) -> Self {
+        Config {
+            n_metacells,
+            knn: 15,
+            seed: 0,
+            min_iter: 10,
+            max_iter: 100,
+            epsilon: 1e-3,
+            fw_steps: 50,
+            symmetrize: Symmetrize::Union,
+        }
+    }
+}
+
+/// Neighbours and bandwidth of the diffusion map, as SEACells' palantir call.
+const DIFFUSION_KNN: usize = 30;
+const DIFFUSION_ADAPTIVE: usize = 10;
+const DIFFUSION_EIGS: usize = 10;
+
+/// A fitted model.
+#[derive(Clone, Debug)]
+pub struct Fit {
+    /// Per cell, the metacell with the largest weight in its A column (lowest on ties).
+    pub assignments: Vec<i32>,
+    /// Per metacell, the cell with the largest weight in its B column (lowest on ties).
+    pub archetypes: Vec<i64>,
+    /// The initial archetype cells (waypoints, then greedy centres).
+    pub initial_archetypes: Vec<i64>,
+    /// A by cells: (metacell, weight), weights summing to 1.
+    pub a: Vec<SpVec>,
+    /// RSS after the first A update and after every iteration.
+    pub rss: Vec<f64>,
+    /// Outer iterations run.
+    pub iterations: usize,
+    /// Whether the RSS settled within max_iter.
+    pub converged: bool,
+    /// Seconds per stage, in order.
+    pub stage_seconds: Vec<(&'static str, f64)>,
+    /// The scaled diffusion components (for the metrics), one vector per component.
+    pub components: Vec<Vec<f64>>,
+    /// Frank-Wolfe steps of each B update.
+    pub b_steps: Vec<usize>,
+}
+
+/// Fits SEACells to an n x d embedding; `progress(iteration, rss)` is called after each
+/// outer iteration.
+pub fn fit<T: Scalar>(
+    x: &Dense<T>,
+    cfg: &Config,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<Fit> {
+    let n = x.nrows();
+    if n < 2 {
+        return Err(Error::invalid(
+            "embedding",
+            format!("{n} cells: at least 2 are needed"),
+        ));
+    }
+    if cfg.n_metacells == 0 || cfg.n_metacells > n {
+        return Err(Error::invalid(
+            "n_metacells",
+            format!(
+                "{} must be in 1..={n} (the number of cells)",
+                cfg.n_metacells
+            ),
+        ));
+    }
+    if cfg.knn < 2 || cfg.knn > n {
+        return Err(Error::invalid(
+            "knn",
+            format!("{} must be in 2..={n}", cfg.knn),
+        ));
+    }
+    if cfg.min_iter > cfg.max_iter || cfg.max_iter == 0 {
+        return Err(Error::invalid(
+            "max_iter",
+            format!(
+                "{} must be positive and at least min_iter = {}",
+                cfg.max_iter, cfg.min_iter
+            ),
+        ));
+    }
+    if !(cfg.epsilon > 0.0 && cfg.epsilon.is_finite()) {
+        return Err(Error::invalid(
+            "epsilon",
+            format!("{} must be positive", cfg.epsilon),
+        ));
+    }
+    if cfg.fw_steps == 0 {
+        return Err(Error::invalid("fw_steps", "must be positive"));
+    }
+    let mut stages = Vec::new();
+    let mut clock = Instant::now();
+    let mut lap = |name: &'static str, stages: &mut Vec<(&'static str, f64)>| {
+        stages.push((name, clock.elapsed().as_secs_f64()));
+        clock = Instant::now();
+    };
+    let nb = knn(x, cfg.knn.max(DIFFUSION_KNN).min(n))?;
+    lap("knn", &mut stages);
+    let m = kernel_from_knn(&nb, cfg.knn, cfg.symmetrize)?;
+    lap("kernel", &mut stages);
+    let dk: Vec<Vec<(u32, f64)>> = nb
+        .iter()
+        .map(|r| r[..DIFFUSION_KNN.min(r.len())].to_vec())
+        .collect();
+    let w = diffusion_kernel(&dk, DIFFUSION_ADAPTIVE)?;
+    let dm = diffusion_map(&w, DIFFUSION_EIGS.min(n), cfg.seed)?;
+    let components = multiscale(&dm);
+    lap("diffusion", &mut stages);
+    let init = initial_archetypes(&m, &components, cfg.n_metacells, cfg.seed);
+    lap("initialise", &mut stages);
+
+    let nm = cfg.n_metacells;
+    let tr_k = trace_k(&m);
+    let mut b: Vec<SpVec> = init.iter().map(|&c| vec![(c as u32, 1.0)]).collect();
+    let mut kb = kb_cols(&m, &b);
+    let mut t1 = btkb(&kb, &transpose(&b, n));
+    let mut kb_rows = transpose(&kb, n);
+    let mut a = update_a(&kb_rows, &t1, nm, None, cfg.fw_steps);
+    let mut rss_hist = vec![rss(tr_k, &kb, &a, &t1)];
+    let mut b_steps = Vec::new();
+    let mut converged = false;
+    let mut iterations = 0;
+    while iterations < cfg.max_iter {
+        a = update_a(&kb_rows, &t1, nm, Some(&a), cfg.fw_steps);
+        let up = update_b(&m, &a, &b, cfg.fw_steps, 10, 1e-3);
+        b = up.b;
+        kb = up.kb;
+        b_steps.push(up.steps);
+        t1 = btkb(&kb, &transpose(&b, n));
+        kb_rows = transpose(&kb, n);
+        let r = rss(tr_k, &kb, &a, &t1);
+        rss_hist.push(r);
+        iterations += 1;
+        progress(iterations, r);
+        let k = rss_hist.len();
+        if (rss_hist[k - 2] - rss_hist[k - 1]).abs() < cfg.epsilon * rss_hist[0]
+            && iterations >= cfg.min_iter
+        {
+            converged = true;
+            break;
+        }
+    }
+    lap("fit", &mut stages);
+    let argmax = |v: &[(u32, f64)]| {
+        v.iter()
+            .fold(None, |best: Option<(u32, f64)>, &(i, w)| match best {
+                Some((_, bw)) if bw >= w => best,
+                _ => Some((i, w)),
+            })
+            .map(|p| p.0)
+    };
+    let assignments = a
+        .iter()
+        .map(|col| argmax(col).map_or(-1, |c| c as i32))
+        .collect();
+    let archetypes = b
+        .iter()
+        .map(|col| argmax(col).map_or(-1, |c| c as i64))
+        .collect();
+    Ok(Fit {
+        assignments,
+        archetypes,
+        initial_archetypes: init.iter().map(|&c| c as i64).collect(),
+        a,
+        rss: rss_hist,
+        iterations,
+        converged,
+        stage_seconds: stages,
+        components,
+        b_steps,
+    })
+}
+
+/// The `top` heaviest metacells of each cell with their weights (index -1 and weight 0 past a
+/// cell's atoms), heaviest first, ties to the lower metacell; row-major n x top.
+pub fn soft_top(a: &[SpVec], top: usize) -> (Vec<i32>, Vec<f64>) {
+    let mut idx = vec![-1i32; a.len() * top];
+    let mut wts = vec![0.0; a.len() * top];
+    for (i, col) in a.iter().enumerate() {
+        let mut v = col.clone();
+        v.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+        for (j, &(c, w)) in v.iter().take(top).enumerate() {
+            idx[i * top + j] = c as i32;
+            wts[i * top + j] = w;
+        }
+    }
+    (idx, wts)
+}
+
+/// A as a cells x metacells CSR.
+pub fn soft_matrix(a: &[SpVec], nm: usize) -> Result<Csr<f64>> {
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, col) in a.iter().enumerate() {
+        for &(m, w) in col {
+            r.push(i);
+            c.push(m as usize);
+            v.push(w);
+        }
+    }
+    Csr::from_triplets(a.len(), nm, &r, &c, &v)
+}
+
+fn check_rows(counts: &Csr<f64>, cells: usize) -> Result<()> {
+    if counts.nrows() != cells {
+        return Err(Error::invalid(
+            "counts",
+            format!("{} rows for {cells} cells", counts.nrows()),
+        ));
+    }
+    Ok(())
+}
+
+/// Sums of counts per metacell (hard assignments): N x genes.
+pub fn aggregate_hard(counts: &Csr<f64>, assign: &[i32], nm: usize) -> Result<Csr<f64>> {
+    check_rows(counts, assign.len())?;
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, &m) in assign.iter().enumerate() {
+        if m < 0 {
+            continue;
+        }
+        for p in counts.row_range(i) {
+            r.push(m as usize);
+            c.push(counts.col_idx()[p] as usize);
+            v.push(counts.values()[p]);
+        }
+    }
+    Csr::from_triplets(nm, counts.ncols(), &r, &c, &v)
+}
+
+/// Weighted means of counts per metacell (soft assignments): each cell's weights below
+/// `min_weight` dropped and the rest renormalised; metacell c gets
+/// sum_i w_ic x_i / sum_i w_ic. N x genes.
+pub fn aggregate_soft(
+    counts: &Csr<f64>,
+    a: &[SpVec],
+    nm: usize,
+    min_weight: f64,
+) -> Result<Csr<f64>> {
+    check_rows(counts, a.len())?;
+    let mut total = vec![0.0; nm];
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, col) in a.iter().enumerate() {
+        let kept: Vec<(u32, f64)> = col.iter().copied().filter(|x| x.1 >= min_weight).collect();
+        let s: f64 = kept.iter().map(|x| x.1).sum();
+        if s <= 0.0 {
+            continue;
+        }
+        for &(m, w) in &kept {
+            let w = w / s;
+            total[m as usize] += w;
+            for p in counts.row_range(i) {
+                r.push(m as usize);
+                c.push(counts.col_idx()[p] as usize);
+                v.push(w * counts.values()[p]);
+            }
+        }
+    }
+    for (k, &m) in r.iter().enumerate() {
+        v[k] /= total[m];
+    }
+    Csr::from_triplets(nm, counts.ncols(), &r, &c, &v)
+}
+
+/// Per metacell, the fraction of its cells that carry its most common label (None when it
+/// has no cells).
+pub fn purity(assign: &[i32], labels: &[String], nm: usize) -> Result<Vec<Option<f64>>> {
+    if labels.len() != assign.len() {
+        return Err(Error::invalid(
+            "labels",
+            format!("{} labels for {} cells", labels.len(), assign.len()),
+        ));
+    }
+    let mut per: Vec<std::collections::BTreeMap<&str, usize>> = vec![Default::default(); nm];
+    for (&m, l) in assign.iter().zip(labels) {
+        if m >= 0 {
+            *per[m as usize].entry(l.as_str()).or_default() += 1;
+        }
+    }
+    Ok(per
+        .iter()
+        .map(|h| {
+            let tot: usize = h.values().sum();
+            (tot > 0).then(|| *h.values().max().unwrap() as f64 / tot as f64)
+        })
+        .collect())
+}
+
+fn centroids(assign: &[i32], comps: &[Vec<f64>], nm: usize) -> (Vec<Vec<f64>>, Vec<usize>) {
+    let mut cen = vec![vec![0.0; comps.len()]; nm];
+    let mut cnt = vec![0usize; nm];
+    for (i, &m) in assign.iter().enumerate() {
+        if m >= 0 {
+            cnt[m as usize] += 1;
+            for (d, c) in comps.iter().enumerate() {
+                cen[m as usize][d] += c[i];
+            }
+        }
+    }
+    for (c, &k) in cen.iter_mut().zip(&cnt) {
+        if k > 0 {
+            c.iter_mut().for_each(|x| *x /= k as f64);
+        }
+    }
+    (cen, cnt)
+}
+
+/// Per metacell, the mean over diffusion components of the variance of its cells (lower is
+/// more compact; None when it has no cells).
+pub fn compactness(assign: &[i32], comps: &[Vec<f64>], nm: usize) -> Vec<Option<f64>> {
+    let (cen, cnt) = centroids(assign, comps, nm);
+    let mut var = vec![0.0; nm];
+    for (i, &m) in assign.iter().enumerate() {
+        if m >= 0 {
+            for (d, c) in comps.iter().enumerate() {
+                var[m as usize] += (c[i] - cen[m as usize][d]).powi(2);
+            }
+        }
+    }
+    (0..nm)
+        .map(|m| (cnt[m] > 0).then(|| var[m] / (cnt[m] as f64 * comps.len().max(1) as f64)))
+        .collect()
+}
+
+/// Per metacell, the distance in diffusion-component space from its centroid to the nearest
+/// other metacell's centroid (higher is better separated; None without cells or peers).
+pub fn separation(assign: &[i32], comps: &[Vec<f64>], nm: usize) -> Vec<Option<f64>> {
+    let (cen, cnt) = centroids(assign, comps, nm);
+    (0..nm)
+        .map(|m| {
+            if cnt[m] == 0 {
+                return None;
+            }
+            (0..nm)
+                .filter(|&o| o != m && cnt[o] > 0)
+                .map(|o| {
+                    cen[m]
+                        .iter()
+                        .zip(&cen[o])
+                        .map(|(a, b)| (a - b).powi(2))
+                        .sum::<f64>()
+                        .sqrt()
+                })
+                .min_by(f64::total_cmp)
+        })
+        .collect()
+}
+
+/// A Gaussian mixture for tests, demos and benchmarks: `clusters` centres uniform in
+/// [-10, 10]^d, cells spread N(0, 1) around them round-robin; returns the embedding and each
+/// cell's cluster.
+pub fn gaussian_mixture(
+    n: usize,
+    d: usize,
+    clusters: usize,
+    seed: u64,
+) -> (Dense<f64>, Vec<usize>) {
+    let mut rng = Rng::new(seed);
+    let centres: Vec<Vec<f64>> = (0..clusters.max(1))
+        .map(|_| (0..d).map(|_| rng.range_f64(-10.0, 10.0)).collect())
+        .collect();
+    let mut data = Vec::with_capacity(n * d);
+    let mut labels = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = i % centres.len();
+        labels.push(c);
+        for &mu in &centres[c] {
+            // Box-Muller.
+            let (u1, u2) = (rng.uniform().max(1e-300), rng.uniform());
+            data.push(mu + (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos());
+        }
+    }
+    (Dense::from_rows(n, d, data).expect("n x d fits"), labels)
+}

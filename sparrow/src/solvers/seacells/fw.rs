@@ -1,0 +1,283 @@
+//! The Frank-Wolfe updates of SEACells, with every n x N matrix sparse.
+//!
+//! B (n x N) is held as sparse columns (cells per archetype), A (N x n) as sparse columns
+//! (archetypes per cell), K B as sparse columns over cells; N x N matrices (A A^T, B^T K B)
+//! are dense. As the reference, both solves restart from a vertex: the first step has
+//! gamma = 2 / (0 + 2) = 1, so the previous iterate only sets the first gradient.
+
+use rayon::prelude::*;
+
+use super::sparse::{add_k_col, blend, lookup, Accum, SpVec};
+use crate::matrix::Csr;
+
+/// Atoms lighter than this are dropped from an A column (and the rest renormalised).
+pub const PRUNE: f64 = 1e-7;
+
+/// K B as sparse columns, from B's columns.
+pub fn kb_cols(m: &Csr<f64>, b: &[SpVec]) -> Vec<SpVec> {
+    let n = m.nrows();
+    b.par_iter()
+        .map_init(
+            || Accum::new(n),
+            |acc, col| {
+                for &(i, w) in col {
+                    add_k_col(m, i as usize, w, acc);
+                }
+                acc.take()
+            },
+        )
+        .collect()
+}
+
+/// t1 = B^T (K B), dense N x N row-major; `b_rows` holds B by cells (archetype, weight).
+pub fn btkb(kb: &[SpVec], b_rows: &[SpVec]) -> Vec<f64> {
+    let nm = kb.len();
+    let cols: Vec<Vec<f64>> = kb
+        .par_iter()
+        .map(|col| {
+            let mut t = vec![0.0; nm];
+            for &(i, v) in col {
+                for &(m, w) in &b_rows[i as usize] {
+                    t[m as usize] += w * v;
+                }
+            }
+            t
+        })
+        .collect();
+    let mut out = vec![0.0; nm * nm];
+    for (c, col) in cols.iter().enumerate() {
+        for (m, &v) in col.iter().enumerate() {
+            out[m * nm + c] = v;
+        }
+    }
+    out
+}
+
+/// The A update: for every cell, `steps` Frank-Wolfe steps on the archetypes,
+/// argmin_c (w[c] - (K B)[cell, c]) with w = t1 a (ties to the lowest c), atoms pruned below
+/// [`PRUNE`]. `prev` is the previous A (per cell); `None` starts every cell from uniform
+/// weights over the archetypes.
+pub fn update_a(
+    kb_rows: &[SpVec],
+    t1: &[f64],
+    nm: usize,
+    prev: Option<&[SpVec]>,
+    steps: usize,
+) -> Vec<SpVec> {
+    let w0: Vec<f64> = (0..nm)
+        .map(|m| t1[m * nm..(m + 1) * nm].iter().sum::<f64>() / nm as f64)
+        .collect();
+    (0..kb_rows.len())
+        .into_par_iter()
+        .map_init(
+            || (vec![0.0; nm], vec![0.0; nm]),
+            |(w, kb), i| {
+                match prev {
+                    Some(p) => {
+                        w.iter_mut().for_each(|x| *x = 0.0);
+                        for &(a, wt) in &p[i] {
+                            let row = &t1[a as usize * nm..(a as usize + 1) * nm];
+                            w.iter_mut().zip(row).for_each(|(x, t)| *x += wt * t);
+                        }
+                    }
+                    None => w.copy_from_slice(&w0),
+                }
+                for &(c, v) in &kb_rows[i] {
+                    kb[c as usize] = v;
+                }
+                let mut atoms: Vec<(u32, f64)> = Vec::new();
+                for t in 0..steps {
+                    let mut best = (0usize, f64::INFINITY);
+                    for c in 0..nm {
+                        let g = w[c] - kb[c];
+                        if g < best.1 {
+                            best = (c, g);
+                        }
+                    }
+                    let c = best.0;
+                    let gamma = 2.0 / (t as f64 + 2.0);
+                    for a in atoms.iter_mut() {
+                        a.1 *= 1.0 - gamma;
+                    }
+                    match atoms.iter_mut().find(|a| a.0 as usize == c) {
+                        Some(a) => a.1 += gamma,
+                        None => atoms.push((c as u32, gamma)),
+                    }
+                    let row = &t1[c * nm..(c + 1) * nm];
+                    w.iter_mut()
+                        .zip(row)
+                        .for_each(|(x, tv)| *x = (1.0 - gamma) * *x + gamma * tv);
+                    if atoms.iter().any(|a| a.1 < PRUNE) {
+                        // Drop the light atoms with their rank-1 terms, then renormalise.
+                        for a in atoms.iter().filter(|a| a.1 < PRUNE) {
+                            let r = &t1[a.0 as usize * nm..(a.0 as usize + 1) * nm];
+                            w.iter_mut().zip(r).for_each(|(x, tv)| *x -= a.1 * tv);
+                        }
+                        atoms.retain(|a| a.1 >= PRUNE);
+                        let s: f64 = atoms.iter().map(|a| a.1).sum();
+                        atoms.iter_mut().for_each(|a| a.1 /= s);
+                        w.iter_mut().for_each(|x| *x /= s);
+                    }
+                }
+                for &(c, _) in &kb_rows[i] {
+                    kb[c as usize] = 0.0;
+                }
+                atoms.sort_unstable_by_key(|a| a.0);
+                atoms
+            },
+        )
+        .collect()
+}
+
+/// What the B update did.
+#[derive(Clone, Debug)]
+pub struct BUpdate {
+    /// B's columns (cells per archetype).
+    pub b: Vec<SpVec>,
+    /// K B's columns for the new B.
+    pub kb: Vec<SpVec>,
+    /// Steps taken.
+    pub steps: usize,
+}
+
+/// The B update: per archetype, Frank-Wolfe on G = K B (A A^T) - K A^T over the cells (ties
+/// to the lowest cell; cells where G has no entry are zeros), stopped when the duality gap
+/// sum(B * G) - sum_c min_i G[i, c] falls below `gap_tol` of its first value after at least
+/// `min_steps` steps, or after `steps`.
+pub fn update_b(
+    m: &Csr<f64>,
+    a: &[SpVec],
+    b_prev: &[SpVec],
+    steps: usize,
+    min_steps: usize,
+    gap_tol: f64,
+) -> BUpdate {
+    let n = m.nrows();
+    let nm = b_prev.len();
+    // A A^T, dense N x N.
+    let mut aat = vec![0.0; nm * nm];
+    for col in a {
+        for &(p, wp) in col {
+            for &(q, wq) in col {
+                aat[p as usize * nm + q as usize] += wp * wq;
+            }
+        }
+    }
+    // K A^T as sparse columns: column c = sum over cells j of A[c, j] K[:, j].
+    let mut by_arch: Vec<SpVec> = vec![Vec::new(); nm];
+    for (j, col) in a.iter().enumerate() {
+        for &(c, w) in col {
+            by_arch[c as usize].push((j as u32, w));
+        }
+    }
+    let kat = kb_cols(m, &by_arch);
+    let mut b: Vec<SpVec> = b_prev.to_vec();
+    let mut kb = kb_cols(m, &b);
+    let mut gap0 = 0.0;
+    let mut taken = 0;
+    for t in 0..steps {
+        // Per archetype: the argmin cell and its share of the gap.
+        let picks: Vec<(u32, f64)> = (0..nm)
+            .into_par_iter()
+            .map_init(
+                || Accum::new(n),
+                |acc, c| {
+                    for mm in 0..nm {
+                        let s = aat[mm * nm + c];
+                        if s != 0.0 {
+                            for &(i, v) in &kb[mm] {
+                                acc.add(i, s * v);
+                            }
+                        }
+                    }
+                    for &(i, v) in &kat[c] {
+                        acc.add(i, -v);
+                    }
+                    let touched: Vec<u32> = acc.sorted_touched().to_vec();
+                    let mut best = (u32::MAX, f64::INFINITY);
+                    let mut gap_free = 0u32; // lowest cell with no entry (G = 0)
+                    for &i in &touched {
+                        if i == gap_free {
+                            gap_free += 1;
+                        }
+                    }
+                    for &i in &touched {
+                        let g = acc.get(i);
+                        if g < best.1 || (g == best.1 && i < best.0) {
+                            best = (i, g);
+                        }
+                    }
+                    if (gap_free as usize) < n
+                        && (0.0 < best.1 || (0.0 == best.1 && gap_free < best.0))
+                    {
+                        best = (gap_free, 0.0);
+                    }
+                    let dot: f64 = b[c].iter().map(|&(i, w)| w * acc.get(i)).sum();
+                    acc.clear();
+                    (best.0, dot - best.1)
+                },
+            )
+            .collect();
+        let gap: f64 = picks.iter().map(|p| p.1).sum();
+        if t == 0 {
+            gap0 = gap;
+        }
+        if t >= min_steps && gap <= gap_tol * gap0 {
+            break;
+        }
+        let gamma = 2.0 / (t as f64 + 2.0);
+        let updated: Vec<(SpVec, SpVec)> = (0..nm)
+            .into_par_iter()
+            .map_init(
+                || Accum::new(n),
+                |acc, c| {
+                    let i = picks[c].0;
+                    let e = [(i, 1.0)];
+                    let nb = blend(&b[c], &e, gamma);
+                    add_k_col(m, i as usize, 1.0, acc);
+                    let kcol = acc.take();
+                    (nb, blend(&kb[c], &kcol, gamma))
+                },
+            )
+            .collect();
+        for (c, (nb, nk)) in updated.into_iter().enumerate() {
+            b[c] = nb;
+            kb[c] = nk;
+        }
+        taken = t + 1;
+    }
+    BUpdate {
+        b,
+        kb,
+        steps: taken,
+    }
+}
+
+/// ||M - M B A||_F by the trace identity (M symmetric, K = M M):
+/// tr(K) - 2 tr(K B A) + tr(A^T (B^T K B) A), accumulated in f64.
+pub fn rss(tr_k: f64, kb: &[SpVec], a: &[SpVec], t1: &[f64]) -> f64 {
+    let nm = kb.len();
+    // Per-cell terms summed in cell order, so the result does not depend on the threads.
+    let terms: Vec<(f64, f64)> = a
+        .par_iter()
+        .enumerate()
+        .map(|(i, col)| {
+            let mut cross = 0.0;
+            let mut quad = 0.0;
+            for &(c, w) in col {
+                cross += w * lookup(&kb[c as usize], i as u32);
+                for &(d, v) in col {
+                    quad += w * v * t1[c as usize * nm + d as usize];
+                }
+            }
+            (cross, quad)
+        })
+        .collect();
+    let (cross, quad) = terms.iter().fold((0.0, 0.0), |x, y| (x.0 + y.0, x.1 + y.1));
+    (tr_k - 2.0 * cross + quad).max(0.0).sqrt()
+}
+
+/// tr(K) = ||M||_F^2.
+pub fn trace_k(m: &Csr<f64>) -> f64 {
+    m.values().iter().map(|v| v * v).sum()
+}

@@ -1,0 +1,161 @@
+//! Initial archetypes, as SEACells: waypoints by max-min sampling in each diffusion component
+//! (palantir's `_max_min_sampling`, floor(N / components) points per component from a seeded
+//! random start), then greedy column-subset selection on K (SEACells' `_get_greedy_centers`)
+//! for N - waypoints + 10 more, the first N distinct cells kept.
+//!
+//! The greedy selection keeps one dense n-vector per selected centre and applies K through
+//! products with M, so its memory is O(n (N - waypoints + 10)), never n x n.
+
+use rayon::prelude::*;
+
+use super::sparse::{add_k_col, k_mul, Accum};
+use crate::matrix::{Csr, Rng};
+
+/// Max-min (farthest point) sampling in one dimension per component: a random start, then
+/// repeatedly the cell farthest from those chosen (lowest index on ties).
+pub fn max_min(components: &[Vec<f64>], per_component: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut out = Vec::new();
+    for v in components {
+        let n = v.len();
+        if n == 0 || per_component == 0 {
+            continue;
+        }
+        let start = rng.below(n as u64) as usize;
+        out.push(start);
+        let mut min_d: Vec<f64> = v.iter().map(|x| (x - v[start]).abs()).collect();
+        for _ in 1..per_component {
+            let (best, _) =
+                min_d
+                    .iter()
+                    .enumerate()
+                    .fold((0usize, f64::NEG_INFINITY), |acc, (i, &d)| {
+                        if d > acc.1 {
+                            (i, d)
+                        } else {
+                            acc
+                        }
+                    });
+            out.push(best);
+            let vb = v[best];
+            min_d
+                .iter_mut()
+                .zip(v)
+                .for_each(|(d, x)| *d = d.min((x - vb).abs()));
+        }
+    }
+    out
+}
+
+/// Greedy column-subset selection on K = M M: `count` centres, each maximising the reduction of
+/// the residual ||K - C C^+ K|| (score f / g), never one already chosen or in `exclude`.
+pub fn greedy_css(m: &Csr<f64>, count: usize, exclude: &[usize]) -> Vec<usize> {
+    let n = m.nrows();
+    // f_j = ||K[:, j]||^2, g_j = K_jj.
+    let (mut f, mut g): (Vec<f64>, Vec<f64>) = (0..n)
+        .into_par_iter()
+        .map_init(
+            || Accum::new(n),
+            |acc, j| {
+                add_k_col(m, j, 1.0, acc);
+                let col = acc.take();
+                let f: f64 = col.iter().map(|(_, v)| v * v).sum();
+                let g = col
+                    .binary_search_by_key(&(j as u32), |e| e.0)
+                    .map_or(0.0, |p| col[p].1);
+                (f, g)
+            },
+        )
+        .unzip();
+    let mut taken = vec![false; n];
+    for &e in exclude {
+        if e < n {
+            taken[e] = true;
+        }
+    }
+    let mut omega: Vec<Vec<f64>> = Vec::new();
+    let mut centres = Vec::new();
+    let mut acc = Accum::new(n);
+    for _ in 0..count.min(n) {
+        let p = (0..n)
+            .filter(|&j| !taken[j])
+            .map(|j| (j, f[j] / g[j]))
+            .filter(|(_, s)| s.is_finite())
+            .fold(None, |best: Option<(usize, f64)>, (j, s)| match best {
+                Some((_, bs)) if bs >= s => best,
+                _ => Some((j, s)),
+            });
+        let Some((p, _)) = p else { break };
+        taken[p] = true;
+        centres.push(p);
+        // delta = K[:, p] - sum_r omega_r[p] omega_r; o = delta / sqrt(g_p).
+        let mut delta = vec![0.0; n];
+        add_k_col(m, p, 1.0, &mut acc);
+        for (i, v) in acc.take() {
+            delta[i as usize] = v;
+        }
+        for w in &omega {
+            let c = w[p];
+            delta.iter_mut().zip(w).for_each(|(d, x)| *d -= c * x);
+        }
+        let sg = g[p].max(f64::MIN_POSITIVE).sqrt();
+        let o: Vec<f64> = delta.iter().map(|d| d / sg).collect();
+        let ko = k_mul(m, &o);
+        let mut pl = vec![0.0; n];
+        for w in &omega {
+            let c: f64 = w.iter().zip(&o).map(|(a, b)| a * b).sum();
+            pl.iter_mut().zip(w).for_each(|(x, y)| *x += c * y);
+        }
+        let onorm2: f64 = o.iter().map(|x| x * x).sum();
+        for i in 0..n {
+            let oh = o[i] * o[i];
+            f[i] += -2.0 * (o[i] * ko[i] - o[i] * pl[i]) + onorm2 * oh;
+            g[i] -= oh;
+        }
+        omega.push(o);
+    }
+    centres
+}
+
+/// The initial archetypes: waypoints from the diffusion components, then greedy centres, the
+/// first `n_meta` distinct cells.
+pub fn initial_archetypes(
+    m: &Csr<f64>,
+    components: &[Vec<f64>],
+    n_meta: usize,
+    seed: u64,
+) -> Vec<usize> {
+    let n = m.nrows();
+    let mut rng = Rng::new(seed);
+    let per = if components.is_empty() {
+        0
+    } else {
+        n_meta / components.len()
+    };
+    let mut seen = vec![false; n];
+    let mut out = Vec::new();
+    for w in max_min(components, per, &mut rng) {
+        if !seen[w] && out.len() < n_meta {
+            seen[w] = true;
+            out.push(w);
+        }
+    }
+    if out.len() < n_meta {
+        let more = greedy_css(m, n_meta - out.len() + 10, &out);
+        for c in more {
+            if !seen[c] && out.len() < n_meta {
+                seen[c] = true;
+                out.push(c);
+            }
+        }
+    }
+    // Fewer distinct candidates than N (tiny inputs): the lowest unused cells.
+    let mut j = 0;
+    while out.len() < n_meta && j < n {
+        if !seen[j] {
+            seen[j] = true;
+            out.push(j);
+        }
+        j += 1;
+    }
+    out
+}

@@ -1,0 +1,127 @@
+//! Sparse vectors and the products with M the optimiser needs: K = M M (M is symmetric) is
+//! applied as two products with M and its columns are built on demand, so K is never stored.
+
+use rayon::prelude::*;
+
+use crate::matrix::Csr;
+
+/// A sparse vector: (index, value) pairs in ascending index.
+pub type SpVec = Vec<(u32, f64)>;
+
+/// A dense scratch vector with the list of touched entries, for sparse accumulation.
+pub struct Accum {
+    val: Vec<f64>,
+    seen: Vec<bool>,
+    touched: Vec<u32>,
+}
+
+impl Accum {
+    /// Scratch for vectors of length n.
+    pub fn new(n: usize) -> Self {
+        Accum {
+            val: vec![0.0; n],
+            seen: vec![false; n],
+            touched: Vec::new(),
+        }
+    }
+    /// Adds v at i.
+    #[inline]
+    pub fn add(&mut self, i: u32, v: f64) {
+        let iu = i as usize;
+        if !self.seen[iu] {
+            self.seen[iu] = true;
+            self.touched.push(i);
+        }
+        self.val[iu] += v;
+    }
+    /// The value at i (0 where untouched).
+    #[inline]
+    pub fn get(&self, i: u32) -> f64 {
+        self.val[i as usize]
+    }
+    /// The touched indices, sorted (the scratch keeps them until `clear`).
+    pub fn sorted_touched(&mut self) -> &[u32] {
+        self.touched.sort_unstable();
+        &self.touched
+    }
+    /// The accumulated vector, sorted; the scratch is cleared.
+    pub fn take(&mut self) -> SpVec {
+        self.touched.sort_unstable();
+        let out = self
+            .touched
+            .iter()
+            .map(|&i| (i, self.val[i as usize]))
+            .collect();
+        self.clear();
+        out
+    }
+    /// Zeroes every touched entry.
+    pub fn clear(&mut self) {
+        for &i in &self.touched {
+            self.val[i as usize] = 0.0;
+            self.seen[i as usize] = false;
+        }
+        self.touched.clear();
+    }
+}
+
+/// Adds `scale` times column i of K = M M (equal to its row i) into `acc`.
+pub fn add_k_col(m: &Csr<f64>, i: usize, scale: f64, acc: &mut Accum) {
+    let (cols, vals) = (m.col_idx(), m.values());
+    for p in m.row_range(i) {
+        let (j, mji) = (cols[p] as usize, vals[p] * scale);
+        for q in m.row_range(j) {
+            acc.add(cols[q] as u32, mji * vals[q]);
+        }
+    }
+}
+
+/// M x for a dense x.
+pub fn m_mul(m: &Csr<f64>, x: &[f64]) -> Vec<f64> {
+    let (cols, vals) = (m.col_idx(), m.values());
+    (0..m.nrows())
+        .into_par_iter()
+        .map(|i| m.row_range(i).map(|p| vals[p] * x[cols[p] as usize]).sum())
+        .collect()
+}
+
+/// K x = M (M x).
+pub fn k_mul(m: &Csr<f64>, x: &[f64]) -> Vec<f64> {
+    m_mul(m, &m_mul(m, x))
+}
+
+/// The value at index i of a sorted sparse vector.
+pub fn lookup(v: &[(u32, f64)], i: u32) -> f64 {
+    v.binary_search_by_key(&i, |e| e.0).map_or(0.0, |p| v[p].1)
+}
+
+/// (1 - g) a + g b for sorted sparse vectors.
+pub fn blend(a: &[(u32, f64)], b: &[(u32, f64)], g: f64) -> SpVec {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
+            out.push((a[i].0, (1.0 - g) * a[i].1));
+            i += 1;
+        } else if i == a.len() || b[j].0 < a[i].0 {
+            out.push((b[j].0, g * b[j].1));
+            j += 1;
+        } else {
+            out.push((a[i].0, (1.0 - g) * a[i].1 + g * b[j].1));
+            i += 1;
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Rows of a matrix held as sorted sparse columns (n rows): the transpose.
+pub fn transpose(cols: &[SpVec], n: usize) -> Vec<SpVec> {
+    let mut rows: Vec<SpVec> = vec![Vec::new(); n];
+    for (c, col) in cols.iter().enumerate() {
+        for &(i, v) in col {
+            rows[i as usize].push((c as u32, v));
+        }
+    }
+    rows
+}
