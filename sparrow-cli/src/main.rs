@@ -38,6 +38,8 @@ enum Command {
     Cs(commands::cs::Cs),
     /// Recover sparse signals from y = Phi x.
     Recover(commands::recover::Args),
+    /// SEACells metacells from an embedding (kernel archetypal analysis).
+    Seacells(commands::seacells::Args),
     /// The k largest or smallest keys of every segment.
     Topk(commands::topk::Args),
     /// Time our kernels beside cuSPARSE (and optionally the CPU) on the same data.
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Command::Spmv(a) => commands::products::spmv(&ctx, a),
         Command::Spmm(a) => commands::products::spmm(&ctx, a),
         Command::Topk(a) => commands::topk::run(&ctx, a),
+        Command::Seacells(a) => commands::seacells::run(&ctx, a),
         Command::Recover(a) => commands::recover::run(&ctx, a),
         Command::Cs(c) => commands::cs::run(&ctx, c),
         Command::Complete(a) => commands::complete::run(&ctx, a),

@@ -7,6 +7,7 @@ pub mod demo;
 pub mod info;
 pub mod products;
 pub mod recover;
+pub mod seacells;
 pub mod topk;
 pub mod validate;
 

@@ -1,0 +1,230 @@
+//! `sparrow seacells`: metacells from an embedding, with optional labels and counts.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use sparrow::matrix::io::{self, Normalize};
+use sparrow::matrix::{Csr, Dense};
+use sparrow::solvers::seacells::fit::{
+    aggregate_hard, aggregate_soft, compactness, fit, purity, separation, soft_matrix, soft_top,
+    Config, Fit,
+};
+use sparrow::solvers::seacells::kernel::Symmetrize;
+use sparrow::{Error, Result};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The embedding: cells x dimensions (.npy, f32 or f64), e.g. PCA coordinates.
+    #[arg(long)]
+    embedding: PathBuf,
+    /// Number of metacells.
+    #[arg(long)]
+    n_metacells: usize,
+    /// Neighbours of the kernel's kNN graph, the cell included.
+    #[arg(long, default_value_t = 15)]
+    knn: usize,
+    /// Make the kNN graph symmetric by union or intersection.
+    #[arg(long, default_value = "union")]
+    graph: String,
+    /// Seed of the initialisation.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// One label per line, one line per cell: purity per metacell goes into summary.json.
+    #[arg(long)]
+    labels: Option<PathBuf>,
+    /// A cells x genes matrix (.npz scipy CSR, .mtx or .npy) to aggregate per metacell.
+    #[arg(long)]
+    counts: Option<PathBuf>,
+    /// Outer iterations at least.
+    #[arg(long, default_value_t = 10)]
+    min_iter: usize,
+    /// Outer iterations at most.
+    #[arg(long, default_value_t = 100)]
+    max_iter: usize,
+    /// Converged when the RSS moves less than epsilon times its first value.
+    #[arg(long, default_value_t = 1e-3)]
+    epsilon: f64,
+    /// Output folder (created): assignments.npy, archetypes.npy, soft.npz, summary.json, and
+    /// metacell_counts.npz with --counts.
+    #[arg(long)]
+    out_dir: PathBuf,
+}
+
+/// A dense .npy of f64, or of f32 widened to f64.
+fn read_f64(path: &Path) -> Result<Dense<f64>> {
+    match io::read_dense::<f64>(path) {
+        Ok(d) => Ok(d),
+        Err(_) => {
+            let d = io::read_dense::<f32>(path)?.to_packed();
+            Dense::from_rows(
+                d.nrows(),
+                d.ncols(),
+                d.data().iter().map(|&v| v as f64).collect(),
+            )
+        }
+    }
+}
+
+fn read_labels(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    Ok(text.lines().map(|l| l.trim().to_string()).collect())
+}
+
+fn read_counts(path: &Path) -> Result<Csr<f64>> {
+    if path.extension().is_some_and(|e| e == "npy") {
+        let d = read_f64(path)?.to_packed();
+        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..d.nrows() {
+            for (j, &x) in d.row(i).iter().enumerate() {
+                if x != 0.0 {
+                    r.push(i);
+                    c.push(j);
+                    v.push(x);
+                }
+            }
+        }
+        return Csr::from_triplets(d.nrows(), d.ncols(), &r, &c, &v);
+    }
+    io::read_sparse::<f64>(path, Normalize::SortAndSum)
+}
+
+/// The summary users and scripts read: convergence, stage times, metrics.
+fn summary(
+    f: &Fit,
+    cells: usize,
+    dims: usize,
+    labels: Option<&[String]>,
+    nm: usize,
+) -> Result<serde_json::Value> {
+    let stages: serde_json::Map<String, serde_json::Value> = f
+        .stage_seconds
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+        .collect();
+    let total: f64 = f.stage_seconds.iter().map(|s| s.1).sum();
+    let mut s = serde_json::json!({
+        "cells": cells,
+        "dims": dims,
+        "n_metacells": nm,
+        "rss": f.rss,
+        "iterations": f.iterations,
+        "converged": f.converged,
+        "seconds": stages,
+        "seconds_total": total,
+        "b_update_steps": f.b_steps,
+        "initial_archetypes": f.initial_archetypes,
+        "compactness": compactness(&f.assignments, &f.components, nm),
+        "separation": separation(&f.assignments, &f.components, nm),
+    });
+    if let Some(l) = labels {
+        let p = purity(&f.assignments, l, nm)?;
+        let vals: Vec<f64> = p.iter().flatten().copied().collect();
+        s["purity"] = serde_json::json!(p);
+        s["purity_mean"] = serde_json::json!(vals.iter().sum::<f64>() / vals.len().max(1) as f64);
+        s["purity_min"] = serde_json::json!(vals.iter().copied().fold(f64::INFINITY, f64::min));
+    }
+    Ok(s)
+}
+
+pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
+    let x = read_f64(&args.embedding)?.to_packed();
+    let labels = args.labels.as_deref().map(read_labels).transpose()?;
+    if let Some(l) = &labels {
+        if l.len() != x.nrows() {
+            return Err(Error::invalid(
+                "--labels",
+                format!("{} labels for {} cells", l.len(), x.nrows()),
+            ));
+        }
+    }
+    let counts = args.counts.as_deref().map(read_counts).transpose()?;
+    if let Some(c) = &counts {
+        if c.nrows() != x.nrows() {
+            return Err(Error::invalid(
+                "--counts",
+                format!("{} rows for {} cells", c.nrows(), x.nrows()),
+            ));
+        }
+    }
+    let mut cfg = Config::new(args.n_metacells);
+    cfg.knn = args.knn;
+    cfg.seed = args.seed;
+    cfg.min_iter = args.min_iter;
+    cfg.max_iter = args.max_iter;
+    cfg.epsilon = args.epsilon;
+    cfg.symmetrize = match args.graph.as_str() {
+        "union" => Symmetrize::Union,
+        "intersection" => Symmetrize::Intersection,
+        g => {
+            return Err(Error::invalid(
+                "--graph",
+                format!("{g:?}: choose union or intersection"),
+            ))
+        }
+    };
+    let device = ctx.open_device()?;
+    if device.gpu().is_some() || ctx.explain {
+        eprintln!(
+            "plan: seacells: Cpu; exact kNN, sparse Frank-Wolfe updates over rayon threads (no GPU SEACells path is built yet)"
+        );
+    }
+    let pb = ProgressBar::new(cfg.max_iter as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    pb.set_message("kNN, kernel, diffusion map, initialisation");
+    let f = fit(&x, &cfg, &mut |it, rss| {
+        pb.set_position(it as u64);
+        pb.set_message(format!("RSS {rss:.6e}"));
+    })?;
+    pb.finish_and_clear();
+    let nm = cfg.n_metacells;
+    let d = &args.out_dir;
+    std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+    io::write_npy(
+        d.join("assignments.npy"),
+        &[f.assignments.len() as u64],
+        &f.assignments,
+    )?;
+    io::write_npy(d.join("archetypes.npy"), &[nm as u64], &f.archetypes)?;
+    io::write_npz_csr(d.join("soft.npz"), &soft_matrix(&f.a, nm)?)?;
+    let (ti, tw) = soft_top(&f.a, 5);
+    io::write_npy(d.join("soft_top5_index.npy"), &[x.nrows() as u64, 5], &ti)?;
+    io::write_npy(d.join("soft_top5_weight.npy"), &[x.nrows() as u64, 5], &tw)?;
+    if let Some(c) = &counts {
+        io::write_npz_csr(
+            d.join("metacell_counts.npz"),
+            &aggregate_hard(c, &f.assignments, nm)?,
+        )?;
+        io::write_npz_csr(
+            d.join("metacell_soft_means.npz"),
+            &aggregate_soft(c, &f.a, nm, 0.05)?,
+        )?;
+    }
+    let s = summary(&f, x.nrows(), x.ncols(), labels.as_deref(), nm)?;
+    let path = d.join("summary.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&s).expect("json"))
+        .map_err(|e| Error::io(&path, e))?;
+    if ctx.json {
+        println!("{s}");
+    } else {
+        println!(
+            "seacells: {} cells x {} dims -> {nm} metacells: {} iterations ({}), RSS {:.6e} -> {:.6e}{}; {:.1} s; wrote {}",
+            x.nrows(),
+            x.ncols(),
+            f.iterations,
+            if f.converged { "converged" } else { "not converged" },
+            f.rss[0],
+            f.rss.last().copied().unwrap_or(f64::NAN),
+            s.get("purity_mean")
+                .map(|p| format!(", mean purity {:.4}", p.as_f64().unwrap_or(f64::NAN)))
+                .unwrap_or_default(),
+            s["seconds_total"].as_f64().unwrap_or(0.0),
+            d.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
