@@ -620,6 +620,30 @@ fn seacells_writes_every_output() {
         got,
         f.assignments.iter().map(|&a| a as i64).collect::<Vec<_>>()
     );
+    let read = |name: &str| {
+        io::read_npy(dir.join(name))
+            .unwrap()
+            .data
+            .to_i64(&dir, name)
+            .unwrap()
+    };
+    assert_eq!(read("archetypes.npy"), f.archetypes);
+    let (top_i, top_w) = sparrow::solvers::seacells::fit::soft_top(&f.a, 5);
+    assert_eq!(
+        read("soft_top5_index.npy"),
+        top_i.iter().map(|&i| i as i64).collect::<Vec<_>>()
+    );
+    let w: Dense<f64> = io::read_dense(dir.join("soft_top5_weight.npy")).unwrap();
+    assert_eq!(w.to_packed().data(), &top_w[..]);
+    let soft = io::read_sparse::<f64>(dir.join("soft.npz"), io::Normalize::SortAndSum).unwrap();
+    assert_eq!((soft.nrows(), soft.ncols()), (700, 20));
+    for i in 0..700 {
+        let r = soft.row_range(i);
+        assert!(
+            (soft.values()[r].iter().sum::<f64>() - 1.0).abs() < 1e-9,
+            "cell {i}"
+        );
+    }
     let e = failure(&sparrow(&[
         "--device",
         "cpu",

@@ -64,8 +64,8 @@ fn without_a_driver_cuda_is_refused_and_auto_falls_back() {
 #[test]
 fn launch_shapes_are_checked_against_limits() {
     let l = h200_like();
-    assert!(LaunchShape::linear(1000, 256).check(&l, 1024).is_ok());
-    let err = |s: LaunchShape, k: u32| s.check(&l, k).unwrap_err().to_string();
+    assert!(LaunchShape::linear(1000, 256).check(&l, 1024, 0).is_ok());
+    let err = |s: LaunchShape, k: u32| s.check(&l, k, 0).unwrap_err().to_string();
     assert_eq!(
         err(LaunchShape::linear(0, 256), 1024),
         "invalid argument `launch shape`: grid (0, 1, 1) x block (256, 1, 1), 0 B shared: a zero dimension launches no work"
@@ -78,10 +78,21 @@ fn launch_shapes_are_checked_against_limits() {
         err(LaunchShape::linear(10, 256).with_smem(228 * 1024), 1024)
             .ends_with("233472 bytes of shared memory exceed the device's 232448 per block")
     );
+    // The kernel's static shared memory counts against the same budget.
+    assert!(LaunchShape::linear(10, 256)
+        .with_smem(224 * 1024)
+        .check(&l, 1024, 4096)
+        .unwrap_err()
+        .to_string()
+        .ends_with("233472 bytes of shared memory exceed the device's 232448 per block"));
+    assert!(LaunchShape::linear(10, 256)
+        .with_smem(224 * 1024)
+        .check(&l, 1024, 1024)
+        .is_ok());
     assert!(LaunchShape::linear(32, 256)
         .with_smem(200 * 1024)
         .with_cluster(16)
-        .check(&l, 1024)
+        .check(&l, 1024, 0)
         .is_ok());
     assert!(err(LaunchShape::linear(34, 256).with_cluster(17), 1024)
         .ends_with("cluster of 17 blocks exceeds the device's 16"));
@@ -91,12 +102,12 @@ fn launch_shapes_are_checked_against_limits() {
     no_clusters.max_cluster = 1;
     assert!(LaunchShape::linear(4, 32)
         .with_cluster(2)
-        .check(&no_clusters, 1024)
+        .check(&no_clusters, 1024, 0)
         .is_err());
     let mut s = LaunchShape::linear(4, 32);
     s.grid[1] = 70000;
     assert!(s
-        .check(&l, 1024)
+        .check(&l, 1024, 0)
         .unwrap_err()
         .to_string()
         .ends_with("grid dimension 1 exceeds the device limit 65535"));

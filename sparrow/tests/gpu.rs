@@ -718,6 +718,23 @@ mod topk {
                 );
             }
         }
+        // A sample that misleads: the keys at the sampled positions (runs of 32 at a stride
+        // of len / 128) are 1 and every other key 0, so the threshold lets through only the
+        // 4,096 sampled keys, fewer than k: the block selects from memory.
+        let len = 262_144usize;
+        let mut k = vec![0f32; 2 * len];
+        for s in 0..2 {
+            for j in 0..4096 {
+                k[s * len + (j >> 5) * (len / 128) + (j & 31)] = 1.0;
+            }
+        }
+        for tie in TIES {
+            let req = TopK::largest(5000).tie_break(tie);
+            let segs = Segments::Fixed { count: 2, len };
+            let (_, plan) = req.run_keys(&d, &k, segs).unwrap();
+            assert!(plan.reason.starts_with("filter"), "{plan}");
+            check::<f32, f32>(&d, &req, &k, segs, None);
+        }
         // Per-segment k, one of them above its segment's length, and an empty segment.
         let o = [0i64, 100_000, 100_000, 150_000, 400_000];
         let k: Vec<i64> = keys(400_000, Pattern::RandomBits, 3);

@@ -44,8 +44,15 @@ impl LaunchShape {
         self
     }
 
-    /// Checks the shape against the device and the kernel's own limit on threads per block.
-    pub fn check(&self, limits: &Limits, kernel_max_threads: u32) -> Result<()> {
+    /// Checks the shape against the device and the kernel's own limits: threads per block,
+    /// and the shared memory it declares statically (which counts against the same budget as
+    /// the dynamic bytes asked for here).
+    pub fn check(
+        &self,
+        limits: &Limits,
+        kernel_max_threads: u32,
+        kernel_static_smem: u32,
+    ) -> Result<()> {
         let bad = |why: String| Err(Error::invalid("launch shape", format!("{self}: {why}")));
         if self.grid.contains(&0) || self.block.contains(&0) {
             return bad("a zero dimension launches no work".into());
@@ -71,10 +78,11 @@ impl LaunchShape {
                 "{threads} threads per block exceed the limit {cap} for this kernel"
             ));
         }
-        if self.smem > limits.smem_per_block_optin {
+        let smem = self.smem as u64 + kernel_static_smem as u64;
+        if smem > limits.smem_per_block_optin as u64 {
             return bad(format!(
-                "{} bytes of shared memory exceed the device's {} per block",
-                self.smem, limits.smem_per_block_optin
+                "{smem} bytes of shared memory exceed the device's {} per block",
+                limits.smem_per_block_optin
             ));
         }
         if let Some(c) = self.cluster {
@@ -187,17 +195,7 @@ pub(crate) fn launch(
     args: &mut Args,
 ) -> Result<()> {
     shape
-        .check(limits, kernel.max_threads)
-        .and_then(|()| {
-            if shape.smem + kernel.static_smem > limits.smem_per_block_optin {
-                Err(Error::unsupported(format!(
-                    "{} bytes of dynamic and {} of static shared memory exceed the device's {} per block",
-                    shape.smem, kernel.static_smem, limits.smem_per_block_optin
-                )))
-            } else {
-                Ok(())
-            }
-        })
+        .check(limits, kernel.max_threads, kernel.static_smem)
         .map_err(|e| Error::device(format!("launch of {}", kernel.name), e))?;
     let ctx = |what: &str| format!("{what} of {} with {shape}", kernel.name);
     let f = kernel.func.cu_function();

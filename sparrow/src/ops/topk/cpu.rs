@@ -7,7 +7,7 @@
 use rayon::prelude::*;
 
 use super::key::directed;
-use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
+use super::{padding, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 
 /// Segments at least this long split their passes across threads.
 const PAR_LEN: usize = 1 << 20;
@@ -221,10 +221,7 @@ pub fn topk<K: Key, V: Key>(
     TopKOutput {
         width: w,
         keys: out_k,
-        indices: match req.index() {
-            IndexType::I64 => Indices::I64(out_i),
-            IndexType::I32 => Indices::I32(out_i.into_iter().map(|x| x as i32).collect()),
-        },
+        indices: Indices::from_i64(req.index(), out_i),
         values: out_v,
         counts: layout.kk.clone(),
     }

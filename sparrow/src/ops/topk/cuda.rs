@@ -5,7 +5,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::key::directed;
-use super::plan::{gpu_path, tiles, FilterShape, GpuPath, SORT_MAX};
+use super::plan::{filter_blocks, gpu_path, radix_bytes, tiles, FilterShape, GpuPath, SORT_MAX};
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::{topk_module, topk_name, KernelModule};
@@ -32,13 +32,22 @@ fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
     v
 }
 
-/// Bytes of one radix in shared memory: 4 for keys of up to 32 bits, else 8 (`R` in topk.cu).
-fn radix_bytes<K: Key>() -> usize {
-    if K::BITS <= 32 {
-        4
-    } else {
-        8
-    }
+/// One block per segment, with `smem` bytes of dynamic shared memory.
+fn per_segment(n: usize, smem: usize) -> Result<LaunchShape> {
+    Ok(LaunchShape::linear(
+        u32::try_from(n).map_err(|_| Error::unsupported("too many segments for one launch"))?,
+        BLOCK,
+    )
+    .with_smem(smem as u32))
+}
+
+/// The launch flags every selection kernel takes: largest, 64-bit indices, larger-index ties.
+fn flags(req: &TopK) -> (i32, i32, i32) {
+    (
+        req.is_largest() as i32,
+        (req.index() == IndexType::I64) as i32,
+        (req.tie() == TieBreak::LargerIndex) as i32,
+    )
 }
 
 fn tiles_shape(nt: usize) -> Result<LaunchShape> {
@@ -237,8 +246,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let (n, w) = (layout.count(), layout.width);
         let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
         let out_elems = n * w;
-        let largest = req.is_largest() as i32;
-        let idx64 = (req.index() == IndexType::I64) as i32;
+        let (largest, idx64, larger) = flags(req);
         for (buf, len) in [(&b.out_keys, ks), (&b.out_idx, is), (&b.out_vals, vs)] {
             gpu.fill_bytes(buf, 0xA5, out_elems * len)?;
         }
@@ -248,20 +256,11 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         } else {
             (&b.out_keys, &b.out_idx, &b.out_vals)
         };
-        let larger = (req.tie() == TieBreak::LargerIndex) as i32;
-        let per_segment = |smem: usize| -> Result<LaunchShape> {
-            Ok(LaunchShape::linear(
-                u32::try_from(n)
-                    .map_err(|_| Error::unsupported("too many segments for one launch"))?,
-                BLOCK,
-            )
-            .with_smem(smem as u32))
-        };
         match b.path {
             GpuPath::OnChip => {
                 run.launch(
                     "block",
-                    per_segment(b.max_len.max(1) * radix_bytes::<K>())?,
+                    per_segment(n, b.max_len.max(1) * radix_bytes::<K>())?,
                     Args::new()
                         .ptr(gpu.ptr(&b.keys))
                         .ptr(gpu.ptr(&b.start))
@@ -300,20 +299,11 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
     /// candidates (or from memory, per segment, when they cannot hold the answer).
     fn filter(&self, run: &Run, b: &Buffers, tk: &CudaSlice<u8>, ti: &CudaSlice<u8>) -> Result<()> {
         let gpu = self.gpu;
-        let (req, n, w) = (&self.req, self.layout.count(), self.layout.width);
-        let largest = req.is_largest() as i32;
-        let idx64 = (req.index() == IndexType::I64) as i32;
-        let per_segment = |smem: usize| -> Result<LaunchShape> {
-            Ok(LaunchShape::linear(
-                u32::try_from(n)
-                    .map_err(|_| Error::unsupported("too many segments for one launch"))?,
-                BLOCK,
-            )
-            .with_smem(smem as u32))
-        };
+        let (n, w) = (self.layout.count(), self.layout.width);
+        let (largest, idx64, larger) = flags(&self.req);
         run.launch(
             "thresh",
-            per_segment(0)?,
+            per_segment(n, 0)?,
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))
@@ -323,11 +313,9 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .i32(largest),
         )?;
         if b.nt > 0 {
-            // Eight resident blocks per SM stride over the tiles.
-            let blocks = b.nt.min(gpu.limits().sms as usize * 8);
             run.launch(
                 "filter",
-                tiles_shape(blocks)?,
+                tiles_shape(filter_blocks(b.nt, gpu.limits()))?,
                 Args::new()
                     .ptr(gpu.ptr(&b.keys))
                     .ptr(gpu.ptr(&b.tseg))
@@ -344,7 +332,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         }
         run.launch(
             "cand",
-            per_segment(b.filter.cap * (radix_bytes::<K>() + 4))?,
+            per_segment(n, b.filter.cap * (radix_bytes::<K>() + 4))?,
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))
@@ -362,16 +350,15 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .i64(w as i64)
                 .i32(idx64)
                 .i32(largest)
-                .i32((req.tie() == TieBreak::LargerIndex) as i32),
+                .i32(larger),
         )
     }
 
     /// The tiled path: digit passes over memory, counts, bases, the ordered write.
     fn tiled(&self, run: &Run, b: &Buffers, tk: &CudaSlice<u8>, ti: &CudaSlice<u8>) -> Result<()> {
         let gpu = self.gpu;
-        let (req, n, w, nt) = (&self.req, self.layout.count(), self.layout.width, b.nt);
-        let largest = req.is_largest() as i32;
-        let idx64 = (req.index() == IndexType::I64) as i32;
+        let (n, w, nt) = (self.layout.count(), self.layout.width, b.nt);
+        let (largest, idx64, larger) = flags(&self.req);
         run.launch(
             "init",
             grid(n)?,
@@ -444,7 +431,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .ptr(gpu.ptr(&b.tile_out))
                 .ptr(gpu.ptr(&b.tile_rank))
                 .ptr(gpu.ptr(&b.lo))
-                .i32((req.tie() == TieBreak::LargerIndex) as i32),
+                .i32(larger),
         )?;
         if nt > 0 {
             run.launch(
@@ -479,18 +466,12 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let (n, w) = (layout.count(), layout.width);
         let out_elems = n * w;
         let vs = self.vs();
-        let largest = req.is_largest() as i32;
-        let idx64 = (req.index() == IndexType::I64) as i32;
+        let (largest, idx64, _) = flags(req);
         if b.sorted_here {
             let pw = w.next_power_of_two();
             run.launch(
                 "sort",
-                LaunchShape::linear(
-                    u32::try_from(n)
-                        .map_err(|_| Error::unsupported("too many segments for one sort launch"))?,
-                    BLOCK,
-                )
-                .with_smem((pw * 12) as u32),
+                per_segment(n, pw * 12)?,
                 Args::new()
                     .ptr(gpu.ptr(&b.w_keys))
                     .ptr(gpu.ptr(&b.kk))

@@ -97,6 +97,13 @@ pub enum Indices {
 }
 
 impl Indices {
+    /// 64-bit positions in the requested type.
+    pub(crate) fn from_i64(ty: IndexType, v: Vec<i64>) -> Self {
+        match ty {
+            IndexType::I64 => Indices::I64(v),
+            IndexType::I32 => Indices::I32(v.into_iter().map(|x| x as i32).collect()),
+        }
+    }
     /// Position `i` as i64.
     pub fn get(&self, i: usize) -> i64 {
         match self {

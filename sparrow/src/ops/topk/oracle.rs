@@ -3,7 +3,7 @@
 //! asks. Obviously correct and slow.
 
 use super::key::directed;
-use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
+use super::{padding, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 
 /// The positions the oracle selects for one segment, in output order.
 pub fn select<K: Key>(req: &TopK, seg: &[K], kk: usize) -> Vec<usize> {
@@ -53,10 +53,7 @@ pub fn topk<K: Key, V: Key>(
     TopKOutput {
         width: w,
         keys: out_k,
-        indices: match req.index() {
-            IndexType::I64 => Indices::I64(out_i),
-            IndexType::I32 => Indices::I32(out_i.into_iter().map(|x| x as i32).collect()),
-        },
+        indices: Indices::from_i64(req.index(), out_i),
         values: out_v,
         counts: layout.kk.clone(),
     }

@@ -29,6 +29,20 @@ pub const TILE: usize = 4096;
 /// block may use without opting in.
 pub const SORT_MAX: usize = 4096;
 
+/// Bytes of one radix in shared memory: 4 for keys of up to 32 bits, else 8 (`R` in topk.cu).
+pub fn radix_bytes<K: Key>() -> usize {
+    if K::BITS <= 32 {
+        4
+    } else {
+        8
+    }
+}
+
+/// Blocks of the filter pass: eight resident per SM, striding over the tiles.
+pub fn filter_blocks(ntiles: usize, limits: &crate::device::Limits) -> usize {
+    ntiles.min(limits.sms as usize * 8).max(1)
+}
+
 /// Keys sampled per segment for the filter's threshold; must match `SAMPLE` in `topk.cu`.
 pub const SAMPLE: usize = 4096;
 
@@ -234,9 +248,83 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         kernel: Some(kernel),
         shape: Some(match path {
             GpuPath::OnChip => LaunchShape::linear(n as u32, 256)
-                .with_smem((max_len.max(1) * if K::BITS <= 32 { 4 } else { 8 }) as u32),
-            _ => LaunchShape::linear(ntiles.max(1) as u32, 256),
+                .with_smem((max_len.max(1) * radix_bytes::<K>()) as u32),
+            GpuPath::Filter => LaunchShape::linear(filter_blocks(ntiles, gpu.limits()) as u32, 256),
+            GpuPath::Tiled => LaunchShape::linear(ntiles.max(1) as u32, 256),
         }),
         reason,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Limits;
+    use crate::ops::topk::Segments;
+
+    fn limits() -> Limits {
+        Limits {
+            name: "test".into(),
+            compute_capability: (9, 0),
+            sms: 132,
+            total_memory: 1 << 30,
+            max_threads_per_block: 1024,
+            max_block: [1024, 1024, 64],
+            max_grid: [i32::MAX as u32, 65535, 65535],
+            smem_per_block: 48 * 1024,
+            smem_per_block_optin: 227 * 1024,
+            max_cluster_portable: 8,
+            max_cluster: 16,
+            l2_bytes: 50 << 20,
+        }
+    }
+
+    /// The filter path is taken exactly while the expected candidates fit half of what one
+    /// block selects on chip, and its shared memory holds twice the expected count.
+    #[test]
+    fn filter_path_bound() {
+        let l = limits();
+        let len = 262_144;
+        let expected = |k: usize| filter_rank(len, k, SAMPLE) * len / SAMPLE;
+        let last = (1..len)
+            .take_while(|&k| expected(k) <= cand_cap(&l) / 2)
+            .last()
+            .unwrap();
+        for (k, want) in [(last, GpuPath::Filter), (last + 1, GpuPath::Tiled)] {
+            let req = TopK::largest(k);
+            let layout = req
+                .layout(2 * len, Segments::Fixed { count: 2, len }, None)
+                .unwrap();
+            let (path, fs) = gpu_path(&req, &layout, &l).unwrap();
+            assert_eq!(path, want, "k = {k}");
+            assert_eq!(fs.expected, expected(k));
+            if path == GpuPath::Filter {
+                assert!(fs.cap >= 2 * fs.expected && fs.cap <= cand_cap(&l));
+                assert!(fs.ct.is_power_of_two() && fs.ct <= TILE);
+            }
+        }
+        // Segments that fit a block go on chip; forcing that path on longer ones is refused.
+        let req = TopK::largest(5);
+        let at = block_max(&l);
+        let layout = req
+            .layout(at, Segments::Fixed { count: 1, len: at }, None)
+            .unwrap();
+        assert_eq!(gpu_path(&req, &layout, &l).unwrap().0, GpuPath::OnChip);
+        let layout = req
+            .layout(
+                at + 1,
+                Segments::Fixed {
+                    count: 1,
+                    len: at + 1,
+                },
+                None,
+            )
+            .unwrap();
+        let forced = req.clone().force_path(Some(GpuPath::OnChip));
+        let e = gpu_path(&forced, &layout, &l).unwrap_err().to_string();
+        assert!(
+            e.contains("on-chip") && e.contains(&format!("{}", at + 1)),
+            "{e}"
+        );
+    }
 }

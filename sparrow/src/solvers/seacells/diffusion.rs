@@ -25,14 +25,15 @@ pub struct Diffusion {
     pub iterations: usize,
 }
 
-/// The symmetric diffusion kernel W + W^T from neighbour lists as `knn` returns them (self
-/// first, squared distances): W_ij = exp(-d_ij / sigma_i), sigma_i the distance to the
-/// `adaptive`-th nearest other cell (the farthest when there are fewer; 1 when it is 0).
-pub fn diffusion_kernel(nbrs: &[Vec<(u32, f64)>], adaptive: usize) -> Result<Csr<f64>> {
+/// The symmetric diffusion kernel W + W^T on the first `k` entries of neighbour lists as `knn`
+/// returns them (self first, squared distances): W_ij = exp(-d_ij / sigma_i), sigma_i the
+/// distance to the `adaptive`-th nearest other cell (the farthest when there are fewer; 1 when
+/// it is 0).
+pub fn diffusion_kernel(nbrs: &[Vec<(u32, f64)>], k: usize, adaptive: usize) -> Result<Csr<f64>> {
     let n = nbrs.len();
     let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
     for (i, row) in nbrs.iter().enumerate() {
-        let others: Vec<(usize, f64)> = row
+        let others: Vec<(usize, f64)> = row[..k.min(row.len())]
             .iter()
             .filter(|(j, _)| *j as usize != i)
             .map(|&(j, d2)| (j as usize, d2.sqrt()))

@@ -53,6 +53,10 @@ impl Config {
 const DIFFUSION_KNN: usize = 30;
 const DIFFUSION_ADAPTIVE: usize = 10;
 const DIFFUSION_EIGS: usize = 10;
+/// The B update's stop: the duality gap under this fraction of its first value, after at least
+/// this many steps (SEACells' values).
+const B_GAP_TOL: f64 = 1e-3;
+const B_MIN_STEPS: usize = 10;
 
 /// A fitted model.
 #[derive(Clone, Debug)]
@@ -136,11 +140,7 @@ pub fn fit<T: Scalar>(
     lap("knn", &mut stages);
     let m = kernel_from_knn(&nb, cfg.knn, cfg.symmetrize)?;
     lap("kernel", &mut stages);
-    let dk: Vec<Vec<(u32, f64)>> = nb
-        .iter()
-        .map(|r| r[..DIFFUSION_KNN.min(r.len())].to_vec())
-        .collect();
-    let w = diffusion_kernel(&dk, DIFFUSION_ADAPTIVE)?;
+    let w = diffusion_kernel(&nb, DIFFUSION_KNN, DIFFUSION_ADAPTIVE)?;
     let dm = diffusion_map(&w, DIFFUSION_EIGS.min(n), cfg.seed)?;
     let components = multiscale(&dm);
     lap("diffusion", &mut stages);
@@ -160,7 +160,7 @@ pub fn fit<T: Scalar>(
     let mut iterations = 0;
     while iterations < cfg.max_iter {
         a = update_a(&kb_rows, &t1, nm, Some(&a), cfg.fw_steps);
-        let up = update_b(&m, &a, &b, cfg.fw_steps, 10, 1e-3);
+        let up = update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL);
         b = up.b;
         kb = up.kb;
         b_steps.push(up.steps);

@@ -193,15 +193,16 @@ pub fn update_b(
                     for &(i, v) in &kat[c] {
                         acc.add(i, -v);
                     }
-                    let touched: Vec<u32> = acc.sorted_touched().to_vec();
+                    acc.sort_touched();
+                    let touched = acc.touched();
                     let mut best = (u32::MAX, f64::INFINITY);
                     let mut gap_free = 0u32; // lowest cell with no entry (G = 0)
-                    for &i in &touched {
+                    for &i in touched {
                         if i == gap_free {
                             gap_free += 1;
                         }
                     }
-                    for &i in &touched {
+                    for &i in touched {
                         let g = acc.get(i);
                         if g < best.1 || (g == best.1 && i < best.0) {
                             best = (i, g);

@@ -74,20 +74,25 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
             }
             dist.sort_unstable_by(cmp);
             dist[0].0 = 0.0;
-            dist.into_iter().map(|(d2, j)| (j, d2)).collect()
+            // A fresh vector of k: collecting in place would keep the n-entry allocation of
+            // every row alive (n^2 memory).
+            let mut row = Vec::with_capacity(k);
+            row.extend(dist.iter().map(|&(d2, j)| (j, d2)));
+            row
         })
         .collect())
 }
 
-/// The bandwidth of each cell: the distance to its floor(k/2)-th nearest other cell at a
-/// non-zero distance; when fewer such neighbours exist, the farthest of them; 1 when all of the
-/// cell's neighbours sit on it (an isolated stack of duplicates, whose weights are then exp(0)).
+/// The bandwidth of each cell among its first k neighbours: the distance to its floor(k/2)-th
+/// nearest other cell at a non-zero distance; when fewer such neighbours exist, the farthest of
+/// them; 1 when all of the cell's neighbours sit on it (an isolated stack of duplicates, whose
+/// weights are then exp(0)).
 pub fn bandwidths(nbrs: &[Vec<(u32, f64)>], k: usize) -> Vec<f64> {
     let want = (k / 2).max(1);
     nbrs.iter()
         .enumerate()
         .map(|(i, row)| {
-            let others: Vec<f64> = row
+            let others: Vec<f64> = row[..k.min(row.len())]
                 .iter()
                 .filter(|(j, d2)| *j as usize != i && *d2 > 0.0)
                 .map(|(_, d2)| d2.sqrt())
@@ -111,8 +116,7 @@ pub fn kernel<T: Scalar>(x: &Dense<T>, k: usize, sym: Symmetrize) -> Result<Csr<
 pub fn kernel_from_knn(all: &[Vec<(u32, f64)>], k: usize, sym: Symmetrize) -> Result<Csr<f64>> {
     let n = all.len();
     let nbrs: Vec<&[(u32, f64)]> = all.iter().map(|r| &r[..k.min(r.len())]).collect();
-    let owned: Vec<Vec<(u32, f64)>> = nbrs.iter().map(|r| r.to_vec()).collect();
-    let sigma = bandwidths(&owned, k);
+    let sigma = bandwidths(all, k);
     // Directed edges i -> j (j among i's neighbours), with squared distances.
     let has = |i: usize, j: usize| nbrs[i].iter().any(|&(c, _)| c as usize == j);
     let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());

@@ -39,9 +39,12 @@ impl Accum {
     pub fn get(&self, i: u32) -> f64 {
         self.val[i as usize]
     }
-    /// The touched indices, sorted (the scratch keeps them until `clear`).
-    pub fn sorted_touched(&mut self) -> &[u32] {
+    /// Sorts the touched indices (read them with `touched`).
+    pub fn sort_touched(&mut self) {
         self.touched.sort_unstable();
+    }
+    /// The touched indices, in the order of the last `sort_touched` (or of first touch).
+    pub fn touched(&self) -> &[u32] {
         &self.touched
     }
     /// The accumulated vector, sorted; the scratch is cleared.
