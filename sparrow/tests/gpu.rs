@@ -407,7 +407,12 @@ mod topk {
     use sparrow::Device;
 
     /// The plan's choice and every GPU path forced.
-    const PATHS: [Option<GpuPath>; 3] = [None, Some(GpuPath::Tiled), Some(GpuPath::Filter)];
+    const PATHS: [Option<GpuPath>; 4] = [
+        None,
+        Some(GpuPath::Tiled),
+        Some(GpuPath::Filter),
+        Some(GpuPath::Split { chunk: 8192 }),
+    ];
 
     const TIES: [TieBreak; 3] = [
         TieBreak::Fast,
@@ -478,6 +483,8 @@ mod topk {
                             (4096, None),
                             (4096, Some(GpuPath::Tiled)),
                             (4096, Some(GpuPath::Filter)),
+                            (37, Some(GpuPath::Split { chunk: 4096 })),
+                            (4096, Some(GpuPath::Split { chunk: 4096 })),
                         ] {
                             let base = if largest {
                                 TopK::largest(kk)
@@ -498,6 +505,57 @@ mod topk {
                 }
             }
         }
+    }
+
+    /// Segments of at most a warp's 1,024 keys on the warp path (and the plan picks it).
+    fn short_segments<K: Key>(d: &Device) {
+        let mut rng = Rng::new(K::BITS as u64 + 5);
+        for (pi, pattern) in Pattern::ALL.into_iter().enumerate() {
+            let mut o = offsets(&mut rng, 40, 1024);
+            o.push(o.last().unwrap() + 1024);
+            let n = *o.last().unwrap() as usize;
+            let k: Vec<K> = keys(n, pattern, pi as u64 + 50);
+            let vals: Vec<u64> = keys(n, Pattern::RandomBits, 98);
+            for largest in [true, false] {
+                for tie in TIES {
+                    for (kk, sorted) in [(1usize, false), (37, true), (600, false), (1024, true)] {
+                        let base = if largest {
+                            TopK::largest(kk)
+                        } else {
+                            TopK::smallest(kk)
+                        };
+                        let req = base.tie_break(tie).sorted(sorted);
+                        let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
+                        assert!(plan.reason.starts_with("warp"), "{plan}");
+                        check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
+                        check(
+                            d,
+                            &req.index_type(IndexType::I32),
+                            &k,
+                            Segments::Offsets(&o),
+                            Some(&vals),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_topk_warp_path() {
+        let d = dev();
+        short_segments::<f32>(&d);
+        short_segments::<f64>(&d);
+        short_segments::<f16>(&d);
+        short_segments::<bf16>(&d);
+        short_segments::<i8>(&d);
+        short_segments::<u8>(&d);
+        short_segments::<i16>(&d);
+        short_segments::<u16>(&d);
+        short_segments::<i32>(&d);
+        short_segments::<u32>(&d);
+        short_segments::<i64>(&d);
+        short_segments::<u64>(&d);
     }
 
     #[test]
@@ -534,6 +592,12 @@ mod topk {
                         .force_path(path);
                     check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
                 }
+                let short = [0i64, 1000, 1000, 1003, 2027, 2100];
+                let req = TopK::largest(300)
+                    .sorted(sorted)
+                    .tie_break(tie)
+                    .force_path(Some(GpuPath::Warp));
+                check(&d, &req, &k, Segments::Offsets(&short), Some(&v));
             }
         }
     }
@@ -754,11 +818,41 @@ mod topk {
         for pattern in [Pattern::Uniform, Pattern::TwoValues] {
             let k: Vec<f32> = keys(45_000, pattern, 1);
             for tie in TIES {
-                let req = TopK::largest(50)
-                    .tie_break(tie)
-                    .force_path(Some(GpuPath::Filter));
-                check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
+                for path in [GpuPath::Filter, GpuPath::Split { chunk: 4096 }] {
+                    let req = TopK::largest(50).tie_break(tie).force_path(Some(path));
+                    check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
+                }
             }
+        }
+    }
+
+    /// The split path where the plan picks it (a 16M-key segment at an unaligned offset, an
+    /// empty one, a short one, a 5M-key one; k = 1024 is too many winners for the filter):
+    /// friendly and adversarial keys, every tie-break, sorted with values.
+    #[test]
+    fn topk_split_path() {
+        let d = dev();
+        let o = [3i64, 16_789_225, 16_789_225, 16_792_225, 21_792_225];
+        let n = *o.last().unwrap() as usize;
+        let v: Vec<u32> = keys(n, Pattern::RandomBits, 1);
+        for pattern in [Pattern::Uniform, Pattern::TwoValues, Pattern::Ascending] {
+            let k: Vec<f32> = keys(n, pattern, 5);
+            for tie in TIES {
+                let req = TopK::largest(1024).tie_break(tie);
+                let (_, plan) = req.run_keys(&d, &k, Segments::Offsets(&o)).unwrap();
+                assert!(plan.reason.starts_with("split"), "{plan}");
+                check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
+            }
+            check(
+                &d,
+                &TopK::smallest(1024)
+                    .sorted(true)
+                    .tie_break(TieBreak::SmallerIndex)
+                    .index_type(IndexType::I32),
+                &k,
+                Segments::Offsets(&o),
+                Some(&v),
+            );
         }
     }
 
@@ -848,5 +942,78 @@ mod topk {
             Segments::Fixed { count: 1, len: n },
             None,
         );
+    }
+}
+
+mod cs {
+    use sparrow::solvers::cs::phase::{run, PhaseConfig};
+    use sparrow::solvers::cs::{Method, Recover};
+    use sparrow::validate::registry;
+    use sparrow::Device;
+
+    fn dev() -> Device {
+        Device::Cuda(super::gpu())
+    }
+
+    /// Runs the validation cases whose names start with `prefix` and fails on any failure.
+    fn cases(prefix: &str) {
+        let d = dev();
+        let mut failed = Vec::new();
+        let mut ran = 0;
+        for case in registry()
+            .into_iter()
+            .filter(|c| c.name.starts_with(prefix))
+        {
+            for o in (case.run)(&d).unwrap_or_else(|e| panic!("{}: {e}", case.name)) {
+                ran += 1;
+                if !o.pass {
+                    failed.push(format!(
+                        "{} [{}]: max_rel {:.2e} > {:.1e} {}",
+                        o.kernel, o.shapes, o.max_rel, o.tolerance, o.note
+                    ));
+                }
+            }
+        }
+        assert!(ran > 0, "no {prefix} cases ran");
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+    }
+
+    /// Every cs.cu kernel, f32 and f64, ragged (300 items, 256-thread blocks), outputs
+    /// NaN-filled first, against the CPU references.
+    #[test]
+    fn sanitize_cs_kernels() {
+        cases("cs-kernels/");
+    }
+
+    /// IHT, AMP and FISTA on the GPU against the CPU on one batch: same supports, coefficients
+    /// within 1e-4 (f32) or 1e-9 (f64) relative to the largest.
+    #[test]
+    fn small_cs_gpu_solvers_match_the_cpu() {
+        cases("cs-solvers/");
+    }
+
+    /// The recovery acceptance on the GPU: n = 1000, delta = 0.5, rho = 0.1, 100 trials.
+    #[test]
+    fn cs_recovery_rate_on_the_gpu() {
+        let d = dev();
+        for method in [Method::Iht, Method::Amp] {
+            let cfg = PhaseConfig {
+                method,
+                n: 1000,
+                deltas: vec![0.5],
+                rhos: vec![0.1],
+                trials: 100,
+                signs: false,
+                max_iter: 500,
+            };
+            let r = run(&d, &cfg, &mut |_, _| {}).unwrap();
+            assert!(
+                r.success[0][0] >= 0.95,
+                "{method:?}: {} of 100 recovered",
+                r.success[0][0] * 100.0
+            );
+            let plan = Recover::new(method).plan(&d);
+            assert_eq!(plan.backend, sparrow::ops::Backend::Cuda, "{plan}");
+        }
     }
 }

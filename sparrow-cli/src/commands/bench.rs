@@ -9,7 +9,7 @@ use sparrow::{Device, Error, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// spmm, spmv or topk.
+    /// spmm, spmv, topk or cs.
     op: String,
     /// Comma-separated matrix names, or all (powerlaw, banded, empty90); see --suite.
     #[arg(long, default_value = "all")]
@@ -36,6 +36,12 @@ pub struct Args {
     /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the seven issue shapes).
     #[arg(long)]
     shapes: Option<String>,
+    /// Compressed-sensing shape as MxNxKxBATCH (bench cs).
+    #[arg(long, default_value = "1024x4096x50x10000")]
+    cs_shape: String,
+    /// Timed IHT iterations (bench cs).
+    #[arg(long, default_value_t = 10)]
+    iters: usize,
     /// Append the records as JSON lines to this file.
     #[arg(long)]
     jsonl: Option<PathBuf>,
@@ -85,6 +91,9 @@ fn list(arg: &str, s: &str) -> Result<Vec<String>> {
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
+    if args.op == "cs" {
+        return cs(ctx, &args);
+    }
     if args.op == "topk" {
         return topk(ctx, &args);
     }
@@ -196,6 +205,78 @@ fn print_table(records: &[Record]) {
             r.agreement.map(|s| format!("{s:.1e}")).unwrap_or_default(),
         );
     }
+}
+
+fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
+    let device = ctx.open_device()?;
+    let Device::Cuda(gpu) = &device else {
+        return Err(Error::unsupported(
+            "bench cs times the GPU solvers and needs a GPU (--device cuda)",
+        ));
+    };
+    let v: Vec<usize> = args
+        .cs_shape
+        .split('x')
+        .map(|p| p.trim().parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| {
+            Error::invalid(
+                "--cs-shape",
+                format!("{:?} is not MxNxKxBATCH", args.cs_shape),
+            )
+        })?;
+    let [m, n, k, batch] = v[..] else {
+        return Err(Error::invalid(
+            "--cs-shape",
+            format!("{:?} is not MxNxKxBATCH", args.cs_shape),
+        ));
+    };
+    if m == 0 || n == 0 || k == 0 || k > m || k > n || batch == 0 {
+        return Err(Error::invalid(
+            "--cs-shape",
+            format!("needs M, N, BATCH >= 1 and 1 <= K <= min(M, N); got {m}x{n}x{k}x{batch}"),
+        ));
+    }
+    if args.iters == 0 {
+        return Err(Error::invalid("--iters", "must be at least 1"));
+    }
+    let f64_too = args.dtype.split(',').any(|t| t.trim() == "f64");
+    let pb = super::spinner("bench cs");
+    let records = sparrow::bench::cs::run(
+        gpu,
+        m,
+        n,
+        k,
+        batch,
+        args.iters,
+        if args.cpu { 32 } else { 0 },
+        f64_too,
+        &mut |msg| pb.set_message(msg.to_string()),
+    )?;
+    pb.finish_and_clear();
+    super::report_compiles(&device);
+    emit_json(ctx, args.jsonl.as_deref(), &records)?;
+    if ctx.json {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("IHT, Gaussian Phi {m} x {n}, K = {k}, {batch} signals; per iteration");
+    println!(
+        "{:>5} {:>13} {:>13} {:>14} {:>16}",
+        "dtype", "IHT ms/iter", "2 GEMMs ms", "IHT / GEMMs", "CPU ms/iter"
+    );
+    for r in &records {
+        println!(
+            "{:>5} {:>13.3} {:>13.3} {:>13.2}x {:>16}",
+            r.dtype,
+            r.gpu.iteration_ms,
+            r.gpu.gemms_ms,
+            r.ratio_to_gemms,
+            r.cpu_iteration_ms
+                .map(|c| format!("{c:.1} ({} sig.)", r.cpu_signals))
+                .unwrap_or_else(|| "-".into())
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {

@@ -25,9 +25,9 @@ pub struct Args {
     /// The LASSO weight (fista).
     #[arg(long)]
     lambda: Option<f64>,
-    /// AMP's threshold multiplier.
-    #[arg(long, default_value_t = 1.5)]
-    tau: f64,
+    /// AMP's threshold multiplier (default: the minimax threshold for delta = m / n).
+    #[arg(long)]
+    tau: Option<f64>,
     /// Iteration cap.
     #[arg(long, default_value_t = 500)]
     max_iter: usize,

@@ -2,6 +2,7 @@
 //! data in the same process, timed with CUDA events, reported against the copy bandwidth
 //! measured in the same run.
 
+pub mod cs;
 pub mod matrices;
 mod products;
 pub mod timing;

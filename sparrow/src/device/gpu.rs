@@ -278,6 +278,21 @@ impl Gpu {
             .map_err(|e| Error::device("cuMemsetD8Async", e))
     }
 
+    /// Copies `bytes` bytes from one device buffer to another (enqueued).
+    pub fn copy_bytes<T, U>(
+        &self,
+        src: &CudaSlice<T>,
+        dst: &CudaSlice<U>,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let (s, d) = (self.ptr(src), self.ptr(dst));
+        unsafe { cudarc::driver::result::memcpy_dtod_async(d, s, bytes, self.stream.cu_stream()) }
+            .map_err(|e| Error::device("cuMemcpyDtoDAsync", e))
+    }
+
     /// Waits for all work on the stream, reporting asynchronous kernel failures.
     pub fn synchronize(&self) -> Result<()> {
         self.stream

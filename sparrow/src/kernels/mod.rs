@@ -85,7 +85,7 @@ fn spmm_entry_points() -> Vec<String> {
 const TOPK_SRC: &str = include_str!("topk.cu");
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 21] = [
+pub const TOPK_KERNELS: [&str; 23] = [
     "init",
     "hist",
     "pick",
@@ -100,7 +100,9 @@ pub const TOPK_KERNELS: [&str; 21] = [
     "gather_v4",
     "gather_v8",
     "block",
+    "warp",
     "thresh",
+    "remap",
     "filter",
     "cand",
     "values_v1",
@@ -168,10 +170,47 @@ pub fn topk_module(ty: &str) -> Option<KernelModule> {
     })
 }
 
+/// The compressed-sensing solvers' kernels, f32 and f64.
+pub const CS: KernelModule = KernelModule {
+    name: "cs",
+    source: include_str!("cs.cu"),
+    headers: &[COMMON],
+    options: &[],
+    entry_points: cs_entry_points,
+};
+
+/// Every kernel of [`CS`], without the `cs_` prefix and type suffix.
+pub const CS_KERNELS: [&str; 12] = [
+    "hard",
+    "soft",
+    "iht_step",
+    "scatter",
+    "amp_residual",
+    "sv_shrink",
+    "tv_grad",
+    "correlate",
+    "norms",
+    "fista",
+    "amp_step",
+    "keep_running",
+];
+
+/// Name of compressed-sensing kernel `kernel` for scalar type `ty` (`f32` or `f64`).
+pub fn cs_name(kernel: &str, ty: &str) -> String {
+    format!("cs_{kernel}_{ty}")
+}
+
+fn cs_entry_points() -> Vec<String> {
+    ["f32", "f64"]
+        .iter()
+        .flat_map(|t| CS_KERNELS.iter().map(move |k| cs_name(k, t)))
+        .collect()
+}
+
 /// Every kernel module of the project.
 pub fn all_modules() -> Vec<KernelModule> {
     vec![
-        SPMM, TOPK_F32, TOPK_F64, TOPK_F16, TOPK_BF16, TOPK_I8, TOPK_U8, TOPK_I16, TOPK_U16,
+        SPMM, CS, TOPK_F32, TOPK_F64, TOPK_F16, TOPK_BF16, TOPK_I8, TOPK_U8, TOPK_I16, TOPK_U16,
         TOPK_I32, TOPK_U32, TOPK_I64, TOPK_U64,
     ]
 }

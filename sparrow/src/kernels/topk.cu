@@ -449,7 +449,18 @@ extern "C" __global__ void __launch_bounds__(256)
     const i64 s = blockIdx.x;
     const i64 st = seg_start[s];
     const int len = (int)lens[s];
-    for (int i = threadIdx.x; i < len; i += blockDim.x) rad[i] = directed(keys[st + i], largest);
+    // Eight loads in flight per thread (from in-bounds addresses, without branches) before
+    // any radix is stored.
+    for (int base = 0; base < len; base += 8 * blockDim.x) {
+        K v[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = keys[st + min(base + j * (int)blockDim.x + (int)threadIdx.x, len - 1)];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int i = base + j * blockDim.x + threadIdx.x;
+            if (i < len) rad[i] = directed(v[j], largest);
+        }
+    }
     __syncthreads();
     const Sel sel = block_radix_select(SmemRad{rad}, len, (u64)kk_arr[s], h, ctl);
     const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
@@ -460,6 +471,98 @@ extern "C" __global__ void __launch_bounds__(256)
         sums);
 }
 
+// Segments of at most WARP_MAX keys: one warp per segment, WARP_KPL radixes per lane in
+// registers (item i of lane l is the key at 32 i + l, so loads coalesce and item order is
+// position order), a bitwise radix select with warp sums from the first bit the radixes
+// differ in, stopping when the bucket holds exactly the keys still needed, and a ballot
+// compaction in position order. No shared memory and no block barriers, so short segments
+// cost a handful of instructions per key.
+#define WARP_KPL 32
+#define WARP_MAX (32 * WARP_KPL)
+extern "C" __global__ void __launch_bounds__(256)
+    ENTRY(warp)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
+                const i64* __restrict__ kk_arr, i64 nseg, K* out_keys, void* out_idx, i64 width, int idx64,
+                int largest, int larger_index) {
+    const i64 s = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (s >= nseg) return;  // the whole warp: s is the same in all its lanes
+    const int lane = threadIdx.x & 31;
+    const u32 lt = (1u << lane) - 1u;
+    const i64 st = seg_start[s];
+    const int len = (int)lens[s];
+    const u32 kk = (u32)kk_arr[s];
+    if (kk == 0) return;
+    // Every load first, from an in-bounds address and with no branch, so all of them are in
+    // flight together; then the radixes.
+    K raw[WARP_KPL];
+#pragma unroll
+    for (int i = 0; i < WARP_KPL; i++) raw[i] = keys[st + min(32 * i + lane, len - 1)];
+    R r[WARP_KPL];
+    R a = ~(R)0, o = 0;
+#pragma unroll
+    for (int i = 0; i < WARP_KPL; i++) {
+        const bool v = 32 * i + lane < len;
+        const R x = directed(raw[i], largest);
+        r[i] = v ? x : (R)0;
+        a &= v ? x : ~(R)0;
+        o |= r[i];
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        a &= __shfl_xor_sync(0xffffffffu, a, off);
+        o |= __shfl_xor_sync(0xffffffffu, o, off);
+    }
+    // Taken: valid items whose masked radix is above the prefix, and `rem` of those equal to it.
+    R mask = 0, prefix = 0;
+    u32 rem = kk;
+    const R diff = (a ^ o) & width_mask();
+    if (kk < (u32)len) {
+        if (diff == 0) {
+            mask = width_mask();
+            prefix = a & mask;
+        } else {
+            int b = (int)(63 - __clzll((long long)(u64)diff));
+            mask = ~((((R)2) << b) - (R)1) & width_mask();
+            prefix = a & mask;
+            for (; b >= 0; b--) {
+                const R bit = (R)1 << b;
+                const R m2 = mask | bit, c2 = prefix | bit;
+                u32 c = 0;
+#pragma unroll
+                for (int i = 0; i < WARP_KPL; i++) c += (u32)((r[i] & m2) == c2);
+                c = __reduce_add_sync(0xffffffffu, c);
+                mask = m2;
+                if (c >= rem) {
+                    prefix = c2;
+                    if (c == rem) break;
+                } else {
+                    rem -= c;
+                }
+            }
+        }
+    }
+    u32 ties = 0;
+#pragma unroll
+    for (int i = 0; i < WARP_KPL; i++) ties += (u32)(32 * i + lane < len && (r[i] & mask) == prefix);
+    ties = __reduce_add_sync(0xffffffffu, ties);
+    const u32 lo = larger_index ? ties - rem : 0u;
+    const i64 row = s * width;
+    const Writer e{keys, out_keys, out_idx, idx64};
+    u32 out = 0, trank = 0;
+#pragma unroll
+    for (int i = 0; i < WARP_KPL; i++) {
+        if (32 * i >= len) break;
+        const int p = 32 * i + lane;
+        const R g = r[i] & mask;
+        const bool tie = p < len && g == prefix;
+        const u32 tb = __ballot_sync(0xffffffffu, tie);
+        const u32 rank = trank + __popc(tb & lt);
+        const bool take = p < len && (g > prefix || (tie && rank >= lo && rank < lo + rem));
+        const u32 sb = __ballot_sync(0xffffffffu, take);
+        if (take) e.put(st + p, p, row + (i64)(out + __popc(sb & lt)));
+        out += __popc(sb);
+        trank += __popc(tb);
+    }
+}
 
 // ---- The filter path ----
 
@@ -690,6 +793,25 @@ extern "C" __global__ void __launch_bounds__(256)
             if (vs == 2) ((unsigned short*)out_vals)[e] = 0;
             if (vs == 4) ((unsigned int*)out_vals)[e] = 0;
             if (vs == 8) ((u64*)out_vals)[e] = 0;
+        }
+    }
+}
+
+// Split path: the second stage's rows hold positions among the first stage's rows (the
+// winners of each chunk, a row of w1 per chunk, segment s's from cand_start[s]); map them
+// back to positions in the segment through the first stage's indices and each chunk's start
+// relative to its segment.
+extern "C" __global__ void __launch_bounds__(256)
+    ENTRY(remap)(i64 nseg, i64 width, const i64* __restrict__ kk, const i64* __restrict__ cand_start,
+                 const K* __restrict__ keys2, const i64* __restrict__ idx2, const int* __restrict__ idx1,
+                 i64 w1, const i64* __restrict__ chunk_rel, K* out_keys, void* out_idx, int idx64) {
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e < nseg * width) {
+        const i64 s = e / width, j = e % width;
+        if (j < kk[s]) {
+            const i64 p = cand_start[s] + idx2[e];
+            out_keys[e] = keys2[e];
+            store_index(out_idx, idx64, e, chunk_rel[p / w1] + (i64)idx1[p]);
         }
     }
 }

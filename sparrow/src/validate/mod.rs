@@ -2,6 +2,7 @@
 //! device. Each op contributes a file of cases to [`registry`]; without a GPU, the CPU
 //! backends are validated against the oracles instead.
 
+mod cs;
 mod products;
 mod topk;
 
@@ -61,6 +62,7 @@ pub struct Case {
 pub fn registry() -> Vec<Case> {
     let mut v = products::cases();
     v.extend(topk::cases());
+    v.extend(cs::cases());
     v
 }
 

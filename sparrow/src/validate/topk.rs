@@ -86,7 +86,13 @@ fn case<K: Key>(device: &Device) -> Result<Vec<Outcome>> {
             ] {
                 for sorted in [false, true] {
                     for (kk, path) in [1usize, 100, 5000].into_iter().flat_map(|kk| {
-                        [None, Some(GpuPath::Tiled), Some(GpuPath::Filter)].map(|p| (kk, p))
+                        [
+                            None,
+                            Some(GpuPath::Tiled),
+                            Some(GpuPath::Filter),
+                            Some(GpuPath::Split { chunk: 5000 }),
+                        ]
+                        .map(|p| (kk, p))
                     }) {
                         let base = if largest {
                             TopK::largest(kk)

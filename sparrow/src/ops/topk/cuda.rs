@@ -5,7 +5,9 @@
 use cudarc::driver::CudaSlice;
 
 use super::key::directed;
-use super::plan::{filter_blocks, gpu_path, radix_bytes, tiles, FilterShape, GpuPath, SORT_MAX};
+use super::plan::{
+    filter_blocks, gpu_path, radix_bytes, split_stages, tiles, FilterShape, GpuPath, SORT_MAX,
+};
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::{topk_module, topk_name, KernelModule};
@@ -86,7 +88,30 @@ pub struct GpuTopK<'a, K, V> {
     layout: Layout,
     has_values: bool,
     bufs: Option<Buffers>,
+    split: Option<Box<Split<'a, K>>>,
     _types: std::marker::PhantomData<(K, V)>,
+}
+
+/// Where the keys come from: the host, or a device buffer of that many keys that the caller
+/// fills before each enqueue (the split path's second stage).
+enum Source<'k, K> {
+    Host(&'k [K]),
+    Device(usize),
+}
+
+/// The split path: the first stage's winners of every chunk are copied into the second
+/// stage's input, whose winners are mapped back to positions in the segments.
+struct Split<'a, K> {
+    first: GpuTopK<'a, K, K>,
+    second: GpuTopK<'a, K, K>,
+    cand_start: CudaSlice<i64>,
+    chunk_rel: CudaSlice<i64>,
+    start: CudaSlice<i64>,
+    kk: CudaSlice<i64>,
+    vals: CudaSlice<u8>,
+    out_keys: CudaSlice<u8>,
+    out_idx: CudaSlice<u8>,
+    out_vals: CudaSlice<u8>,
 }
 
 struct Buffers {
@@ -139,6 +164,27 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         layout: &Layout,
         values: Option<&[V]>,
     ) -> Result<Self> {
+        Self::build(gpu, req, Source::Host(keys), layout, values)
+    }
+
+    /// A top-k of keys that live on the device: the caller writes `nkeys` keys into
+    /// [`GpuTopK::input`] before each enqueue.
+    pub(crate) fn on_device(
+        gpu: &'a Gpu,
+        req: &TopK,
+        nkeys: usize,
+        layout: &Layout,
+    ) -> Result<Self> {
+        Self::build(gpu, req, Source::Device(nkeys), layout, None)
+    }
+
+    fn build(
+        gpu: &'a Gpu,
+        req: &TopK,
+        keys: Source<'_, K>,
+        layout: &Layout,
+        values: Option<&[V]>,
+    ) -> Result<Self> {
         topk_module(K::NAME)
             .ok_or_else(|| Error::unsupported(format!("no GPU top-k for key type {}", K::NAME)))?;
         let (n, w) = (layout.count(), layout.width);
@@ -148,11 +194,21 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             layout: layout.clone(),
             has_values: values.is_some(),
             bufs: None,
+            split: None,
             _types: std::marker::PhantomData,
         };
         if n == 0 || w == 0 {
             return Ok(me);
         }
+        let (path, filter) = gpu_path(req, layout, gpu.limits())?;
+        if let GpuPath::Split { chunk } = path {
+            me.split = Some(Box::new(me.split_stages(keys, values, chunk)?));
+            return Ok(me);
+        }
+        let nkeys = match keys {
+            Source::Host(k) => k.len(),
+            Source::Device(n) => n,
+        };
         let ks = std::mem::size_of::<K>();
         let vs = me.vs();
         let is = me.is();
@@ -161,13 +217,12 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let out_elems = n * w;
         let sorted_here = req.is_sorted() && w <= SORT_MAX;
         let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
-        let (path, filter) = gpu_path(req, layout, gpu.limits())?;
         let slots = if path == GpuPath::Filter {
             nt * filter.ct
         } else {
             0
         };
-        let need = (keys.len() * (ks + vs)) as u64
+        let need = (nkeys * (ks + vs)) as u64
             + (slots * (ks + 2)) as u64
             + (out_elems * (ks + is + vs)) as u64 * if sorted_here { 2 } else { 1 }
             + if sorted_here { out_elems as u64 * 4 } else { 0 }
@@ -181,7 +236,10 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             path,
             filter,
             max_len,
-            keys: gpu.upload(as_bytes(keys))?,
+            keys: match keys {
+                Source::Host(k) => gpu.upload(as_bytes(k))?,
+                Source::Device(n) => gpu.alloc_zeroed(n * ks)?,
+            },
             vals: gpu.upload(values.map_or(&[][..], as_bytes))?,
             lens: gpu.upload(&layout.lens)?,
             kk: gpu.upload(&layout.kk)?,
@@ -216,6 +274,177 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         Ok(me)
     }
 
+    /// Both stages of the split path, and the outputs they map into.
+    fn split_stages(
+        &self,
+        keys: Source<'_, K>,
+        values: Option<&[V]>,
+        chunk: usize,
+    ) -> Result<Split<'a, K>> {
+        let gpu = self.gpu;
+        let (req, layout) = (&self.req, &self.layout);
+        let st = split_stages(layout, chunk);
+        let w = layout.width;
+        let base = if req.is_largest() {
+            TopK::largest(w)
+        } else {
+            TopK::smallest(w)
+        }
+        .tie_break(req.tie());
+        let first = GpuTopK::build(
+            gpu,
+            &base.clone().index_type(IndexType::I32),
+            keys,
+            &st.first,
+            None,
+        )?;
+        let second = GpuTopK::build(
+            gpu,
+            &base.sorted(req.is_sorted()).index_type(IndexType::I64),
+            Source::Device(st.first.count() * w),
+            &st.second,
+            None,
+        )?;
+        let out_elems = layout.count() * w;
+        let ks = std::mem::size_of::<K>();
+        Ok(Split {
+            first,
+            second,
+            cand_start: gpu.upload(&st.second.starts)?,
+            chunk_rel: gpu.upload(&st.chunk_rel)?,
+            start: gpu.upload(&layout.starts)?,
+            kk: gpu.upload(&layout.kk)?,
+            vals: gpu.upload(values.map_or(&[][..], as_bytes))?,
+            out_keys: gpu.alloc_zeroed(out_elems * ks)?,
+            out_idx: gpu.alloc_zeroed(out_elems * self.is())?,
+            out_vals: gpu.alloc_zeroed(out_elems * self.vs())?,
+        })
+    }
+
+    /// The key input buffer (the first stage's, for the split path).
+    pub(crate) fn input(&self) -> Option<&CudaSlice<u8>> {
+        match (&self.bufs, &self.split) {
+            (Some(b), _) => Some(&b.keys),
+            (_, Some(sp)) => sp.first.input(),
+            _ => None,
+        }
+    }
+
+    /// The output keys, indices and values, and whether the rows leave the GPU sorted.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn outputs(&self) -> Option<(&CudaSlice<u8>, &CudaSlice<u8>, &CudaSlice<u8>, bool)> {
+        match (&self.bufs, &self.split) {
+            (Some(b), _) => Some((&b.out_keys, &b.out_idx, &b.out_vals, b.sorted_here)),
+            (_, Some(sp)) => Some((
+                &sp.out_keys,
+                &sp.out_idx,
+                &sp.out_vals,
+                sp.second.outputs().is_some_and(|o| o.3),
+            )),
+            _ => None,
+        }
+    }
+
+    fn run(&self) -> Run<'a> {
+        Run {
+            gpu: self.gpu,
+            module: topk_module(K::NAME).expect("checked in new"),
+            ty: K::NAME,
+        }
+    }
+
+    /// Gathers the values of the selected keys by their indices.
+    fn values(
+        &self,
+        run: &Run,
+        (vals, start, kk): (&CudaSlice<u8>, &CudaSlice<i64>, &CudaSlice<i64>),
+        idx: &CudaSlice<u8>,
+        out_vals: &CudaSlice<u8>,
+    ) -> Result<()> {
+        let (n, w) = (self.layout.count(), self.layout.width);
+        let gpu = self.gpu;
+        run.launch(
+            &format!("values_v{}", self.vs()),
+            grid(n * w)?,
+            Args::new()
+                .ptr(gpu.ptr(vals))
+                .ptr(gpu.ptr(start))
+                .ptr(gpu.ptr(kk))
+                .i64(n as i64)
+                .i64(w as i64)
+                .ptr(gpu.ptr(idx))
+                .ptr(gpu.ptr(out_vals))
+                .i32(flags(&self.req).1),
+        )
+    }
+
+    /// Positions kk..width of every row: the padding key, index -1, value 0.
+    fn pad(
+        &self,
+        run: &Run,
+        kk: &CudaSlice<i64>,
+        (keys, idx, vals): (&CudaSlice<u8>, &CudaSlice<u8>, &CudaSlice<u8>),
+    ) -> Result<()> {
+        let (n, w) = (self.layout.count(), self.layout.width);
+        let gpu = self.gpu;
+        let pad_bits = padding::<K>(self.req.is_largest()).to_bits();
+        run.launch(
+            "pad",
+            grid(n * w)?,
+            Args::new()
+                .i64(n as i64)
+                .i64(w as i64)
+                .ptr(gpu.ptr(kk))
+                .i64(pad_bits as i64)
+                .ptr(gpu.ptr(keys))
+                .ptr(gpu.ptr(idx))
+                .ptr(gpu.ptr(vals))
+                .i32(self.vs() as i32)
+                .i32(flags(&self.req).1),
+        )
+    }
+
+    /// The split path: the first stage, its winners copied into the second stage's input,
+    /// the second stage, its indices mapped back, then values and padding.
+    fn enqueue_split(&self, sp: &Split<'a, K>) -> Result<()> {
+        let gpu = self.gpu;
+        let run = self.run();
+        let (n, w) = (self.layout.count(), self.layout.width);
+        let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
+        let outs = (&sp.out_keys, &sp.out_idx, &sp.out_vals);
+        for (buf, len) in [(outs.0, ks), (outs.1, is), (outs.2, vs)] {
+            gpu.fill_bytes(buf, 0xA5, n * w * len)?;
+        }
+        let missing = || Error::unsupported("the split top-k path lost a stage's buffers");
+        sp.first.enqueue()?;
+        let (k1, i1, _, _) = sp.first.outputs().ok_or_else(missing)?;
+        let input = sp.second.input().ok_or_else(missing)?;
+        gpu.copy_bytes(k1, input, sp.first.layout.count() * w * ks)?;
+        sp.second.enqueue()?;
+        let (k2, i2, _, _) = sp.second.outputs().ok_or_else(missing)?;
+        run.launch(
+            "remap",
+            grid(n * w)?,
+            Args::new()
+                .i64(n as i64)
+                .i64(w as i64)
+                .ptr(gpu.ptr(&sp.kk))
+                .ptr(gpu.ptr(&sp.cand_start))
+                .ptr(gpu.ptr(k2))
+                .ptr(gpu.ptr(i2))
+                .ptr(gpu.ptr(i1))
+                .i64(w as i64)
+                .ptr(gpu.ptr(&sp.chunk_rel))
+                .ptr(gpu.ptr(outs.0))
+                .ptr(gpu.ptr(outs.1))
+                .i32(flags(&self.req).1),
+        )?;
+        if vs > 0 {
+            self.values(&run, (&sp.vals, &sp.start, &sp.kk), outs.1, outs.2)?;
+        }
+        self.pad(&run, &sp.kk, outs)
+    }
+
     fn vs(&self) -> usize {
         if self.has_values {
             std::mem::size_of::<V>()
@@ -235,14 +464,13 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
     /// Enqueues every kernel on the GPU's stream; the outputs are first filled with the
     /// sentinel byte 0xA5. Does not wait.
     pub fn enqueue(&self) -> Result<()> {
+        if let Some(sp) = &self.split {
+            return self.enqueue_split(sp);
+        }
         let Some(b) = &self.bufs else { return Ok(()) };
         let gpu = self.gpu;
         let (req, layout) = (&self.req, &self.layout);
-        let run = Run {
-            gpu,
-            module: topk_module(K::NAME).expect("checked in new"),
-            ty: K::NAME,
-        };
+        let run = self.run();
         let (n, w) = (layout.count(), layout.width);
         let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
         let out_elems = n * w;
@@ -257,6 +485,24 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             (&b.out_keys, &b.out_idx, &b.out_vals)
         };
         match b.path {
+            GpuPath::Warp => {
+                run.launch(
+                    "warp",
+                    grid(n * 32)?,
+                    Args::new()
+                        .ptr(gpu.ptr(&b.keys))
+                        .ptr(gpu.ptr(&b.start))
+                        .ptr(gpu.ptr(&b.lens))
+                        .ptr(gpu.ptr(&b.kk))
+                        .i64(n as i64)
+                        .ptr(gpu.ptr(tk))
+                        .ptr(gpu.ptr(ti))
+                        .i64(w as i64)
+                        .i32(idx64)
+                        .i32(largest)
+                        .i32(larger),
+                )?;
+            }
             GpuPath::OnChip => {
                 run.launch(
                     "block",
@@ -276,21 +522,10 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             }
             GpuPath::Filter => self.filter(&run, b, tk, ti)?,
             GpuPath::Tiled => self.tiled(&run, b, tk, ti)?,
+            GpuPath::Split { .. } => unreachable!("the split path has no buffers of its own"),
         }
         if vs > 0 {
-            run.launch(
-                &format!("values_v{vs}"),
-                grid(out_elems)?,
-                Args::new()
-                    .ptr(gpu.ptr(&b.vals))
-                    .ptr(gpu.ptr(&b.start))
-                    .ptr(gpu.ptr(&b.kk))
-                    .i64(n as i64)
-                    .i64(w as i64)
-                    .ptr(gpu.ptr(ti))
-                    .ptr(gpu.ptr(tv))
-                    .i32(idx64),
-            )?;
+            self.values(&run, (&b.vals, &b.start, &b.kk), ti, tv)?;
         }
         self.finish(&run, b)
     }
@@ -497,43 +732,29 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                     .i32(idx64),
             )?;
         }
-        let pad_bits = padding::<K>(req.is_largest()).to_bits();
-        run.launch(
-            "pad",
-            grid(out_elems)?,
-            Args::new()
-                .i64(n as i64)
-                .i64(w as i64)
-                .ptr(gpu.ptr(&b.kk))
-                .i64(pad_bits as i64)
-                .ptr(gpu.ptr(&b.out_keys))
-                .ptr(gpu.ptr(&b.out_idx))
-                .ptr(gpu.ptr(&b.out_vals))
-                .i32(vs as i32)
-                .i32(idx64),
-        )
+        self.pad(run, &b.kk, (&b.out_keys, &b.out_idx, &b.out_vals))
     }
 
     /// Copies the outputs back (waits for the stream); rows too wide for the GPU sort are
     /// sorted here.
     pub fn download(&self) -> Result<TopKOutput<K, V>> {
         let (n, w) = (self.layout.count(), self.layout.width);
-        let Some(b) = &self.bufs else {
+        let Some((ok, oi, ov, sorted_here)) = self.outputs() else {
             let empty: Option<&[V]> = if self.has_values { Some(&[]) } else { None };
             return Ok(super::cpu::topk(&self.req, &[], &self.layout, empty));
         };
         let out_elems = n * w;
         let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
         let gpu = self.gpu;
-        let keys_out: Vec<K> = from_bytes(&gpu.download(&b.out_keys, out_elems * ks)?);
-        let idx_bytes = gpu.download(&b.out_idx, out_elems * is)?;
+        let keys_out: Vec<K> = from_bytes(&gpu.download(ok, out_elems * ks)?);
+        let idx_bytes = gpu.download(oi, out_elems * is)?;
         let mut indices = if is == 8 {
             Indices::I64(from_bytes(&idx_bytes))
         } else {
             Indices::I32(from_bytes(&idx_bytes))
         };
         let values = if self.has_values {
-            Some(from_bytes(&gpu.download(&b.out_vals, out_elems * vs)?))
+            Some(from_bytes(&gpu.download(ov, out_elems * vs)?))
         } else {
             None
         };
@@ -544,7 +765,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             values,
             counts: self.layout.kk.clone(),
         };
-        if self.req.is_sorted() && !b.sorted_here {
+        if self.req.is_sorted() && !sorted_here {
             sort_rows_on_host(&self.req, &mut out, &mut indices, &self.layout);
         }
         out.indices = indices;

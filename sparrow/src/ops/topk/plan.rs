@@ -43,6 +43,9 @@ pub fn filter_blocks(ntiles: usize, limits: &crate::device::Limits) -> usize {
     ntiles.min(limits.sms as usize * 8).max(1)
 }
 
+/// Longest segment the warp path takes; must match `WARP_MAX` in `topk.cu`.
+pub const WARP_MAX: usize = 1024;
+
 /// Keys sampled per segment for the filter's threshold; must match `SAMPLE` in `topk.cu`.
 pub const SAMPLE: usize = 4096;
 
@@ -74,12 +77,106 @@ pub fn filter_rank(len: usize, kk: usize, ns: usize) -> usize {
 /// The GPU path of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuPath {
+    /// One warp per segment of at most [`WARP_MAX`] keys, the radixes in registers.
+    Warp,
     /// One block per segment, the segment in shared memory.
     OnChip,
     /// Sampled threshold, one streaming filter pass, selection among the candidates.
     Filter,
     /// Multi-pass radix select over tiles.
     Tiled,
+    /// Two stages for segments too long for the filter: every segment cut into chunks of
+    /// `chunk` keys (the last one takes the remainder), the top `width` of every chunk, then
+    /// the top k of each segment's chunk winners.
+    Split {
+        /// Keys per chunk.
+        chunk: usize,
+    },
+}
+
+/// Chunk lengths the split path tries, longest first.
+const SPLIT_CHUNKS: [usize; 5] = [1 << 20, 1 << 19, 1 << 18, 1 << 17, 1 << 16];
+
+/// The split path's stages for `layout` cut into chunks of `chunk` keys. The first stage
+/// keeps `width` keys of every chunk (all of a shorter segment); a cut segment's chunks each
+/// hold at least `chunk` keys, so their rows are full and a segment's winners are contiguous.
+#[derive(Clone, Debug)]
+pub struct SplitStages {
+    /// Chunks as segments of the keys, each keeping min(width, length).
+    pub first: Layout,
+    /// The winners of each segment's chunks as segments of the first stage's output rows,
+    /// keeping the request's k.
+    pub second: Layout,
+    /// First key of each chunk relative to its segment's start.
+    pub chunk_rel: Vec<i64>,
+}
+
+/// Cuts every segment of `layout` into chunks of `chunk` keys.
+pub fn split_stages(layout: &Layout, chunk: usize) -> SplitStages {
+    let w = layout.width;
+    let (mut st, mut ln, mut kk, mut rel) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let n = layout.count();
+    let (mut s2, mut l2) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for s in 0..n {
+        let (a, l) = (layout.starts[s], layout.lens[s] as usize);
+        let q = (l / chunk).max(usize::from(l > 0));
+        s2.push((st.len() * w) as i64);
+        let mut kept = 0;
+        for i in 0..q {
+            let e = if i + 1 == q { l } else { (i + 1) * chunk };
+            st.push(a + (i * chunk) as i64);
+            ln.push((e - i * chunk) as i64);
+            kk.push((e - i * chunk).min(w) as i64);
+            rel.push((i * chunk) as i64);
+            kept += (e - i * chunk).min(w);
+        }
+        l2.push(kept as i64);
+    }
+    SplitStages {
+        first: Layout {
+            starts: st,
+            lens: ln,
+            kk,
+            width: w,
+        },
+        second: Layout {
+            starts: s2,
+            lens: l2,
+            kk: layout.kk.clone(),
+            width: w,
+        },
+        chunk_rel: rel,
+    }
+}
+
+/// The chunk of the split path for a layout the filter cannot take: the longest that cuts
+/// some segment, leaves each chunk at least eight times the row width (so the second stage
+/// reads an eighth of the keys or less), and lets the first stage run on chip or filter.
+fn split_chunk(layout: &Layout, limits: &crate::device::Limits) -> Option<usize> {
+    let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
+    SPLIT_CHUNKS
+        .into_iter()
+        .filter(|&c| c >= 8 * layout.width && 2 * c <= max_len)
+        .find(|&c| {
+            let first = split_stages(layout, c).first;
+            base_path(&first, limits).0 != GpuPath::Tiled
+        })
+}
+
+/// The on-chip, filter or tiled choice for a layout.
+fn base_path(layout: &Layout, limits: &crate::device::Limits) -> (GpuPath, FilterShape) {
+    let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
+    let (shape, fits) = filter_shape(layout, cand_cap(limits));
+    let path = if max_len <= WARP_MAX {
+        GpuPath::Warp
+    } else if max_len <= block_max(limits) {
+        GpuPath::OnChip
+    } else if fits {
+        GpuPath::Filter
+    } else {
+        GpuPath::Tiled
+    };
+    (path, shape)
 }
 
 /// Sizes of the filter path.
@@ -130,17 +227,32 @@ pub fn gpu_path(
 ) -> Result<(GpuPath, FilterShape)> {
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
     let bmax = block_max(limits);
-    let (shape, fits) = filter_shape(layout, cand_cap(limits));
+    let (auto, shape) = base_path(layout, limits);
     let path = match req.forced_path() {
         Some(GpuPath::OnChip) if max_len > bmax => {
             return Err(crate::Error::unsupported(format!(
                 "the on-chip top-k path takes segments of at most {bmax} keys on this device; the longest is {max_len}"
             )))
         }
+        Some(GpuPath::Warp) if max_len > WARP_MAX => {
+            return Err(crate::Error::unsupported(format!(
+                "the warp top-k path takes segments of at most {WARP_MAX} keys; the longest is {max_len}"
+            )))
+        }
+        Some(GpuPath::Split { chunk }) if chunk < layout.width.max(1) => {
+            return Err(crate::Error::invalid(
+                "chunk",
+                format!(
+                    "the split top-k path needs chunks of at least k = {} keys, not {chunk}",
+                    layout.width
+                ),
+            ))
+        }
         Some(p) => p,
-        None if max_len <= bmax => GpuPath::OnChip,
-        None if fits => GpuPath::Filter,
-        None => GpuPath::Tiled,
+        None if auto == GpuPath::Tiled => split_chunk(layout, limits)
+            .map(|chunk| GpuPath::Split { chunk })
+            .unwrap_or(GpuPath::Tiled),
+        None => auto,
     };
     Ok((path, shape))
 }
@@ -208,6 +320,9 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         ""
     };
     let mut reason = match path {
+        GpuPath::Warp => format!(
+            "warp{forced}: every segment (longest {max_len}) fits one warp's registers (up to {WARP_MAX} keys): one warp per segment, a bitwise radix select with warp sums from the first bit the keys differ in, early stop, ballot compaction in position order"
+        ),
         GpuPath::OnChip => format!(
             "on-chip{forced}: every segment (longest {max_len}) fits one block's shared memory (up to {bmax} keys): one block per segment, digit passes on chip from the first bit the keys differ in, early stop, ordered compaction"
         ),
@@ -221,15 +336,29 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             fs.cap,
             K::BITS / 8
         ),
+        GpuPath::Split { chunk } => {
+            let st = split_stages(layout, chunk);
+            let (p1, _) = base_path(&st.first, gpu.limits());
+            format!(
+                "split{forced}: {n} segment(s), longest {max_len}, too long for the filter (up to {} candidates expected per segment, {} fit on chip): cut into {} chunk(s) of {chunk} keys or more; the first stage keeps the top {} of every chunk ({p1:?} path), the second selects each segment's k among its chunks' {} winners",
+                fs.expected,
+                fs.cap,
+                st.first.count(),
+                layout.width,
+                st.second.lens.iter().copied().max().unwrap_or(0)
+            )
+        }
     };
     if all_or_none {
         reason
             .push_str("; every segment keeps all or none of its keys, so the passes stop at once");
     }
     let mut kernel = match path {
+        GpuPath::Warp => format!("topk_{{warp,pad}}_{}", K::NAME),
         GpuPath::OnChip => format!("topk_{{block,pad}}_{}", K::NAME),
         GpuPath::Filter => format!("topk_{{thresh,filter,cand,pad}}_{}", K::NAME),
         GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write,pad}}_{}", K::NAME),
+        GpuPath::Split { .. } => format!("two top-k stages + topk_{{remap,pad}}_{}", K::NAME),
     };
     if req.is_sorted() {
         if layout.width <= SORT_MAX {
@@ -247,10 +376,14 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         backend: Backend::Cuda,
         kernel: Some(kernel),
         shape: Some(match path {
+            GpuPath::Warp => LaunchShape::linear((n * 32).div_ceil(256) as u32, 256),
             GpuPath::OnChip => LaunchShape::linear(n as u32, 256)
                 .with_smem((max_len.max(1) * radix_bytes::<K>()) as u32),
             GpuPath::Filter => LaunchShape::linear(filter_blocks(ntiles, gpu.limits()) as u32, 256),
             GpuPath::Tiled => LaunchShape::linear(ntiles.max(1) as u32, 256),
+            GpuPath::Split { chunk } => {
+                LaunchShape::linear(split_stages(layout, chunk).first.count() as u32, 256)
+            }
         }),
         reason,
     })
@@ -279,6 +412,104 @@ mod tests {
         }
     }
 
+    /// The split path's stages, run by the oracle and mapped back as the remap kernel does,
+    /// give the oracle's answer on the whole segments: every tie-break, both directions,
+    /// sorted and unsorted, cut and uncut segments, an empty one, per-segment k.
+    #[test]
+    fn split_stages_compose_to_the_oracle() {
+        use crate::matrix::Rng;
+        use crate::ops::topk::{oracle, IndexType, TieBreak};
+        let mut rng = Rng::new(7);
+        let offsets = [0i64, 50_007, 50_007, 50_010, 83_010, 95_000];
+        let keys: Vec<f32> = (0..95_000)
+            .map(|i| {
+                if i % 3 == 0 {
+                    rng.below(4) as f32
+                } else {
+                    rng.uniform() as f32
+                }
+            })
+            .collect();
+        for per_seg in [false, true] {
+            for largest in [true, false] {
+                for tie in [TieBreak::SmallerIndex, TieBreak::LargerIndex] {
+                    for sorted in [false, true] {
+                        let req = if per_seg {
+                            TopK::per_segment(vec![700, 3, 9, 1000, 1], largest)
+                        } else if largest {
+                            TopK::largest(300)
+                        } else {
+                            TopK::smallest(300)
+                        }
+                        .tie_break(tie)
+                        .sorted(sorted)
+                        .index_type(IndexType::I64);
+                        let layout = req
+                            .layout(keys.len(), Segments::Offsets(&offsets), None)
+                            .unwrap();
+                        let w = layout.width;
+                        let st = split_stages(&layout, 8192);
+                        assert!(st.first.count() > layout.count());
+                        let base = if largest {
+                            TopK::largest(w)
+                        } else {
+                            TopK::smallest(w)
+                        }
+                        .tie_break(tie)
+                        .index_type(IndexType::I64);
+                        let o1 = oracle::topk::<f32, f32>(&base, &keys, &st.first, None);
+                        let r2 = base.sorted(sorted);
+                        let o2 = oracle::topk::<f32, f32>(&r2, &o1.keys, &st.second, None);
+                        let want = oracle::topk::<f32, f32>(&req, &keys, &layout, None);
+                        for s in 0..layout.count() {
+                            for j in 0..layout.kk[s] as usize {
+                                let e = s * w + j;
+                                let p = (st.second.starts[s] + o2.indices.get(e)) as usize;
+                                let got = st.chunk_rel[p / w] + o1.indices.get(p);
+                                assert_eq!(got, want.indices.get(e), "segment {s} slot {j}");
+                                assert_eq!(o2.keys[e].to_bits(), want.keys[e].to_bits());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Long segments the filter cannot take are split when chunks of eight times k or more
+    /// let the first stage filter; forcing a chunk shorter than k is refused.
+    #[test]
+    fn split_path_choice() {
+        let l = limits();
+        let len = 1 << 28;
+        let req = TopK::largest(1024);
+        let layout = req
+            .layout(len, Segments::Fixed { count: 1, len }, None)
+            .unwrap();
+        let (path, _) = gpu_path(&req, &layout, &l).unwrap();
+        assert_eq!(path, GpuPath::Split { chunk: 1 << 20 });
+        let st = split_stages(&layout, 1 << 20);
+        assert_eq!(st.first.count(), 256);
+        assert_eq!(st.second.lens, vec![256 * 1024]);
+        assert_eq!(base_path(&st.second, &l).0, GpuPath::Filter);
+        // A width beyond an eighth of every chunk stays tiled.
+        let req = TopK::largest(200_000);
+        let layout = req
+            .layout(
+                1 << 22,
+                Segments::Fixed {
+                    count: 1,
+                    len: 1 << 22,
+                },
+                None,
+            )
+            .unwrap();
+        assert_eq!(gpu_path(&req, &layout, &l).unwrap().0, GpuPath::Tiled);
+        let forced = req.force_path(Some(GpuPath::Split { chunk: 4096 }));
+        let e = gpu_path(&forced, &layout, &l).unwrap_err().to_string();
+        assert!(e.contains("chunk") && e.contains("200000"), "{e}");
+    }
+
     /// The filter path is taken exactly while the expected candidates fit half of what one
     /// block selects on chip, and its shared memory holds twice the expected count.
     #[test]
@@ -290,7 +521,10 @@ mod tests {
             .take_while(|&k| expected(k) <= cand_cap(&l) / 2)
             .last()
             .unwrap();
-        for (k, want) in [(last, GpuPath::Filter), (last + 1, GpuPath::Tiled)] {
+        for (k, want) in [
+            (last, GpuPath::Filter),
+            (last + 1, GpuPath::Split { chunk: 1 << 17 }),
+        ] {
             let req = TopK::largest(k);
             let layout = req
                 .layout(2 * len, Segments::Fixed { count: 2, len }, None)

@@ -163,12 +163,13 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
         }
         Method::Amp => {
             let m = phi.m as f64;
+            let tau = req.amp_tau(phi.m, phi.n);
             let mut z = y.to_vec();
             for i in 1..=req.max_iter {
                 count = i;
                 let g = phi.correlate(&z);
                 let sigma = norm(&z) / m.sqrt();
-                let new = soft_threshold(&iht_step(&it.x, &g, 1.0), req.tau * sigma);
+                let new = soft_threshold(&iht_step(&it.x, &g, 1.0), tau * sigma);
                 let px = phi.apply(&new);
                 z = amp_residual(y, &px, &new, &z);
                 let r_new = y.iter().zip(&px).map(|(a, b)| a - b).collect();

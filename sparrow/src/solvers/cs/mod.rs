@@ -4,16 +4,21 @@
 //! Methods: IHT (step 0.65 / the mean squared column norm, the relaxation Maleki and Donoho
 //! found best for Gaussian matrices; the safe 1 / ||Phi||^2 leaves IHT stuck on wrong supports),
 //! normalised IHT, HTP, CoSaMP, subspace pursuit and OMP
-//! need the sparsity K; AMP uses the threshold tau * sigma_hat (sigma_hat = ||z|| / sqrt(m));
+//! need the sparsity K; AMP uses the threshold tau * sigma_hat (sigma_hat = ||z|| / sqrt(m)),
+//! tau by default the minimax threshold for delta = m / n ([`phase::minimax_tau`]), under
+//! which AMP's phase transition is the l1 one;
 //! FISTA solves the LASSO with lambda. Every solver stops when ||r|| <= tol ||y||, when the
 //! estimate moves less than tol relative to its norm, or at `max_iter` (defaults: tol 1e-6,
-//! max_iter 500, tau 1.5), and reports which.
+//! max_iter 500), and reports which.
 //!
-//! Backends: the CPU (rayon over signals, f64 arithmetic). The GPU solvers are not built yet;
-//! on a GPU device the plan says so and the CPU runs.
+//! Backends: the CPU (rayon over signals, f64 arithmetic) runs every method; on a GPU device
+//! IHT, AMP and FISTA run batched on the GPU in the data's precision ([`gpu`]), and the methods
+//! that solve least squares on a support (NIHT, HTP, CoSaMP, subspace pursuit, OMP) run on
+//! the CPU, as the plan says.
 
 pub mod cpu;
 pub mod data;
+pub mod gpu;
 pub mod linalg;
 pub mod phase;
 pub mod prox;
@@ -98,8 +103,8 @@ pub struct Recover {
     pub sparsity: Option<usize>,
     /// The LASSO weight, for FISTA.
     pub lambda: Option<f64>,
-    /// AMP's threshold multiplier.
-    pub tau: f64,
+    /// AMP's threshold multiplier; None for the minimax one at the problem's delta.
+    pub tau: Option<f64>,
     /// Iteration cap.
     pub max_iter: usize,
     /// Relative tolerance of the stop tests.
@@ -113,7 +118,7 @@ impl Recover {
             method,
             sparsity: None,
             lambda: None,
-            tau: 1.5,
+            tau: None,
             max_iter: 500,
             tol: 1e-6,
         }
@@ -190,11 +195,8 @@ impl Recover {
                 None => return Err(Error::invalid("lambda", "FISTA needs lambda")),
             }
         }
-        if !(self.tau.is_finite() && self.tau > 0.0) {
-            return Err(Error::invalid(
-                "tau",
-                format!("{} must be positive", self.tau),
-            ));
+        if let Some(tau) = self.tau.filter(|t| !(t.is_finite() && *t > 0.0)) {
+            return Err(Error::invalid("tau", format!("{tau} must be positive")));
         }
         if !(self.tol.is_finite() && self.tol >= 0.0) {
             return Err(Error::invalid(
@@ -232,18 +234,37 @@ impl Recover {
         Ok(())
     }
 
+    /// AMP's threshold multiplier for an m x n problem: the request's, or the minimax one.
+    pub fn amp_tau(&self, m: usize, n: usize) -> f64 {
+        self.tau
+            .unwrap_or_else(|| phase::minimax_tau(m as f64 / n as f64))
+    }
+
     /// The backend that will run.
     pub fn plan(&self, device: &Device) -> Plan {
         Plan {
             op: "recover",
-            backend: Backend::Cpu,
+            backend: match device {
+                Device::Cuda(_) if gpu::supported(self.method) => Backend::Cuda,
+                _ => Backend::Cpu,
+            },
             kernel: None,
             shape: None,
             reason: match device {
                 Device::Cpu => "the device is the CPU: rayon over signals".into(),
-                Device::Cuda(_) => {
-                    "no GPU solver is built yet: the CPU runs, rayon over signals".into()
-                }
+                Device::Cuda(_) if gpu::supported(self.method) => format!(
+                    "GPU: batched {:?}, every product with Phi a cuBLAS GEMM over all signals, fused cs_* kernels{}, per-signal stop tests each iteration",
+                    self.method,
+                    if self.method == Method::Iht {
+                        " and the segmented top-k for the hard threshold"
+                    } else {
+                        ""
+                    }
+                ),
+                Device::Cuda(_) => format!(
+                    "no GPU solver for {:?} (it solves least squares on a support): the CPU runs, rayon over signals",
+                    self.method
+                ),
             },
         }
     }
@@ -274,13 +295,25 @@ impl Recover {
         } else {
             lipschitz_step
         };
-        let results: Vec<cpu::Solved> = (0..nb)
-            .into_par_iter()
-            .map(|b| {
-                let yb: Vec<f64> = (0..m).map(|i| y.get(i, b).to_f64()).collect();
-                cpu::solve(self, &p, &yb, step)
-            })
-            .collect();
+        let results: Vec<cpu::Solved> = match device {
+            Device::Cuda(g) if gpu::supported(self.method) => {
+                let ys: Vec<Vec<f64>> = (0..nb)
+                    .map(|b| (0..m).map(|i| y.get(i, b).to_f64()).collect())
+                    .collect();
+                if T::NAME == "f32" {
+                    gpu::solve::<f32>(g, self, m, n, &p.a, &ys, step)?
+                } else {
+                    gpu::solve::<f64>(g, self, m, n, &p.a, &ys, step)?
+                }
+            }
+            _ => (0..nb)
+                .into_par_iter()
+                .map(|b| {
+                    let yb: Vec<f64> = (0..m).map(|i| y.get(i, b).to_f64()).collect();
+                    cpu::solve(self, &p, &yb, step)
+                })
+                .collect(),
+        };
         let mut x = Dense::filled(n, nb, nb, T::ZERO)?;
         let mut support = Vec::with_capacity(nb);
         let mut residual_norm = Vec::with_capacity(nb);

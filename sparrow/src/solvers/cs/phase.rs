@@ -154,6 +154,17 @@ fn erfc(x: f64) -> f64 {
 /// (1 - (2 / delta) h(z)) / (1 + z^2 - 2 h(z)) with h(z) = (1 + z^2) Phi(-z) - z phi(z).
 /// Evaluated on a fine grid of z (1e-3 to 10 in steps of 1e-3; at z = 0 the ratio is 0 / 0).
 pub fn l1_curve(delta: f64) -> f64 {
+    state_evolution_max(delta).0
+}
+
+/// The z at which [`l1_curve`]'s maximum is reached: AMP's minimax threshold multiplier for
+/// undersampling delta, the tuning under which AMP's phase transition is the l1 curve.
+pub fn minimax_tau(delta: f64) -> f64 {
+    state_evolution_max(delta).1
+}
+
+/// (max, argmax) over the z grid of the state-evolution ratio.
+fn state_evolution_max(delta: f64) -> (f64, f64) {
     let phi = |z: f64| (-z * z / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
     let cdf_neg = |z: f64| 0.5 * erfc(z / std::f64::consts::SQRT_2);
     (1..=10_000)
@@ -161,11 +172,30 @@ pub fn l1_curve(delta: f64) -> f64 {
             let z = i as f64 * 1e-3;
             let h = (1.0 + z * z) * cdf_neg(z) - z * phi(z);
             let den = 1.0 + z * z - 2.0 * h;
-            if den > 1e-6 {
+            let r = if den > 1e-6 {
                 (1.0 - 2.0 / delta * h) / den
             } else {
                 f64::NEG_INFINITY
-            }
+            };
+            (r, z)
         })
-        .fold(f64::NEG_INFINITY, f64::max)
+        .fold(
+            (f64::NEG_INFINITY, 0.0),
+            |a, b| if b.0 > a.0 { b } else { a },
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// More measurements need a lower threshold: the minimax multiplier falls as delta grows,
+    /// and the curve's value is the ratio at that multiplier.
+    #[test]
+    fn minimax_tau_falls_with_delta() {
+        let taus: Vec<f64> = (1..10).map(|i| minimax_tau(i as f64 / 10.0)).collect();
+        assert!(taus.windows(2).all(|w| w[1] < w[0]), "{taus:?}");
+        assert!(taus.iter().all(|&t| t > 0.0 && t < 3.0), "{taus:?}");
+        assert!((l1_curve(0.5) - 0.3848).abs() < 2e-3, "{}", l1_curve(0.5));
+    }
 }

@@ -1,0 +1,552 @@
+//! The batched solvers on the GPU: IHT, AMP and FISTA. Their iterations are products with Phi
+//! over the whole batch (cuBLAS GEMMs) and fused elementwise kernels (`cs.cu`); IHT's top-K
+//! hard threshold is sparrow's segmented top-k on |z|, one segment per signal, ties to the
+//! smaller index as on the CPU. Every signal stops on its own under the CPU solvers' tests
+//! (the per-signal norms come back each iteration), and a stopped signal's estimate is
+//! frozen, so each signal runs the iterations its CPU solve runs.
+//!
+//! Storage: Phi row-major (m x n), which cuBLAS sees as the column-major Phi^T (ld n); signals
+//! one after another (signal b's n entries at b n, its m measurements at b m), which cuBLAS
+//! sees as column-major n x B and m x B matrices.
+
+use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::CudaSlice;
+
+use super::cpu::Solved;
+use super::{Method, Recover, StopReason};
+use crate::device::{Args, Gpu, LaunchShape};
+use crate::kernels::{cs_name, CS};
+use crate::ops::topk::{GpuTopK, IndexType, Key, Segments, TieBreak, TopK};
+use crate::{Error, Result, Scalar};
+
+/// Whether `method` has a GPU solver.
+pub fn supported(method: Method) -> bool {
+    matches!(method, Method::Iht | Method::Amp | Method::Fista)
+}
+
+/// The scalar types the GPU solvers run in.
+pub trait Real: Scalar + Key {}
+impl Real for f32 {}
+impl Real for f64 {}
+
+const BLOCK: u32 = 256;
+
+fn grid(items: usize) -> LaunchShape {
+    LaunchShape::linear(
+        items.div_ceil(BLOCK as usize).clamp(1, 1 << 20) as u32,
+        BLOCK,
+    )
+}
+
+/// The batch on the device and the handles every solver uses.
+struct Batch<'a, T> {
+    gpu: &'a Gpu,
+    blas: CudaBlas,
+    m: usize,
+    n: usize,
+    nb: usize,
+    phi: CudaSlice<T>,
+    y: CudaSlice<T>,
+}
+
+impl<'a, T: Real> Batch<'a, T>
+where
+    CudaBlas: Gemm<T>,
+{
+    fn new(gpu: &'a Gpu, m: usize, n: usize, phi: &[f64], ys: &[Vec<f64>]) -> Result<Self> {
+        let nb = ys.len();
+        gpu.ensure_fits(
+            ((m * n + 4 * nb * (m + 2 * n)) * std::mem::size_of::<T>()) as u64,
+            "this recovery batch",
+        )?;
+        let blas = CudaBlas::new(gpu.stream().clone()).map_err(|e| {
+            Error::device("creating the cuBLAS handle (is libcublas installed?)", e)
+        })?;
+        let phi_t: Vec<T> = phi.iter().map(|&v| T::from_f64(v)).collect();
+        let y_t: Vec<T> = ys.iter().flatten().map(|&v| T::from_f64(v)).collect();
+        Ok(Batch {
+            gpu,
+            blas,
+            m,
+            n,
+            nb,
+            phi: gpu.upload(&phi_t)?,
+            y: gpu.upload(&y_t)?,
+        })
+    }
+
+    fn zeros(&self, len: usize) -> Result<CudaSlice<T>> {
+        self.gpu.alloc_zeroed(len)
+    }
+
+    /// out = alpha Phi X + beta out, for the whole batch.
+    fn apply(&self, x: &CudaSlice<T>, out: &mut CudaSlice<T>, alpha: f64, beta: f64) -> Result<()> {
+        let cfg = GemmConfig {
+            transa: CUBLAS_OP_T,
+            transb: CUBLAS_OP_N,
+            m: self.m as i32,
+            n: self.nb as i32,
+            k: self.n as i32,
+            alpha: T::from_f64(alpha),
+            lda: self.n as i32,
+            ldb: self.n as i32,
+            beta: T::from_f64(beta),
+            ldc: self.m as i32,
+        };
+        // SAFETY: the buffers hold n x B, m x n and m x B elements as the shapes say.
+        unsafe { self.blas.gemm(cfg, &self.phi, x, out) }
+            .map_err(|e| Error::device("cuBLAS GEMM Phi X", e))
+    }
+
+    /// out = Phi^T R, for the whole batch.
+    fn correlate(&self, r: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
+        let cfg = GemmConfig {
+            transa: CUBLAS_OP_N,
+            transb: CUBLAS_OP_N,
+            m: self.n as i32,
+            n: self.nb as i32,
+            k: self.m as i32,
+            alpha: T::from_f64(1.0),
+            lda: self.n as i32,
+            ldb: self.m as i32,
+            beta: T::from_f64(0.0),
+            ldc: self.n as i32,
+        };
+        // SAFETY: as in `apply`.
+        unsafe { self.blas.gemm(cfg, &self.phi, r, out) }
+            .map_err(|e| Error::device("cuBLAS GEMM Phi^T R", e))
+    }
+
+    fn launch(&self, kernel: &str, shape: LaunchShape, args: &mut Args) -> Result<()> {
+        let k = self
+            .gpu
+            .kernel(&CS, &cs_name(kernel, <T as Scalar>::NAME))?;
+        self.gpu.launch(&k, shape, args)
+    }
+
+    /// out = Y - Phi X.
+    fn residual(&self, x: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
+        self.gpu
+            .copy_bytes(&self.y, out, self.nb * self.m * std::mem::size_of::<T>())?;
+        self.apply(x, out, -1.0, 1.0)
+    }
+
+    /// Per signal of `per` entries: sum a^2 and, with c, sum (a - c)^2.
+    fn norms(
+        &self,
+        a: &CudaSlice<T>,
+        c: Option<&CudaSlice<T>>,
+        per: usize,
+        sq: &CudaSlice<f64>,
+        dsq: &CudaSlice<f64>,
+    ) -> Result<()> {
+        self.launch(
+            "norms",
+            LaunchShape::linear(self.nb as u32, BLOCK),
+            Args::new()
+                .ptr(self.gpu.ptr(a))
+                .ptr(c.map_or(0, |c| self.gpu.ptr(c)))
+                .i64(per as i64)
+                .ptr(self.gpu.ptr(sq))
+                .ptr(self.gpu.ptr(dsq)),
+        )
+    }
+}
+
+/// The per-signal stop tests of the CPU solvers, applied to the norms of each iteration.
+struct Progress {
+    running: Vec<bool>,
+    iterations: Vec<usize>,
+    stop: Vec<StopReason>,
+    r_norm: Vec<f64>,
+    y_norm: Vec<f64>,
+    tol: f64,
+}
+
+impl Progress {
+    fn new(ys: &[Vec<f64>], tol: f64, max_iter: usize) -> Self {
+        let y_norm: Vec<f64> = ys.iter().map(|y| super::linalg::norm(y)).collect();
+        Progress {
+            running: y_norm.iter().map(|&v| v != 0.0).collect(),
+            iterations: y_norm
+                .iter()
+                .map(|&v| if v == 0.0 { 0 } else { max_iter })
+                .collect(),
+            stop: vec![StopReason::MaxIterations; ys.len()]
+                .into_iter()
+                .zip(&y_norm)
+                .map(|(s, &v)| if v == 0.0 { StopReason::Residual } else { s })
+                .collect(),
+            r_norm: vec![0.0; ys.len()],
+            y_norm,
+            tol,
+        }
+    }
+
+    /// Takes iteration `i`'s squared norms (residual, new estimate, step); says whether any
+    /// signal stopped.
+    fn update(&mut self, i: usize, r2: &[f64], x2: &[f64], d2: &[f64]) -> bool {
+        let mut changed = false;
+        for b in 0..self.running.len() {
+            if !self.running[b] {
+                continue;
+            }
+            self.r_norm[b] = r2[b].sqrt();
+            let stop = if self.r_norm[b] <= self.tol * self.y_norm[b] {
+                Some(StopReason::Residual)
+            } else if d2[b].sqrt() <= self.tol * x2[b].sqrt().max(f64::MIN_POSITIVE) {
+                Some(StopReason::Stalled)
+            } else {
+                None
+            };
+            if let Some(s) = stop {
+                self.running[b] = false;
+                self.iterations[b] = i;
+                self.stop[b] = s;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn flags(&self) -> Vec<i32> {
+        self.running.iter().map(|&r| r as i32).collect()
+    }
+
+    fn any(&self) -> bool {
+        self.running.iter().any(|&r| r)
+    }
+}
+
+/// Per-iteration device scratch for the norms.
+struct Norms {
+    r2: CudaSlice<f64>,
+    x2: CudaSlice<f64>,
+    d2: CudaSlice<f64>,
+    unused: CudaSlice<f64>,
+}
+
+impl Norms {
+    fn new(gpu: &Gpu, nb: usize) -> Result<Self> {
+        Ok(Norms {
+            r2: gpu.alloc_zeroed(nb)?,
+            x2: gpu.alloc_zeroed(nb)?,
+            d2: gpu.alloc_zeroed(nb)?,
+            unused: gpu.alloc_zeroed(nb)?,
+        })
+    }
+
+    fn take(&self, gpu: &Gpu, nb: usize) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+        Ok((
+            gpu.download(&self.r2, nb)?,
+            gpu.download(&self.x2, nb)?,
+            gpu.download(&self.d2, nb)?,
+        ))
+    }
+}
+
+/// Solves every signal (`ys[b]`, m measurements each) with the request's method on the GPU in
+/// precision `T`. `phi` is row-major m x n; `step` is IHT's relaxed step or FISTA's 1 / L.
+pub fn solve<T: Real>(
+    gpu: &Gpu,
+    req: &Recover,
+    m: usize,
+    n: usize,
+    phi: &[f64],
+    ys: &[Vec<f64>],
+    step: f64,
+) -> Result<Vec<Solved>>
+where
+    CudaBlas: Gemm<T>,
+{
+    let b = Batch::<T>::new(gpu, m, n, phi, ys)?;
+    let mut p = Progress::new(ys, req.tol, req.max_iter);
+    let x = match req.method {
+        Method::Iht => iht(&b, req, &mut p, step)?,
+        Method::Amp => amp(&b, req, &mut p)?,
+        Method::Fista => fista(&b, req, &mut p, step)?,
+        other => {
+            return Err(Error::unsupported(format!(
+                "no GPU solver for {other:?}; it runs on the CPU"
+            )))
+        }
+    };
+    let x: Vec<T> = gpu.download(&x, b.nb * n)?;
+    Ok((0..b.nb)
+        .map(|s| Solved {
+            x: x[s * n..(s + 1) * n].iter().map(|v| v.to_f64()).collect(),
+            iterations: p.iterations[s],
+            stop: p.stop[s],
+            residual_norm: p.r_norm[s],
+        })
+        .collect())
+}
+
+/// Downloads the iteration's norms, applies the stop tests and re-uploads the flags when a
+/// signal stopped. Returns false when every signal has stopped.
+fn settle(
+    b: &Batch<'_, impl Real>,
+    p: &mut Progress,
+    nr: &Norms,
+    i: usize,
+    running: &mut CudaSlice<i32>,
+) -> Result<bool> {
+    let (r2, x2, d2) = nr.take(b.gpu, b.nb)?;
+    if p.update(i, &r2, &x2, &d2) {
+        *running = b.gpu.upload(&p.flags())?;
+    }
+    Ok(p.any())
+}
+
+fn iht<'a, T: Real>(
+    b: &Batch<'a, T>,
+    req: &Recover,
+    p: &mut Progress,
+    mu: f64,
+) -> Result<CudaSlice<T>>
+where
+    CudaBlas: Gemm<T>,
+{
+    let (m, n, nb, gpu) = (b.m, b.n, b.nb, b.gpu);
+    let k = req.sparsity.unwrap_or(1);
+    let sel = TopK::largest(k)
+        .tie_break(TieBreak::SmallerIndex)
+        .index_type(IndexType::I32);
+    let layout = sel.layout(nb * n, Segments::Fixed { count: nb, len: n }, None)?;
+    let top = GpuTopK::<T, T>::on_device(gpu, &sel, nb * n, &layout)?;
+    let zabs = top
+        .input()
+        .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?;
+    let (mut x, mut xn) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
+    let (mut r, mut rn) = (b.zeros(nb * m)?, b.zeros(nb * m)?);
+    gpu.copy_bytes(&b.y, &r, nb * m * std::mem::size_of::<T>())?;
+    let (mut g, z) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
+    let nr = Norms::new(gpu, nb)?;
+    let mut running = gpu.upload(&p.flags())?;
+    for i in 1..=req.max_iter {
+        if !p.any() {
+            break;
+        }
+        b.correlate(&r, &mut g)?;
+        b.launch(
+            "iht_step",
+            grid(nb * n),
+            Args::new()
+                .ptr(gpu.ptr(&x))
+                .ptr(gpu.ptr(&g))
+                .scalar(T::from_f64(mu))
+                .ptr(gpu.ptr(&z))
+                .ptr(gpu.ptr(zabs))
+                .ptr(gpu.ptr(&running))
+                .i64(n as i64)
+                .i64((nb * n) as i64),
+        )?;
+        top.enqueue()?;
+        let (_, idx, _, _) = top
+            .outputs()
+            .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?;
+        gpu.fill_bytes(&xn, 0, nb * n * std::mem::size_of::<T>())?;
+        b.launch(
+            "scatter",
+            grid(nb * k),
+            Args::new()
+                .ptr(gpu.ptr(&z))
+                .ptr(gpu.ptr(idx))
+                .i64(k as i64)
+                .i64(n as i64)
+                .i64(nb as i64)
+                .ptr(gpu.ptr(&xn)),
+        )?;
+        b.residual(&xn, &mut rn)?;
+        b.norms(&rn, None, m, &nr.r2, &nr.unused)?;
+        b.norms(&xn, Some(&x), n, &nr.x2, &nr.d2)?;
+        std::mem::swap(&mut x, &mut xn);
+        std::mem::swap(&mut r, &mut rn);
+        if !settle(b, p, &nr, i, &mut running)? {
+            break;
+        }
+    }
+    Ok(x)
+}
+
+fn amp<'a, T: Real>(b: &Batch<'a, T>, req: &Recover, p: &mut Progress) -> Result<CudaSlice<T>>
+where
+    CudaBlas: Gemm<T>,
+{
+    let (m, n, nb, gpu) = (b.m, b.n, b.nb, b.gpu);
+    let (mut x, mut xn) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
+    let (z, zn, mut px) = (b.zeros(nb * m)?, b.zeros(nb * m)?, b.zeros(nb * m)?);
+    gpu.copy_bytes(&b.y, &z, nb * m * std::mem::size_of::<T>())?;
+    let mut g = b.zeros(nb * n)?;
+    let nr = Norms::new(gpu, nb)?;
+    let z2 = gpu.alloc_zeroed::<f64>(nb)?;
+    let mut running = gpu.upload(&p.flags())?;
+    let sqrt_m = (m as f64).sqrt();
+    let tau = req.amp_tau(m, n);
+    for i in 1..=req.max_iter {
+        if !p.any() {
+            break;
+        }
+        b.correlate(&z, &mut g)?;
+        b.norms(&z, None, m, &z2, &nr.unused)?;
+        let theta: Vec<T> = gpu
+            .download(&z2, nb)?
+            .iter()
+            .map(|&s| T::from_f64(tau * s.sqrt() / sqrt_m))
+            .collect();
+        let theta = gpu.upload(&theta)?;
+        b.launch(
+            "amp_step",
+            grid(nb * n),
+            Args::new()
+                .ptr(gpu.ptr(&x))
+                .ptr(gpu.ptr(&g))
+                .ptr(gpu.ptr(&theta))
+                .ptr(gpu.ptr(&running))
+                .i64(n as i64)
+                .ptr(gpu.ptr(&xn))
+                .i64((nb * n) as i64),
+        )?;
+        b.apply(&xn, &mut px, 1.0, 0.0)?;
+        b.launch(
+            "amp_residual",
+            LaunchShape::linear(nb as u32, BLOCK),
+            Args::new()
+                .ptr(gpu.ptr(&b.y))
+                .ptr(gpu.ptr(&px))
+                .ptr(gpu.ptr(&xn))
+                .ptr(gpu.ptr(&z))
+                .ptr(gpu.ptr(&zn))
+                .i64(m as i64)
+                .i64(n as i64),
+        )?;
+        b.launch(
+            "keep_running",
+            grid(nb * m),
+            Args::new()
+                .ptr(gpu.ptr(&zn))
+                .ptr(gpu.ptr(&z))
+                .ptr(gpu.ptr(&running))
+                .i64(m as i64)
+                .i64((nb * m) as i64),
+        )?;
+        b.norms(&b.y, Some(&px), m, &nr.unused, &nr.r2)?;
+        b.norms(&xn, Some(&x), n, &nr.x2, &nr.d2)?;
+        std::mem::swap(&mut x, &mut xn);
+        if !settle(b, p, &nr, i, &mut running)? {
+            break;
+        }
+    }
+    Ok(x)
+}
+
+fn fista<'a, T: Real>(
+    b: &Batch<'a, T>,
+    req: &Recover,
+    p: &mut Progress,
+    step: f64,
+) -> Result<CudaSlice<T>>
+where
+    CudaBlas: Gemm<T>,
+{
+    let (m, n, nb, gpu) = (b.m, b.n, b.nb, b.gpu);
+    let lambda = req.lambda.unwrap_or(0.0);
+    let (mut x, mut xn) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
+    let (mut w, mut wn) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
+    let (mut rw, mut px, mut g) = (b.zeros(nb * m)?, b.zeros(nb * m)?, b.zeros(nb * n)?);
+    let nr = Norms::new(gpu, nb)?;
+    let mut running = gpu.upload(&p.flags())?;
+    let mut t = 1.0f64;
+    for i in 1..=req.max_iter {
+        if !p.any() {
+            break;
+        }
+        b.residual(&w, &mut rw)?;
+        b.correlate(&rw, &mut g)?;
+        let t_new = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
+        b.launch(
+            "fista",
+            grid(nb * n),
+            Args::new()
+                .ptr(gpu.ptr(&w))
+                .ptr(gpu.ptr(&g))
+                .ptr(gpu.ptr(&x))
+                .scalar(T::from_f64(step))
+                .scalar(T::from_f64(lambda))
+                .scalar(T::from_f64((t - 1.0) / t_new))
+                .ptr(gpu.ptr(&running))
+                .i64(n as i64)
+                .ptr(gpu.ptr(&xn))
+                .ptr(gpu.ptr(&wn))
+                .i64((nb * n) as i64),
+        )?;
+        t = t_new;
+        b.apply(&xn, &mut px, 1.0, 0.0)?;
+        b.norms(&b.y, Some(&px), m, &nr.unused, &nr.r2)?;
+        b.norms(&xn, Some(&x), n, &nr.x2, &nr.d2)?;
+        std::mem::swap(&mut x, &mut xn);
+        std::mem::swap(&mut w, &mut wn);
+        if !settle(b, p, &nr, i, &mut running)? {
+            break;
+        }
+    }
+    Ok(x)
+}
+
+/// Per-iteration cost of the batched IHT beside what bounds it, for `sparrow bench cs`.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct IhtTiming {
+    /// Wall time per IHT iteration (every kernel and the per-signal stop tests), ms.
+    pub iteration_ms: f64,
+    /// The iteration's two GEMMs alone (Phi^T R and Phi X over the batch), CUDA events, ms.
+    pub gemms_ms: f64,
+    /// Iterations the timed solve ran.
+    pub iterations: usize,
+}
+
+/// Times `iters` IHT iterations against one (the difference is per-iteration work, without
+/// the uploads and allocations), and the two GEMMs on the same shapes.
+pub fn time_iht<T: Real>(
+    gpu: &Gpu,
+    m: usize,
+    n: usize,
+    phi: &[f64],
+    ys: &[Vec<f64>],
+    k: usize,
+    iters: usize,
+) -> Result<IhtTiming>
+where
+    CudaBlas: Gemm<T>,
+{
+    let b = Batch::<T>::new(gpu, m, n, phi, ys)?;
+    let col_energy = phi.iter().map(|v| v * v).sum::<f64>() / n as f64;
+    let mu = 0.65 / col_energy;
+    let wall = |max_iter: usize| -> Result<(f64, usize)> {
+        let req = Recover::new(Method::Iht)
+            .sparsity(k)
+            .max_iter(max_iter)
+            .tol(1e-30);
+        let mut p = Progress::new(ys, req.tol, req.max_iter);
+        gpu.synchronize()?;
+        let t0 = std::time::Instant::now();
+        iht(&b, &req, &mut p, mu)?;
+        gpu.synchronize()?;
+        let ran = p.iterations.iter().copied().max().unwrap_or(0);
+        Ok((t0.elapsed().as_secs_f64() * 1e3, ran))
+    };
+    wall(2)?; // compiles and warms every kernel
+    let (t1, i1) = wall(1)?;
+    let (tn, i_n) = wall(1 + iters)?;
+    let (mut r, mut g) = (b.zeros(b.nb * m)?, b.zeros(b.nb * n)?);
+    let x = b.zeros(b.nb * n)?;
+    let gemms = crate::bench::timing::time_gpu(gpu, 2, 10, || {
+        b.correlate(&r, &mut g)?;
+        b.apply(&x, &mut r, -1.0, 1.0)
+    })?;
+    Ok(IhtTiming {
+        iteration_ms: (tn - t1) / (i_n.saturating_sub(i1)).max(1) as f64,
+        gemms_ms: gemms.median_ms,
+        iterations: i_n,
+    })
+}

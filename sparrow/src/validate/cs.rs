@@ -1,0 +1,656 @@
+//! Validation cases of compressed sensing: every `cs.cu` kernel, f32 and f64, on ragged sizes
+//! (300 items for 256-thread blocks, two signals) against the CPU references of
+//! `solvers::cs::prox` and `linalg` (outputs NaN-filled first, so an element no thread wrote
+//! fails); and the GPU solvers (IHT, AMP, FISTA) against the CPU solvers on one batch. Without
+//! a GPU, the CPU's IHT is checked against the planted signals.
+
+use cudarc::driver::CudaSlice;
+
+use super::{Case, Outcome, Reference};
+use crate::device::{Args, Gpu, LaunchShape};
+use crate::kernels::{cs_name, CS};
+use crate::matrix::{Dense, Rng};
+use crate::solvers::cs::data::{gaussian_phi, measure, sparse_signals};
+use crate::solvers::cs::gpu::Real;
+use crate::solvers::cs::linalg::Phi;
+use crate::solvers::cs::prox;
+use crate::solvers::cs::{Method, Recover};
+use crate::{Device, Result, Scalar};
+
+pub(super) fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "cs-kernels/f32",
+            run: kernels::<f32>,
+        },
+        Case {
+            name: "cs-kernels/f64",
+            run: kernels::<f64>,
+        },
+        Case {
+            name: "cs-solvers/f32",
+            run: solvers::<f32>,
+        },
+        Case {
+            name: "cs-solvers/f64",
+            run: solvers::<f64>,
+        },
+    ]
+}
+
+/// Items per kernel test: not a multiple of the 256-thread block.
+const N: usize = 300;
+
+/// Compares `got` with `want` element by element, relative to `scale` (the summed magnitudes
+/// behind each element).
+fn outcome(
+    kernel: String,
+    shapes: &str,
+    got: &[f64],
+    want: &[f64],
+    scale: &[f64],
+    tol: f64,
+) -> Outcome {
+    let (mut max_rel, mut max_abs, mut note) = (0f64, 0f64, String::new());
+    let mut pass = got.len() == want.len();
+    for i in 0..want.len().min(got.len()) {
+        let d = (got[i] - want[i]).abs();
+        let rel = d / scale[i].max(f64::MIN_POSITIVE);
+        if rel.is_nan() || rel > tol {
+            if pass {
+                note = format!("element {i}: got {}, want {}", got[i], want[i]);
+            }
+            pass = false;
+        }
+        if d.is_finite() {
+            max_abs = max_abs.max(d);
+            max_rel = max_rel.max(rel);
+        } else {
+            max_abs = f64::INFINITY;
+            max_rel = f64::INFINITY;
+        }
+    }
+    Outcome {
+        kernel,
+        reference: Reference::NaiveOracle,
+        shapes: shapes.to_string(),
+        max_rel,
+        max_abs,
+        tolerance: tol,
+        pass,
+        note,
+    }
+}
+
+struct Dev<'a, T> {
+    gpu: &'a Gpu,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Real> Dev<'_, T> {
+    fn up(&self, v: &[f64]) -> Result<CudaSlice<T>> {
+        let t: Vec<T> = v.iter().map(|&x| T::from_f64(x)).collect();
+        self.gpu.upload(&t)
+    }
+    /// An output buffer filled with NaN bytes.
+    fn out(&self, len: usize) -> Result<CudaSlice<T>> {
+        let b = self.gpu.alloc_zeroed::<T>(len)?;
+        self.gpu
+            .fill_bytes(&b, 0xFF, len * std::mem::size_of::<T>())?;
+        Ok(b)
+    }
+    fn down(&self, b: &CudaSlice<T>, len: usize) -> Result<Vec<f64>> {
+        Ok(self
+            .gpu
+            .download(b, len)?
+            .iter()
+            .map(|v| v.to_f64())
+            .collect())
+    }
+    fn launch(&self, kernel: &str, shape: LaunchShape, args: &mut Args) -> Result<()> {
+        let k = self
+            .gpu
+            .kernel(&CS, &cs_name(kernel, <T as Scalar>::NAME))?;
+        self.gpu.launch(&k, shape, args)
+    }
+    fn ptr<U>(&self, b: &CudaSlice<U>) -> u64 {
+        self.gpu.ptr(b)
+    }
+}
+
+fn rand(rng: &mut Rng, n: usize) -> Vec<f64> {
+    (0..n).map(|_| rng.range_f64(-2.0, 2.0)).collect()
+}
+
+fn kernels<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
+    let Device::Cuda(gpu) = device else {
+        return Ok(Vec::new());
+    };
+    let d = Dev::<T> {
+        gpu,
+        _t: std::marker::PhantomData,
+    };
+    let ty = <T as Scalar>::NAME;
+    let name = |k: &str| cs_name(k, ty);
+    // Elementwise results are within a rounding or two of the f64 reference.
+    let tol = if ty == "f32" { 4e-7 } else { 4e-16 };
+    let mut rng = Rng::new(29);
+    let x = rand(&mut rng, N);
+    let g = rand(&mut rng, N);
+    let mag = |a: &[f64], b: &[f64]| -> Vec<f64> {
+        a.iter().zip(b).map(|(p, q)| p.abs() + q.abs()).collect()
+    };
+    let one = LaunchShape::linear(1, 256);
+    let two = LaunchShape::linear(2, 256);
+    let shapes = format!("{N} items, 256-thread blocks");
+    let mut out = Vec::new();
+    let (xd, gd) = (d.up(&x)?, d.up(&g)?);
+    let rx: Vec<f64> = d.down(&xd, N)?; // x as the device holds it
+    let rg: Vec<f64> = d.down(&gd, N)?;
+
+    // Hard and soft thresholds, over a grid smaller than the data (grid-stride).
+    let o = d.out(N)?;
+    d.launch(
+        "hard",
+        one,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .scalar(T::from_f64(0.5))
+            .ptr(d.ptr(&o))
+            .i64(N as i64),
+    )?;
+    let t = T::from_f64(0.5).to_f64();
+    out.push(outcome(
+        name("hard"),
+        &shapes,
+        &d.down(&o, N)?,
+        &prox::hard_threshold(&rx, t),
+        &mag(&rx, &rx),
+        0.0,
+    ));
+    let o = d.out(N)?;
+    d.launch(
+        "soft",
+        one,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .scalar(T::from_f64(0.3))
+            .ptr(d.ptr(&o))
+            .i64(N as i64),
+    )?;
+    let l = T::from_f64(0.3).to_f64();
+    out.push(outcome(
+        name("soft"),
+        &shapes,
+        &d.down(&o, N)?,
+        &prox::soft_threshold(&rx, l),
+        &mag(&rx, &rx),
+        tol,
+    ));
+
+    // IHT step with |z|; the second signal (items 150..300) has stopped and keeps x.
+    let per = N / 2;
+    let active = gpu.upload(&[1i32, 0])?;
+    let mu = T::from_f64(0.7).to_f64();
+    let (z, za) = (d.out(N)?, d.out(N)?);
+    d.launch(
+        "iht_step",
+        two,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .ptr(d.ptr(&gd))
+            .scalar(T::from_f64(mu))
+            .ptr(d.ptr(&z))
+            .ptr(d.ptr(&za))
+            .ptr(d.ptr(&active))
+            .i64(per as i64)
+            .i64(N as i64),
+    )?;
+    let mut wz = prox::iht_step(&rx[..per], &rg[..per], mu);
+    wz.extend_from_slice(&rx[per..]);
+    let scale: Vec<f64> = (0..N).map(|i| rx[i].abs() + mu * rg[i].abs()).collect();
+    out.push(outcome(
+        name("iht_step"),
+        &shapes,
+        &d.down(&z, N)?,
+        &wz,
+        &scale,
+        tol,
+    ));
+    let wa: Vec<f64> = wz.iter().map(|v| v.abs()).collect();
+    out.push(outcome(
+        format!("{} |z|", name("iht_step")),
+        &shapes,
+        &d.down(&za, N)?,
+        &wa,
+        &scale,
+        tol,
+    ));
+
+    // Scatter of 7 selected positions per signal (one unused slot, -1), into zeros.
+    let k = 7usize;
+    let idx: Vec<i32> = vec![0, 3, 149, 77, 5, 6, -1, 1, 2, 148, 100, 50, 60, 70];
+    let idx_d = gpu.upload(&idx)?;
+    let o = d.up(&vec![0.0; N])?;
+    d.launch(
+        "scatter",
+        one,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .ptr(d.ptr(&idx_d))
+            .i64(k as i64)
+            .i64(per as i64)
+            .i64(2)
+            .ptr(d.ptr(&o)),
+    )?;
+    let mut want = vec![0.0; N];
+    for (e, &j) in idx.iter().enumerate() {
+        if j >= 0 {
+            let p = (e / k) * per + j as usize;
+            want[p] = rx[p];
+        }
+    }
+    out.push(outcome(
+        name("scatter"),
+        "2 signals of 150, 7 slots each, one empty",
+        &d.down(&o, N)?,
+        &want,
+        &mag(&rx, &rx),
+        0.0,
+    ));
+
+    // AMP residual, one block per signal: m = 300 measurements, n = 150 entries with zeros.
+    let (m, n) = (N, per);
+    let y = rand(&mut rng, 2 * m);
+    let px = rand(&mut rng, 2 * m);
+    let zp = rand(&mut rng, 2 * m);
+    let xs: Vec<f64> = (0..2 * n)
+        .map(|i| if i % 3 == 0 { 0.0 } else { rx[i % N] })
+        .collect();
+    let (yd, pxd, zpd, xsd) = (d.up(&y)?, d.up(&px)?, d.up(&zp)?, d.up(&xs)?);
+    let (ry, rpx, rzp) = (
+        d.down(&yd, 2 * m)?,
+        d.down(&pxd, 2 * m)?,
+        d.down(&zpd, 2 * m)?,
+    );
+    let zo = d.out(2 * m)?;
+    d.launch(
+        "amp_residual",
+        two,
+        Args::new()
+            .ptr(d.ptr(&yd))
+            .ptr(d.ptr(&pxd))
+            .ptr(d.ptr(&xsd))
+            .ptr(d.ptr(&zpd))
+            .ptr(d.ptr(&zo))
+            .i64(m as i64)
+            .i64(n as i64),
+    )?;
+    let mut want = Vec::new();
+    for b in 0..2 {
+        let r = b * m..(b + 1) * m;
+        want.extend(prox::amp_residual(
+            &ry[r.clone()],
+            &rpx[r.clone()],
+            &xs[b * n..(b + 1) * n],
+            &rzp[r],
+        ));
+    }
+    let scale: Vec<f64> = (0..2 * m)
+        .map(|i| ry[i].abs() + rpx[i].abs() + rzp[i].abs())
+        .collect();
+    out.push(outcome(
+        name("amp_residual"),
+        "2 signals, m = 300, n = 150",
+        &d.down(&zo, 2 * m)?,
+        &want,
+        &scale,
+        2.0 * tol,
+    ));
+
+    // Singular-value shrink over two blocks, with the nuclear norm by atomics.
+    let sigma: Vec<f64> = (0..N).map(|i| 3.0 * (-(i as f64) / 60.0).exp()).collect();
+    let sd = d.up(&sigma)?;
+    let rs = d.down(&sd, N)?;
+    let tau = T::from_f64(0.4).to_f64();
+    let (so, nuc) = (d.out(N)?, d.up(&[0.0])?);
+    d.launch(
+        "sv_shrink",
+        two,
+        Args::new()
+            .ptr(d.ptr(&sd))
+            .scalar(T::from_f64(tau))
+            .ptr(d.ptr(&so))
+            .i64(N as i64)
+            .ptr(d.ptr(&nuc)),
+    )?;
+    let (ws, wn) = prox::sv_shrink(&rs, tau);
+    out.push(outcome(
+        name("sv_shrink"),
+        &shapes,
+        &d.down(&so, N)?,
+        &ws,
+        &rs,
+        tol,
+    ));
+    let total: f64 = rs.iter().sum();
+    out.push(outcome(
+        format!("{} nuclear norm", name("sv_shrink")),
+        &shapes,
+        &d.down(&nuc, 1)?,
+        &[wn],
+        &[total],
+        8.0 * tol,
+    ));
+
+    // TV forward difference per signal.
+    let o = d.out(N)?;
+    d.launch(
+        "tv_grad",
+        two,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .ptr(d.ptr(&o))
+            .i64(per as i64)
+            .i64(N as i64),
+    )?;
+    let mut want = prox::tv_forward_difference(&rx[..per]);
+    want.extend(prox::tv_forward_difference(&rx[per..]));
+    let scale: Vec<f64> = (0..N)
+        .map(|i| rx[i].abs() + rx.get(i + 1).map_or(0.0, |v| v.abs()))
+        .collect();
+    out.push(outcome(
+        name("tv_grad"),
+        "2 signals of 150",
+        &d.down(&o, N)?,
+        &want,
+        &scale,
+        tol,
+    ));
+
+    // Correlate Phi^T r for one signal, m = 77 rows, n = 300 columns.
+    let (pm, pn) = (77usize, N);
+    let phi = rand(&mut rng, pm * pn);
+    let r = rand(&mut rng, pm);
+    let (phid, rd) = (d.up(&phi)?, d.up(&r)?);
+    let p = Phi {
+        m: pm,
+        n: pn,
+        a: d.down(&phid, pm * pn)?,
+    };
+    let rr = d.down(&rd, pm)?;
+    let o = d.out(pn)?;
+    d.launch(
+        "correlate",
+        LaunchShape::linear(pn.div_ceil(32) as u32, 256),
+        Args::new()
+            .ptr(d.ptr(&phid))
+            .ptr(d.ptr(&rd))
+            .ptr(d.ptr(&o))
+            .i64(pm as i64)
+            .i64(pn as i64),
+    )?;
+    let scale: Vec<f64> = (0..pn)
+        .map(|j| (0..pm).map(|i| (p.a[i * pn + j] * rr[i]).abs()).sum())
+        .collect();
+    let sum_tol = if ty == "f32" { 2e-6 } else { 4e-15 };
+    out.push(outcome(
+        name("correlate"),
+        "m = 77, n = 300",
+        &d.down(&o, pn)?,
+        &p.correlate(&rr),
+        &scale,
+        sum_tol,
+    ));
+
+    // Per-signal squared norms in f64.
+    let (sq, dsq) = (gpu.alloc_zeroed::<f64>(2)?, gpu.alloc_zeroed::<f64>(2)?);
+    gpu.fill_bytes(&sq, 0xFF, 16)?;
+    gpu.fill_bytes(&dsq, 0xFF, 16)?;
+    d.launch(
+        "norms",
+        two,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .ptr(d.ptr(&gd))
+            .i64(per as i64)
+            .ptr(d.ptr(&sq))
+            .ptr(d.ptr(&dsq)),
+    )?;
+    let mut want = Vec::new();
+    let mut scale = Vec::new();
+    for b in 0..2 {
+        let r = b * per..(b + 1) * per;
+        want.push(rx[r.clone()].iter().map(|v| v * v).sum::<f64>());
+        scale.push(want[b]);
+    }
+    for b in 0..2 {
+        let r = b * per..(b + 1) * per;
+        let s: f64 = r.clone().map(|i| (rx[i] - rg[i]).powi(2)).sum();
+        want.push(s);
+        scale.push(s);
+    }
+    let mut got = gpu.download(&sq, 2)?;
+    got.extend(gpu.download(&dsq, 2)?);
+    out.push(outcome(
+        name("norms"),
+        "2 signals of 150",
+        &got,
+        &want,
+        &scale,
+        1e-14,
+    ));
+
+    // FISTA's step; the second signal has stopped.
+    let w = rand(&mut rng, N);
+    let wd = d.up(&w)?;
+    let rw = d.down(&wd, N)?;
+    let (step, lam, coef) = (0.3, 0.2, 0.45);
+    let (st, la, co) = (
+        T::from_f64(step).to_f64(),
+        T::from_f64(lam).to_f64(),
+        T::from_f64(coef).to_f64(),
+    );
+    let (xn, wn) = (d.out(N)?, d.out(N)?);
+    d.launch(
+        "fista",
+        two,
+        Args::new()
+            .ptr(d.ptr(&wd))
+            .ptr(d.ptr(&gd))
+            .ptr(d.ptr(&xd))
+            .scalar(T::from_f64(st))
+            .scalar(T::from_f64(la))
+            .scalar(T::from_f64(co))
+            .ptr(d.ptr(&active))
+            .i64(per as i64)
+            .ptr(d.ptr(&xn))
+            .ptr(d.ptr(&wn))
+            .i64(N as i64),
+    )?;
+    let mut wx = prox::soft_threshold(&prox::iht_step(&rw[..per], &rg[..per], st), la * st);
+    let mut ww: Vec<f64> = wx
+        .iter()
+        .zip(&rx[..per])
+        .map(|(a, b)| a + co * (a - b))
+        .collect();
+    wx.extend_from_slice(&rx[per..]);
+    ww.extend_from_slice(&rw[per..]);
+    let scale: Vec<f64> = (0..N)
+        .map(|i| 2.0 * (rw[i].abs() + st * rg[i].abs() + rx[i].abs() + la))
+        .collect();
+    out.push(outcome(
+        format!("{} x", name("fista")),
+        &shapes,
+        &d.down(&xn, N)?,
+        &wx,
+        &scale,
+        2.0 * tol,
+    ));
+    out.push(outcome(
+        format!("{} w", name("fista")),
+        &shapes,
+        &d.down(&wn, N)?,
+        &ww,
+        &scale,
+        4.0 * tol,
+    ));
+
+    // AMP's soft-thresholded step with a threshold per signal; the second has stopped.
+    let theta = d.up(&[0.25, 0.6])?;
+    let th = d.down(&theta, 2)?;
+    let o = d.out(N)?;
+    d.launch(
+        "amp_step",
+        two,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .ptr(d.ptr(&gd))
+            .ptr(d.ptr(&theta))
+            .ptr(d.ptr(&active))
+            .i64(per as i64)
+            .ptr(d.ptr(&o))
+            .i64(N as i64),
+    )?;
+    let mut want = prox::soft_threshold(&prox::iht_step(&rx[..per], &rg[..per], 1.0), th[0]);
+    want.extend_from_slice(&rx[per..]);
+    out.push(outcome(
+        name("amp_step"),
+        &shapes,
+        &d.down(&o, N)?,
+        &want,
+        &mag(&rx, &rg),
+        tol,
+    ));
+
+    // Copy for running signals only: the stopped one keeps its values.
+    let dst = d.up(&w)?;
+    d.launch(
+        "keep_running",
+        two,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .ptr(d.ptr(&dst))
+            .ptr(d.ptr(&active))
+            .i64(per as i64)
+            .i64(N as i64),
+    )?;
+    let mut want = rx[..per].to_vec();
+    want.extend_from_slice(&rw[per..]);
+    out.push(outcome(
+        name("keep_running"),
+        &shapes,
+        &d.down(&dst, N)?,
+        &want,
+        &mag(&rx, &rw),
+        0.0,
+    ));
+    Ok(out)
+}
+
+/// A batch with planted K-sparse signals: m = 128, n = 256, K = 8, 24 signals.
+fn problem(seed: u64) -> Result<(Dense<f64>, Dense<f64>, Dense<f64>)> {
+    let (m, n, k, nb) = (128, 256, 8, 24);
+    let phi = gaussian_phi(m, n, seed)?;
+    let x = sparse_signals(n, k, nb, false, seed + 1)?;
+    let y = measure(&phi, &x)?;
+    Ok((phi, x, y))
+}
+
+fn convert<T: Scalar>(a: &Dense<f64>) -> Result<Dense<T>> {
+    Dense::from_rows(
+        a.nrows(),
+        a.ncols(),
+        (0..a.nrows())
+            .flat_map(|i| a.row(i).iter().map(|&v| T::from_f64(v)))
+            .collect(),
+    )
+}
+
+/// The GPU solvers against the CPU solvers on the same batch: the same support per signal and
+/// coefficients within 1e-4 relative (f32) or 1e-9 (f64) of the largest.
+fn solvers<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
+    let (phi, planted, y) = problem(41)?;
+    let (phi_t, y_t) = (convert::<T>(&phi)?, convert::<T>(&y)?);
+    let tol = if <T as Scalar>::NAME == "f32" {
+        1e-4
+    } else {
+        1e-9
+    };
+    let mut out = Vec::new();
+    let mut methods = vec![(Method::Iht, Recover::new(Method::Iht).sparsity(8))];
+    // AMP and FISTA shrink their estimates, so only their agreement with the CPU is exact.
+    if let Device::Cuda(_) = device {
+        methods.push((Method::Amp, Recover::new(Method::Amp)));
+        methods.push((
+            Method::Fista,
+            Recover::new(Method::Fista).lambda(0.01).max_iter(300),
+        ));
+    }
+    for (method, req) in methods {
+        let (cpu, _) = req.run(&Device::Cpu, &phi_t, &y_t)?;
+        let (got, plan, reference, want) = match device {
+            Device::Cuda(_) => {
+                let (g, plan) = req.run(device, &phi_t, &y_t)?;
+                (g, plan, Reference::CrossBackend, cpu)
+            }
+            Device::Cpu => {
+                let planted_t = convert::<T>(&planted)?;
+                let support = (0..planted.ncols())
+                    .map(|b| {
+                        (0..planted.nrows())
+                            .filter(|&j| planted.get(j, b) != 0.0)
+                            .collect()
+                    })
+                    .collect();
+                let want = crate::solvers::cs::Recovery {
+                    x: planted_t,
+                    support,
+                    residual_norm: Vec::new(),
+                    iterations: Vec::new(),
+                    stop: Vec::new(),
+                };
+                (cpu, req.plan(device), Reference::Rederivation, want)
+            }
+        };
+        let flat = |d: &Dense<T>| -> Vec<f64> {
+            (0..d.nrows())
+                .flat_map(|i| d.row(i).iter().map(|v| v.to_f64()).collect::<Vec<_>>())
+                .collect()
+        };
+        let (got_x, want_x) = (flat(&got.x), flat(&want.x));
+        let scale = want_x.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        // IHT's support is exact. AMP and FISTA soft-threshold, so an entry at the threshold
+        // may be zero in one precision and a rounding above it in the other: their supports
+        // are compared on the entries above the tolerance.
+        let support_ok = if method == Method::Iht {
+            got.support == want.support
+        } else {
+            let sig =
+                |x: &[f64]| -> Vec<bool> { x.iter().map(|v| v.abs() > tol * scale).collect() };
+            sig(&got_x) == sig(&want_x)
+        };
+        let mut o = outcome(
+            format!(
+                "recover {method:?} [{}]",
+                plan.reason.split(':').next().unwrap_or("")
+            ),
+            "m = 128, n = 256, K = 8, 24 signals",
+            &got_x,
+            &want_x,
+            &vec![scale; want_x.len()],
+            if reference == Reference::Rederivation {
+                1e-3
+            } else {
+                tol
+            },
+        );
+        o.reference = reference;
+        if !support_ok {
+            o.pass = false;
+            o.note = "supports differ".into();
+        }
+        out.push(o);
+    }
+    Ok(out)
+}
