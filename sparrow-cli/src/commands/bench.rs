@@ -276,6 +276,19 @@ fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
                 .unwrap_or_else(|| "-".into())
         );
     }
+    if let Some(k) = records.iter().find_map(|r| r.kernels.as_ref()) {
+        let opt = |v: Option<f64>| v.map_or("n/a".to_string(), |t| format!("{t:.4}"));
+        println!(
+            "kernels (f32, ms): IHT step over {batch} x {n}: plain {:.4}, cp.async-staged {:.4}",
+            k.iht_step_ms, k.iht_step_async_ms
+        );
+        println!(
+            "correlate one signal ({m} x {n}): plain {:.4}, TMA-staged {}, FP8 e4m3 {}",
+            k.correlate_ms,
+            opt(k.correlate_tma_ms),
+            opt(k.correlate_fp8_ms)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use super::timing::time_gpu;
 use crate::device::Gpu;
 use crate::solvers::cs::data::{gaussian_phi, sparse_signals};
 use crate::solvers::cs::gpu::{time_iht, IhtTiming};
@@ -33,6 +34,133 @@ pub struct CsRecord {
     pub cpu_iteration_ms: Option<f64>,
     /// Signals the CPU time was measured on.
     pub cpu_signals: usize,
+    /// The architecture-specific kernels beside the plain ones (f32).
+    pub kernels: Option<KernelTimes>,
+}
+
+/// The architecture-specific kernels beside their plain forms (ms, median of CUDA-event
+/// timings): the IHT step over the whole batch, and correlate for one signal.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KernelTimes {
+    /// Plain IHT step (z = x + mu g and |z|) over B n items.
+    pub iht_step_ms: f64,
+    /// The same with x and g staged by cp.async.
+    pub iht_step_async_ms: f64,
+    /// Plain correlate (Phi^T r) of one signal.
+    pub correlate_ms: f64,
+    /// The same with rows staged by TMA bulk copies (sm_90), when the device has them.
+    pub correlate_tma_ms: Option<f64>,
+    /// The same from FP8 e4m3 Phi with per-row scales (sm_89+), when the device has them.
+    pub correlate_fp8_ms: Option<f64>,
+}
+
+fn time_kernels(gpu: &Gpu, m: usize, n: usize, batch: usize, phi: &[f64]) -> Result<KernelTimes> {
+    use crate::device::{Args, LaunchShape};
+    use crate::kernels::CS;
+    let items = batch * n;
+    let x = gpu.upload(
+        &(0..items)
+            .map(|i| (i % 97) as f32 * 0.01)
+            .collect::<Vec<f32>>(),
+    )?;
+    let g = gpu.upload(
+        &(0..items)
+            .map(|i| (i % 89) as f32 * -0.01)
+            .collect::<Vec<f32>>(),
+    )?;
+    let (z, za) = (
+        gpu.alloc_zeroed::<f32>(items)?,
+        gpu.alloc_zeroed::<f32>(items)?,
+    );
+    let grid = LaunchShape::linear(items.div_ceil(256).min(1 << 20) as u32, 256);
+    let step = |name: &str, shape: LaunchShape| -> Result<f64> {
+        let k = gpu.kernel(&CS, name)?;
+        Ok(time_gpu(gpu, 2, 20, || {
+            gpu.launch(
+                &k,
+                shape,
+                Args::new()
+                    .ptr(gpu.ptr(&x))
+                    .ptr(gpu.ptr(&g))
+                    .f32(0.5)
+                    .ptr(0)
+                    .ptr(gpu.ptr(&z))
+                    .ptr(gpu.ptr(&za))
+                    .ptr(0)
+                    .i64(n as i64)
+                    .i64(items as i64),
+            )
+        })?
+        .median_ms)
+    };
+    let iht_step_ms = step("cs_iht_step_f32", grid)?;
+    // cp.async tiles hold 1,024 f32; eight blocks per SM stride over them.
+    let tiles = items.div_ceil(1024);
+    let async_grid =
+        LaunchShape::linear(tiles.min(gpu.limits().sms as usize * 8).max(1) as u32, 256);
+    let iht_step_async_ms = step("cs_iht_step_async_f32", async_grid)?;
+    let pd = gpu.upload(&phi.iter().map(|&v| v as f32).collect::<Vec<f32>>())?;
+    let r = gpu.upload(&(0..m).map(|i| (i % 13) as f32 * 0.1).collect::<Vec<f32>>())?;
+    let o = gpu.alloc_zeroed::<f32>(n)?;
+    let corr = |name: &str, shape: LaunchShape| -> Result<f64> {
+        let k = gpu.kernel(&CS, name)?;
+        Ok(time_gpu(gpu, 2, 20, || {
+            gpu.launch(
+                &k,
+                shape,
+                Args::new()
+                    .ptr(gpu.ptr(&pd))
+                    .ptr(gpu.ptr(&r))
+                    .ptr(gpu.ptr(&o))
+                    .i64(m as i64)
+                    .i64(n as i64),
+            )
+        })?
+        .median_ms)
+    };
+    let correlate_ms = corr(
+        "cs_correlate_f32",
+        LaunchShape::linear(n.div_ceil(32) as u32, 256),
+    )?;
+    let cc = gpu.limits().compute_capability;
+    let correlate_tma_ms = if cc >= (9, 0) && n.is_multiple_of(4) {
+        Some(corr(
+            "cs_correlate_tma_f32",
+            LaunchShape::linear(n.div_ceil(256) as u32, 256),
+        )?)
+    } else {
+        None
+    };
+    let correlate_fp8_ms = if cc >= (8, 9) {
+        let (q, sc) = crate::solvers::cs::fp8::quantize_rows(phi, m, n);
+        let (qd, sd) = (gpu.upload(&q)?, gpu.upload(&sc)?);
+        let k = gpu.kernel(&CS, "cs_correlate_fp8")?;
+        Some(
+            time_gpu(gpu, 2, 20, || {
+                gpu.launch(
+                    &k,
+                    LaunchShape::linear(n.div_ceil(64) as u32, 256),
+                    Args::new()
+                        .ptr(gpu.ptr(&qd))
+                        .ptr(gpu.ptr(&sd))
+                        .ptr(gpu.ptr(&r))
+                        .ptr(gpu.ptr(&o))
+                        .i64(m as i64)
+                        .i64(n as i64),
+                )
+            })?
+            .median_ms,
+        )
+    } else {
+        None
+    };
+    Ok(KernelTimes {
+        iht_step_ms,
+        iht_step_async_ms,
+        correlate_ms,
+        correlate_tma_ms,
+        correlate_fp8_ms,
+    })
 }
 
 /// Runs the benchmark: `iters` timed GPU iterations, the CPU on `cpu_signals` signals (0 to
@@ -97,6 +225,8 @@ pub fn run(
     if f64_too {
         types.push("f64");
     }
+    progress("timing the kernels");
+    let kernels = time_kernels(gpu, m, n, batch, &a)?;
     for ty in types {
         progress(&format!("timing IHT on the GPU ({ty})"));
         let t = if ty == "f32" {
@@ -118,6 +248,7 @@ pub fn run(
             } else {
                 0
             },
+            kernels: (ty == "f32").then(|| kernels.clone()),
         });
     }
     Ok(out)

@@ -82,3 +82,79 @@ __device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32* warp_sums, u32* 
     *total = warp_sums[nwarps - 1];
     return before + x - v;
 }
+
+// cvta.to.shared.u64: the shared-window address of a pointer into shared memory, for the
+// instructions below that take a .shared operand.
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+    u64 a;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+    return (u32)a;
+}
+
+// cp.async.cg.shared.global [dst], [src], 16, src_bytes (sm_80+): copies 16 bytes from global
+// to shared memory without passing through registers, zero-filling past src_bytes (0..16);
+// dst and src 16-byte aligned. Completes at cp_async_wait after cp_async_commit.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, u32 src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+// cp.async.commit_group: closes the group of this thread's cp.async copies issued so far.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// cp.async.wait_group N: waits until at most N of this thread's groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+#if __CUDA_ARCH__ >= 900
+// mbarrier.init.shared::cta.b64 [bar], count (sm_80+; used here with the sm_90 bulk copies).
+__device__ __forceinline__ void mbar_init(u64* bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// fence.mbarrier_init.release.cluster (sm_90): makes barrier initialisation visible to the
+// asynchronous (bulk-copy) proxy before any copy signals it.
+__device__ __forceinline__ void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+// mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes (sm_90): one arrival that also
+// announces `bytes` of bulk-copy traffic the phase must see before it completes.
+__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+// mbarrier.try_wait.parity.shared::cta.b64 (sm_90): true once the phase of parity `phase` is
+// complete.
+__device__ __forceinline__ bool mbar_try_wait(u64* bar, u32 phase) {
+    u32 ok;
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(ok)
+        : "r"(smem_addr(bar)), "r"(phase)
+        : "memory");
+    return ok != 0;
+}
+// fence.proxy.async.shared::cta (sm_90): orders this thread's (and, after a barrier, the
+// block's) generic-proxy accesses to shared memory before later bulk-copy (async-proxy)
+// writes into the same buffer.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes (sm_90, the TMA's
+// non-tensor form): copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from
+// global to shared memory and reports them to `bar`.
+__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, u32 bytes, u64* bar) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+            smem_addr(dst)),
+        "l"(src), "r"(bytes), "r"(smem_addr(bar))
+        : "memory");
+}
+#endif
+
+#if __CUDA_ARCH__ >= 890
+// cvt.rn.f16x2.e4m3x2 (sm_89+; ptxas has no f32 form): two FP8 e4m3 values (the low byte
+// first) to two f16, then to f32.
+__device__ __forceinline__ void e4m3x2_to_f32(u16 v, float* lo, float* hi) {
+    u32 h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(v));
+    asm("{\n .reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b;\n}"
+        : "=f"(*lo), "=f"(*hi)
+        : "r"(h2));
+}
+#endif

@@ -50,13 +50,16 @@ __device__ void soft(const T* __restrict__ x, T lambda, T* __restrict__ out, i64
     FOR_EACH(i, n) out[i] = soft1(x[i], lambda);
 }
 
-// The IHT step z = x + mu g, fused with the key of the top-K hard threshold, |z|. Signals
+// The IHT step z = x + mu g, fused with the key of the top-K hard threshold, |z|; mu is one
+// step for all signals, or mus[b] per signal when mus is given (normalised IHT, HTP). Signals
 // whose solver has stopped (active[b] == 0) keep z = x, so their estimate does not move.
 template <class T>
-__device__ void iht_step(const T* __restrict__ x, const T* __restrict__ g, T mu, T* __restrict__ z,
-                         T* __restrict__ zabs, const int* __restrict__ active, i64 per, i64 n) {
+__device__ void iht_step(const T* __restrict__ x, const T* __restrict__ g, T mu, const T* __restrict__ mus,
+                         T* __restrict__ z, T* __restrict__ zabs, const int* __restrict__ active, i64 per, i64 n) {
     FOR_EACH(i, n) {
-        const T v = (active == nullptr || active[i / per]) ? x[i] + mu * g[i] : x[i];
+        const i64 b = i / per;
+        const T m = mus != nullptr ? mus[b] : mu;
+        const T v = (active == nullptr || active[b]) ? x[i] + m * g[i] : x[i];
         z[i] = v;
         zabs[i] = absv(v);
     }
@@ -199,6 +202,241 @@ __device__ void keep_running(const T* __restrict__ src, T* __restrict__ dst, con
     FOR_EACH(i, n) if (active[i / per]) dst[i] = src[i];
 }
 
+// The IHT step of `iht_step`, its operands staged through shared memory by cp.async (sm_80+):
+// each thread copies 16 bytes of x and of g per tile straight into shared memory, the next
+// tile's copies in flight while the current one is computed. A thread reads only the chunk it
+// copied, so a wait on its own copy groups suffices and no block barrier is needed.
+template <class T>
+__device__ void iht_step_async(const T* __restrict__ x, const T* __restrict__ g, T mu, const T* __restrict__ mus,
+                               T* __restrict__ z, T* __restrict__ zabs, const int* __restrict__ active, i64 per,
+                               i64 n) {
+    constexpr int V = 16 / sizeof(T);
+    constexpr int TL = 256 * V;
+    __shared__ __align__(16) T sx[2][TL];
+    __shared__ __align__(16) T sg[2][TL];
+    const i64 ntiles = (n + TL - 1) / TL;
+    const int c0 = threadIdx.x * V;
+    auto issue = [&](i64 tile, int b) {
+        const i64 e0 = tile * TL + c0;
+        const i64 left = n - e0;
+        const u32 bytes = left <= 0 ? 0u : (left >= V ? 16u : (u32)(left * sizeof(T)));
+        const i64 at = left > 0 ? e0 : 0;
+        cp_async16(&sx[b][c0], x + at, bytes);
+        cp_async16(&sg[b][c0], g + at, bytes);
+    };
+    i64 t = blockIdx.x;
+    int b = 0;
+    if (t < ntiles) issue(t, 0);
+    cp_async_commit();
+    for (; t < ntiles; t += gridDim.x) {
+        const i64 tn = t + gridDim.x;
+        if (tn < ntiles) issue(tn, b ^ 1);
+        cp_async_commit();
+        cp_async_wait<1>();
+#pragma unroll
+        for (int v = 0; v < V; v++) {
+            const i64 e = t * TL + c0 + v;
+            if (e < n) {
+                const T xv = sx[b][c0 + v];
+                const T m = mus != nullptr ? mus[e / per] : mu;
+                const T zv = (active == nullptr || active[e / per]) ? xv + m * sg[b][c0 + v] : xv;
+                z[e] = zv;
+                zabs[e] = absv(zv);
+            }
+        }
+        b ^= 1;
+    }
+    cp_async_wait<0>();
+}
+
+// correlate (Phi^T r, one signal) with Phi's rows staged by the TMA's bulk copies (sm_90): a
+// block owns TMA_CW columns, one thread each; one thread issues a bulk copy per row of a stage
+// of TMA_ROWS rows into shared memory, signalled through an mbarrier, two stages in flight.
+// Needs n * sizeof(T) to be a multiple of 16 (the host checks). Rows are summed in order.
+#define TMA_CW 256
+#define TMA_ROWS 8
+template <class T>
+__device__ void correlate_tma(const T* __restrict__ phi, const T* __restrict__ r, T* __restrict__ out, i64 m,
+                              i64 n) {
+#if __CUDA_ARCH__ >= 900
+    __shared__ __align__(128) T stage[2][TMA_ROWS][TMA_CW];
+    __shared__ __align__(8) u64 bar[2];
+    const i64 j0 = (i64)blockIdx.x * TMA_CW;
+    const int cols = (int)(n - j0 < TMA_CW ? n - j0 : TMA_CW);
+    const u32 width = (u32)(cols * sizeof(T));
+    const i64 nchunks = (m + TMA_ROWS - 1) / TMA_ROWS;
+    if (threadIdx.x == 0) {
+        mbar_init(&bar[0], 1);
+        mbar_init(&bar[1], 1);
+        fence_mbar_init();
+    }
+    __syncthreads();
+    auto issue = [&](i64 c) {
+        const int s = (int)(c & 1);
+        const i64 r0 = c * TMA_ROWS;
+        const int rows = (int)(m - r0 < TMA_ROWS ? m - r0 : TMA_ROWS);
+        mbar_arrive_expect_tx(&bar[s], (u32)rows * width);
+        for (int q = 0; q < rows; q++) bulk_copy_g2s(&stage[s][q][0], phi + (r0 + q) * n + j0, width, &bar[s]);
+    };
+    if (threadIdx.x == 0) {
+        if (nchunks > 0) issue(0);
+        if (nchunks > 1) issue(1);
+    }
+    const int t = threadIdx.x;
+    T acc = 0;
+    for (i64 c = 0; c < nchunks; c++) {
+        const int s = (int)(c & 1);
+        while (!mbar_try_wait(&bar[s], (u32)((c >> 1) & 1))) {
+        }
+        const i64 r0 = c * TMA_ROWS;
+        const int rows = (int)(m - r0 < TMA_ROWS ? m - r0 : TMA_ROWS);
+        if (t < cols)
+            for (int q = 0; q < rows; q++) acc += stage[s][q][t] * r[r0 + q];
+        __syncthreads();
+        if (threadIdx.x == 0 && c + 2 < nchunks) {
+            fence_proxy_async();
+            issue(c + 2);
+        }
+    }
+    if (t < cols) out[j0 + t] = acc;
+#else
+    __trap();
+#endif
+}
+
+// Least squares on each running signal's support (one block per signal): the normal
+// equations gathered from the Gram matrix Phi^T Phi (n x n) and the correlation c = Phi^T y
+// (n per signal), solved by Cholesky in f64 in shared memory (smax^2 + smax doubles) with the
+// CPU's ridge of 1e-12 of the mean diagonal; the signal's n entries of x are zeroed and the
+// coefficients scattered to the support. idx holds smax entries per signal, the support
+// first, then -1. Stopped signals are left alone.
+template <class T>
+__device__ void lsq(const T* __restrict__ gram, const T* __restrict__ cy, const int* __restrict__ idx, i64 smax,
+                    i64 n, const int* __restrict__ active, T* __restrict__ x) {
+    extern __shared__ double lsq_smem[];
+    __shared__ int s_cnt;
+    __shared__ double s_ridge;
+    const i64 b = blockIdx.x;
+    if (active != nullptr && !active[b]) return;  // the whole block
+    const int* id = idx + b * smax;
+    const int tid = threadIdx.x, bd = blockDim.x;
+    if (tid == 0) {
+        int c = 0;
+        while (c < smax && id[c] >= 0) c++;
+        s_cnt = c;
+    }
+    for (i64 j = tid; j < n; j += bd) x[b * n + j] = (T)0;
+    __syncthreads();
+    const int s = s_cnt;
+    double* G = lsq_smem;
+    double* w = lsq_smem + (i64)s * s;
+    for (int e = tid; e < s * s; e += bd) G[e] = (double)gram[(i64)id[e / s] * n + id[e % s]];
+    for (int a = tid; a < s; a += bd) w[a] = (double)cy[b * n + id[a]];
+    __syncthreads();
+    if (tid == 0) {
+        double tr = 0;
+        for (int a = 0; a < s; a++) tr += G[a * s + a];
+        s_ridge = 1e-12 * (tr > 2.2250738585072014e-308 ? tr : 2.2250738585072014e-308) / (double)(s > 0 ? s : 1);
+    }
+    __syncthreads();
+    for (int a = tid; a < s; a += bd) G[a * s + a] += s_ridge;
+    __syncthreads();
+    // Right-looking Cholesky, the lower factor in place.
+    for (int j = 0; j < s; j++) {
+        if (tid == 0) {
+            const double d = G[j * s + j];
+            G[j * s + j] = sqrt(d > 2.2250738585072014e-308 ? d : 2.2250738585072014e-308);
+        }
+        __syncthreads();
+        const double d = G[j * s + j];
+        for (int i = j + 1 + tid; i < s; i += bd) G[i * s + j] /= d;
+        __syncthreads();
+        const int t = s - j - 1;
+        for (int e = tid; e < t * t; e += bd) {
+            const int i = j + 1 + e / t, c = j + 1 + e % t;
+            if (c <= i) G[i * s + c] -= G[i * s + j] * G[c * s + j];
+        }
+        __syncthreads();
+    }
+    // L v = w, then L^T z = v, column by column.
+    for (int i = 0; i < s; i++) {
+        if (tid == 0) w[i] /= G[i * s + i];
+        __syncthreads();
+        for (int p = i + 1 + tid; p < s; p += bd) w[p] -= G[p * s + i] * w[i];
+        __syncthreads();
+    }
+    for (int i = s - 1; i >= 0; i--) {
+        if (tid == 0) w[i] /= G[i * s + i];
+        __syncthreads();
+        for (int p = tid; p < i; p += bd) w[p] -= G[i * s + p] * w[i];
+        __syncthreads();
+    }
+    for (int a = tid; a < s; a += bd) x[b * n + id[a]] = (T)w[a];
+}
+
+// Normalised IHT's line-search direction: g on x's support (out = x != 0 ? g : 0).
+template <class T>
+__device__ void mask_support(const T* __restrict__ g, const T* __restrict__ x, T* __restrict__ out, i64 n) {
+    FOR_EACH(i, n) out[i] = x[i] != (T)0 ? g[i] : (T)0;
+}
+
+// |src| as top-k keys.
+template <class T>
+__device__ void abs_keys(const T* __restrict__ src, T* __restrict__ keys, i64 n) {
+    FOR_EACH(i, n) keys[i] = absv(src[i]);
+}
+
+// CoSaMP's and subspace pursuit's merged support, one thread per signal: the sorted union of
+// a (ka entries per signal, -1 ends it early) and b (kb entries, ascending), -1 padded to smax.
+__device__ void union_sorted(const int* __restrict__ a, i64 ka, const int* __restrict__ b, i64 kb, i64 nsig,
+                             int* __restrict__ out, i64 smax) {
+    FOR_EACH(sg, nsig) {
+        const int* pa = a + sg * ka;
+        const int* pb = b + sg * kb;
+        int* o = out + sg * smax;
+        i64 i = 0, j = 0, c = 0;
+        while (true) {
+            const int va = i < ka && pa[i] >= 0 ? pa[i] : 0x7fffffff;
+            const int vb = j < kb && pb[j] >= 0 ? pb[j] : 0x7fffffff;
+            if (va == 0x7fffffff && vb == 0x7fffffff) break;
+            const int v = va < vb ? va : vb;
+            if (va == v) i++;
+            if (vb == v) j++;
+            if (c < smax) o[c++] = v;
+        }
+        for (; c < smax; c++) o[c] = -1;
+    }
+}
+
+// One block per signal: running signals get out = v restricted to the k positions idx (zero
+// elsewhere); stopped ones get out = keep.
+template <class T>
+__device__ void restrict_to(const T* __restrict__ v, const int* __restrict__ idx, i64 k, i64 n,
+                            const int* __restrict__ active, const T* __restrict__ keep, T* __restrict__ out) {
+    const i64 b = blockIdx.x;
+    if (!active[b]) {
+        for (i64 j = threadIdx.x; j < n; j += blockDim.x) out[b * n + j] = keep[b * n + j];
+        return;
+    }
+    for (i64 j = threadIdx.x; j < n; j += blockDim.x) out[b * n + j] = (T)0;
+    __syncthreads();
+    for (i64 a = threadIdx.x; a < k; a += blockDim.x) {
+        const int j = idx[b * k + a];
+        if (j >= 0) out[b * n + j] = v[b * n + j];
+    }
+}
+
+// OMP: the columns already chosen (support, k slots per signal, the first `count` used) get
+// key -1 in the |g| keys, below every magnitude, so no column is chosen twice.
+template <class T>
+__device__ void omp_mask(const int* __restrict__ support, i64 k, i64 count, i64 n, i64 nsig, T* __restrict__ keys) {
+    FOR_EACH(e, nsig * count) {
+        const i64 b = e / count, a = e % count;
+        const int j = support[b * k + a];
+        if (j >= 0) keys[b * n + j] = (T)-1;
+    }
+}
+
 #define CS_ENTRIES(T, NAME)                                                                                    \
     extern "C" __global__ void __launch_bounds__(256) cs_hard_##NAME(const T* x, T t, T* out, i64 n) {         \
         hard<T>(x, t, out, n);                                                                                 \
@@ -207,8 +445,9 @@ __device__ void keep_running(const T* __restrict__ src, T* __restrict__ dst, con
         soft<T>(x, l, out, n);                                                                                 \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256)                                                          \
-        cs_iht_step_##NAME(const T* x, const T* g, T mu, T* z, T* zabs, const int* active, i64 per, i64 n) {   \
-        iht_step<T>(x, g, mu, z, zabs, active, per, n);                                                        \
+        cs_iht_step_##NAME(const T* x, const T* g, T mu, const T* mus, T* z, T* zabs, const int* active,      \
+                           i64 per, i64 n) {                                                                   \
+        iht_step<T>(x, g, mu, mus, z, zabs, active, per, n);                                                   \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256)                                                          \
         cs_scatter_##NAME(const T* z, const int* idx, i64 k, i64 per, i64 nsig, T* out) {                      \
@@ -242,6 +481,33 @@ __device__ void keep_running(const T* __restrict__ src, T* __restrict__ dst, con
         const T* x, const T* g, const T* theta, const int* active, i64 per, T* x_new, i64 n) {                 \
         amp_step<T>(x, g, theta, active, per, x_new, n);                                                       \
     }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) cs_iht_step_async_##NAME(                                \
+        const T* x, const T* g, T mu, const T* mus, T* z, T* zabs, const int* active, i64 per, i64 n) {        \
+        iht_step_async<T>(x, g, mu, mus, z, zabs, active, per, n);                                             \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256)                                                          \
+        cs_correlate_tma_##NAME(const T* phi, const T* r, T* out, i64 m, i64 n) {                              \
+        correlate_tma<T>(phi, r, out, m, n);                                                                   \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) cs_lsq_##NAME(                                           \
+        const T* gram, const T* cy, const int* idx, i64 smax, i64 n, const int* active, T* x) {                \
+        lsq<T>(gram, cy, idx, smax, n, active, x);                                                             \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256)                                                          \
+        cs_mask_support_##NAME(const T* g, const T* x, T* out, i64 n) {                                        \
+        mask_support<T>(g, x, out, n);                                                                         \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) cs_abs_keys_##NAME(const T* src, T* keys, i64 n) {       \
+        abs_keys<T>(src, keys, n);                                                                             \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) cs_restrict_##NAME(                                      \
+        const T* v, const int* idx, i64 k, i64 n, const int* active, const T* keep, T* out) {                  \
+        restrict_to<T>(v, idx, k, n, active, keep, out);                                                       \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256)                                                          \
+        cs_omp_mask_##NAME(const int* support, i64 k, i64 count, i64 n, i64 nsig, T* keys) {                   \
+        omp_mask<T>(support, k, count, n, nsig, keys);                                                         \
+    }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256)                                                          \
         cs_keep_running_##NAME(const T* src, T* dst, const int* active, i64 per, i64 n) {                      \
         keep_running<T>(src, dst, active, per, n);                                                             \
@@ -249,3 +515,49 @@ __device__ void keep_running(const T* __restrict__ src, T* __restrict__ dst, con
 
 CS_ENTRIES(float, f32)
 CS_ENTRIES(double, f64)
+
+// correlate with Phi stored as FP8 e4m3 (m x n bytes, row-major) and a per-row f32 scale
+// (sm_89+): out[j] = sum_i scale[i] dec(q[i][j]) r[i]. Each lane owns two adjacent columns and
+// converts their bytes with one cvt.rn.f16x2.e4m3x2; the block's 8 warps split the rows and
+// their partial sums meet in shared memory in a fixed order.
+extern "C" __global__ void __launch_bounds__(256)
+    cs_correlate_fp8(const u8* __restrict__ q, const float* __restrict__ scale, const float* __restrict__ r,
+                     float* __restrict__ out, i64 m, i64 n) {
+#if __CUDA_ARCH__ >= 890
+    __shared__ float part[8][65];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const i64 j = ((i64)blockIdx.x * 32 + lane) * 2;
+    float a0 = 0.f, a1 = 0.f;
+    if (j < n) {
+        for (i64 i = w; i < m; i += 8) {
+            const u8* row = q + i * n + j;
+            const u16 v = (n & 1) == 0 ? *(const u16*)row : (u16)(row[0] | (j + 1 < n ? (u32)row[1] << 8 : 0u));
+            float lo, hi;
+            e4m3x2_to_f32(v, &lo, &hi);
+            const float f = scale[i] * r[i];
+            a0 += lo * f;
+            a1 += hi * f;
+        }
+    }
+    part[w][2 * lane] = a0;
+    part[w][2 * lane + 1] = a1;
+    __syncthreads();
+    if (w == 0) {
+        for (int h = 0; h < 2; h++) {
+            if (j + h < n) {
+                float s = 0.f;
+#pragma unroll
+                for (int p = 0; p < 8; p++) s += part[p][2 * lane + h];
+                out[j + h] = s;
+            }
+        }
+    }
+#else
+    __trap();
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    cs_union(const int* a, i64 ka, const int* b, i64 kb, i64 nsig, int* out, i64 smax) {
+    union_sorted(a, ka, b, kb, nsig, out, smax);
+}

@@ -179,8 +179,16 @@ pub const CS: KernelModule = KernelModule {
     entry_points: cs_entry_points,
 };
 
-/// Every kernel of [`CS`], without the `cs_` prefix and type suffix.
-pub const CS_KERNELS: [&str; 12] = [
+/// Every kernel of [`CS`] with an f32 and an f64 entry point, without the `cs_` prefix and
+/// type suffix (`cs_correlate_fp8`, f32 only, and `cs_union`, on indices, are the others).
+pub const CS_KERNELS: [&str; 19] = [
+    "lsq",
+    "mask_support",
+    "abs_keys",
+    "restrict",
+    "omp_mask",
+    "iht_step_async",
+    "correlate_tma",
     "hard",
     "soft",
     "iht_step",
@@ -201,10 +209,13 @@ pub fn cs_name(kernel: &str, ty: &str) -> String {
 }
 
 fn cs_entry_points() -> Vec<String> {
-    ["f32", "f64"]
+    let mut v: Vec<String> = ["f32", "f64"]
         .iter()
         .flat_map(|t| CS_KERNELS.iter().map(move |k| cs_name(k, t)))
-        .collect()
+        .collect();
+    v.push("cs_correlate_fp8".into());
+    v.push("cs_union".into());
+    v
 }
 
 /// Every kernel module of the project.

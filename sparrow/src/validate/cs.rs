@@ -200,6 +200,7 @@ fn kernels<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
             .ptr(d.ptr(&xd))
             .ptr(d.ptr(&gd))
             .scalar(T::from_f64(mu))
+            .ptr(0)
             .ptr(d.ptr(&z))
             .ptr(d.ptr(&za))
             .ptr(d.ptr(&active))
@@ -224,6 +225,111 @@ fn kernels<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
         &d.down(&za, N)?,
         &wa,
         &scale,
+        tol,
+    ));
+    // Per-signal steps (normalised IHT, HTP): mus replaces mu.
+    let mus = d.up(&[0.3, 0.9])?;
+    let rmus = d.down(&mus, 2)?;
+    let (z3, za3) = (d.out(N)?, d.out(N)?);
+    d.launch(
+        "iht_step",
+        two,
+        Args::new()
+            .ptr(d.ptr(&xd))
+            .ptr(d.ptr(&gd))
+            .scalar(T::from_f64(mu))
+            .ptr(d.ptr(&mus))
+            .ptr(d.ptr(&z3))
+            .ptr(d.ptr(&za3))
+            .ptr(0)
+            .i64(per as i64)
+            .i64(N as i64),
+    )?;
+    let want: Vec<f64> = (0..N).map(|i| rx[i] + rmus[i / per] * rg[i]).collect();
+    let scale3: Vec<f64> = (0..N).map(|i| rx[i].abs() + rg[i].abs()).collect();
+    out.push(outcome(
+        format!("{} per-signal mu", name("iht_step")),
+        &shapes,
+        &d.down(&z3, N)?,
+        &want,
+        &scale3,
+        tol,
+    ));
+    // g on x's support.
+    let xz: Vec<f64> = (0..N)
+        .map(|i| if i % 4 == 1 { 0.0 } else { rx[i] })
+        .collect();
+    let xzd = d.up(&xz)?;
+    let o = d.out(N)?;
+    d.launch(
+        "mask_support",
+        one,
+        Args::new()
+            .ptr(d.ptr(&gd))
+            .ptr(d.ptr(&xzd))
+            .ptr(d.ptr(&o))
+            .i64(N as i64),
+    )?;
+    let want: Vec<f64> = (0..N)
+        .map(|i| if i % 4 == 1 { 0.0 } else { rg[i] })
+        .collect();
+    out.push(outcome(
+        name("mask_support"),
+        &shapes,
+        &d.down(&o, N)?,
+        &want,
+        &vec![1.0; N],
+        0.0,
+    ));
+    // The same step with x and g staged by cp.async: 3,001 items in one block, so it strides
+    // over several tiles (4 of 1,024 f32, 6 of 512 f64) and ends in a partial chunk.
+    let na = 3001usize;
+    let (xa, ga) = (rand(&mut rng, na), rand(&mut rng, na));
+    let (xad, gad) = (d.up(&xa)?, d.up(&ga)?);
+    let (rxa, rga) = (d.down(&xad, na)?, d.down(&gad, na)?);
+    let (z2, za2) = (d.out(na)?, d.out(na)?);
+    let pa = 1500usize;
+    let active3 = gpu.upload(&[1i32, 0, 1])?;
+    d.launch(
+        "iht_step_async",
+        one,
+        Args::new()
+            .ptr(d.ptr(&xad))
+            .ptr(d.ptr(&gad))
+            .scalar(T::from_f64(mu))
+            .ptr(0)
+            .ptr(d.ptr(&z2))
+            .ptr(d.ptr(&za2))
+            .ptr(d.ptr(&active3))
+            .i64(pa as i64)
+            .i64(na as i64),
+    )?;
+    let wza: Vec<f64> = (0..na)
+        .map(|i| {
+            if i / pa == 1 {
+                rxa[i]
+            } else {
+                prox::iht_step(&rxa[i..i + 1], &rga[i..i + 1], mu)[0]
+            }
+        })
+        .collect();
+    let scale_a: Vec<f64> = (0..na).map(|i| rxa[i].abs() + mu * rga[i].abs()).collect();
+    let shapes_a = "3,001 items, one 256-thread block, 3 signals";
+    out.push(outcome(
+        name("iht_step_async"),
+        shapes_a,
+        &d.down(&z2, na)?,
+        &wza,
+        &scale_a,
+        tol,
+    ));
+    let wzaa: Vec<f64> = wza.iter().map(|v| v.abs()).collect();
+    out.push(outcome(
+        format!("{} |z|", name("iht_step_async")),
+        shapes_a,
+        &d.down(&za2, na)?,
+        &wzaa,
+        &scale_a,
         tol,
     ));
 
@@ -403,6 +509,273 @@ fn kernels<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
         sum_tol,
     ));
 
+    let cc = gpu.limits().compute_capability;
+    // The same correlate with Phi's rows staged by TMA bulk copies (sm_90): 77 rows make ten
+    // stages of 8, so both stage buffers wrap several times; 300 columns take two blocks.
+    if cc >= (9, 0) {
+        let o = d.out(pn)?;
+        d.launch(
+            "correlate_tma",
+            LaunchShape::linear(pn.div_ceil(256) as u32, 256),
+            Args::new()
+                .ptr(d.ptr(&phid))
+                .ptr(d.ptr(&rd))
+                .ptr(d.ptr(&o))
+                .i64(pm as i64)
+                .i64(pn as i64),
+        )?;
+        out.push(outcome(
+            name("correlate_tma"),
+            "m = 77, n = 300, stages of 8 rows",
+            &d.down(&o, pn)?,
+            &p.correlate(&rr),
+            &scale,
+            sum_tol,
+        ));
+    }
+    // FP8 e4m3 Phi with per-row scales (sm_89+), f32: the exact sum of the quantized terms,
+    // and the distance to the unquantized correlation within the quantization's bound. An odd
+    // n takes the byte-load path, an even one the 16-bit loads.
+    if ty == "f32" && cc >= (8, 9) {
+        for fn_ in [300usize, 301] {
+            let phi8 = rand(&mut rng, pm * fn_);
+            let (q, sc) = crate::solvers::cs::fp8::quantize_rows(&phi8, pm, fn_);
+            let rf: Vec<f64> = rr.iter().map(|&v| v as f32 as f64).collect();
+            let (qd, scd) = (gpu.upload(&q)?, gpu.upload(&sc)?);
+            let rd32 = gpu.upload(&rf.iter().map(|&v| v as f32).collect::<Vec<f32>>())?;
+            let o = gpu.alloc_zeroed::<f32>(fn_)?;
+            gpu.fill_bytes(&o, 0xFF, fn_ * 4)?;
+            let k = gpu.kernel(&CS, "cs_correlate_fp8")?;
+            gpu.launch(
+                &k,
+                LaunchShape::linear(fn_.div_ceil(64) as u32, 256),
+                Args::new()
+                    .ptr(gpu.ptr(&qd))
+                    .ptr(gpu.ptr(&scd))
+                    .ptr(gpu.ptr(&rd32))
+                    .ptr(gpu.ptr(&o))
+                    .i64(pm as i64)
+                    .i64(fn_ as i64),
+            )?;
+            let got: Vec<f64> = gpu.download(&o, fn_)?.iter().map(|&v| v as f64).collect();
+            let dec = |i: usize, j: usize| {
+                sc[i] as f64 * crate::solvers::cs::fp8::decode(q[i * fn_ + j]) as f64
+            };
+            let (mut want, mut mags, mut exact, mut bound) = (vec![], vec![], vec![], vec![]);
+            for j in 0..fn_ {
+                let (mut w, mut a, mut e, mut b) = (0.0, 0.0, 0.0, 0.0);
+                for i in 0..pm {
+                    w += dec(i, j) * rf[i];
+                    a += (dec(i, j) * rf[i]).abs();
+                    e += phi8[i * fn_ + j] * rf[i];
+                    b += (dec(i, j) - phi8[i * fn_ + j]).abs() * rf[i].abs();
+                }
+                want.push(w);
+                mags.push(a);
+                exact.push(e);
+                // The quantization bound plus the f32 accumulation's share.
+                bound.push(b + 2e-6 * a);
+            }
+            let shapes = format!("m = 77, n = {fn_}, e4m3 with per-row scales");
+            out.push(outcome(
+                "cs_correlate_fp8".into(),
+                &shapes,
+                &got,
+                &want,
+                &mags,
+                2e-6,
+            ));
+            out.push(outcome(
+                "cs_correlate_fp8 within its error bound".into(),
+                &shapes,
+                &got,
+                &exact,
+                &bound,
+                1.0,
+            ));
+        }
+    }
+
+    // Least squares on supports from the Gram matrix: a short support, a full one, a
+    // stopped signal that keeps its x; against linalg's lsq.
+    {
+        let (lm, ln, smax) = (40usize, 30usize, 6usize);
+        let a = rand(&mut rng, lm * ln);
+        let p = Phi {
+            m: lm,
+            n: ln,
+            a: a.iter().map(|&v| T::from_f64(v).to_f64()).collect(),
+        };
+        let mut gram = vec![0.0; ln * ln];
+        for i in 0..ln {
+            for j in 0..ln {
+                gram[i * ln + j] = (0..lm).map(|r| p.a[r * ln + i] * p.a[r * ln + j]).sum();
+            }
+        }
+        let ys: Vec<Vec<f64>> = (0..3).map(|_| rand(&mut rng, lm)).collect();
+        let cy: Vec<f64> = ys.iter().flat_map(|y| p.correlate(y)).collect();
+        let sups: [Vec<i32>; 3] = [vec![1, 4, 9, 20], vec![0, 3, 7, 11, 12, 29], vec![2, 5]];
+        let idx: Vec<i32> = sups
+            .iter()
+            .flat_map(|s| {
+                let mut v = s.clone();
+                v.resize(smax, -1);
+                v
+            })
+            .collect();
+        let (gd, cyd, idd) = (d.up(&gram)?, d.up(&cy)?, gpu.upload(&idx)?);
+        let (rgram, rcy) = (d.down(&gd, ln * ln)?, d.down(&cyd, 3 * ln)?);
+        let keep = rand(&mut rng, 3 * ln);
+        let xo = d.up(&keep)?;
+        let rkeep = d.down(&xo, 3 * ln)?;
+        let act = gpu.upload(&[1i32, 1, 0])?;
+        d.launch(
+            "lsq",
+            LaunchShape::linear(3, 256).with_smem(((smax * smax + smax) * 8) as u32),
+            Args::new()
+                .ptr(d.ptr(&gd))
+                .ptr(d.ptr(&cyd))
+                .ptr(d.ptr(&idd))
+                .i64(smax as i64)
+                .i64(ln as i64)
+                .ptr(d.ptr(&act))
+                .ptr(d.ptr(&xo)),
+        )?;
+        // The reference solves the same (rounded) normal equations as linalg's lsq does.
+        let mut want = vec![0.0; 3 * ln];
+        for (b, sup) in sups.iter().enumerate().take(2) {
+            let k = sup.len();
+            let mut g: Vec<f64> = (0..k * k)
+                .map(|e| rgram[sup[e / k] as usize * ln + sup[e % k] as usize])
+                .collect();
+            let rhs: Vec<f64> = sup.iter().map(|&j| rcy[b * ln + j as usize]).collect();
+            let coef = crate::solvers::cs::linalg::normal_solve(&mut g, k, rhs);
+            for (a, &j) in sup.iter().enumerate() {
+                want[b * ln + j as usize] = coef[a];
+            }
+        }
+        want[2 * ln..].copy_from_slice(&rkeep[2 * ln..]);
+        let top = want.iter().fold(0f64, |x, v| x.max(v.abs()));
+        out.push(outcome(
+            name("lsq"),
+            "supports of 4 and 6 of 30 columns, one stopped signal",
+            &d.down(&xo, 3 * ln)?,
+            &want,
+            &vec![top; 3 * ln],
+            if ty == "f32" { 1e-6 } else { 1e-13 },
+        ));
+        // The sorted union of two lists per signal (one list ends early with -1).
+        let la: Vec<i32> = vec![1, 4, 9, -1, 0, 5, 6, 7];
+        let lb: Vec<i32> = vec![2, 4, 10, 5, 8, 9];
+        let (lad, lbd) = (gpu.upload(&la)?, gpu.upload(&lb)?);
+        let uo = gpu.upload(&[i32::MIN; 2 * 7])?;
+        let k = gpu.kernel(&CS, "cs_union")?;
+        gpu.launch(
+            &k,
+            LaunchShape::linear(1, 256),
+            Args::new()
+                .ptr(gpu.ptr(&lad))
+                .i64(4)
+                .ptr(gpu.ptr(&lbd))
+                .i64(3)
+                .i64(2)
+                .ptr(gpu.ptr(&uo))
+                .i64(7),
+        )?;
+        let got: Vec<f64> = gpu.download(&uo, 14)?.iter().map(|&v| v as f64).collect();
+        let want: Vec<f64> = [1, 2, 4, 9, 10, -1, -1, 0, 5, 6, 7, 8, 9, -1]
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        out.push(outcome(
+            "cs_union".into(),
+            "2 signals, lists of 4 and 3",
+            &got,
+            &want,
+            &[1.0; 14],
+            0.0,
+        ));
+        // Restriction to the selected positions; the stopped signal keeps its values.
+        let v = rand(&mut rng, 3 * ln);
+        let vd = d.up(&v)?;
+        let rv = d.down(&vd, 3 * ln)?;
+        let sel: Vec<i32> = vec![3, 17, 29, 0, 1, -1, 4, 5, 6];
+        let seld = gpu.upload(&sel)?;
+        let o = d.out(3 * ln)?;
+        d.launch(
+            "restrict",
+            LaunchShape::linear(3, 256),
+            Args::new()
+                .ptr(d.ptr(&vd))
+                .ptr(d.ptr(&seld))
+                .i64(3)
+                .i64(ln as i64)
+                .ptr(d.ptr(&act))
+                .ptr(d.ptr(&xo))
+                .ptr(d.ptr(&o)),
+        )?;
+        let xs = d.down(&xo, 3 * ln)?;
+        let mut want = vec![0.0; 3 * ln];
+        for (e, &j) in sel.iter().enumerate().take(6) {
+            if j >= 0 {
+                let p = (e / 3) * ln + j as usize;
+                want[p] = rv[p];
+            }
+        }
+        want[2 * ln..].copy_from_slice(&xs[2 * ln..]);
+        out.push(outcome(
+            name("restrict"),
+            "3 signals of 30, 3 slots, one stopped",
+            &d.down(&o, 3 * ln)?,
+            &want,
+            &vec![1.0; 3 * ln],
+            0.0,
+        ));
+        // Magnitudes as keys, then OMP's mask of the chosen columns.
+        let o = d.out(3 * ln)?;
+        d.launch(
+            "abs_keys",
+            one,
+            Args::new()
+                .ptr(d.ptr(&vd))
+                .ptr(d.ptr(&o))
+                .i64((3 * ln) as i64),
+        )?;
+        let mut want: Vec<f64> = rv.iter().map(|v| v.abs()).collect();
+        out.push(outcome(
+            name("abs_keys"),
+            "90 items",
+            &d.down(&o, 3 * ln)?,
+            &want,
+            &vec![1.0; 3 * ln],
+            0.0,
+        ));
+        d.launch(
+            "omp_mask",
+            one,
+            Args::new()
+                .ptr(d.ptr(&seld))
+                .i64(3)
+                .i64(2)
+                .i64(ln as i64)
+                .i64(3)
+                .ptr(d.ptr(&o)),
+        )?;
+        for (e, &j) in sel.iter().enumerate() {
+            if e % 3 < 2 && j >= 0 {
+                want[(e / 3) * ln + j as usize] = -1.0;
+            }
+        }
+        out.push(outcome(
+            name("omp_mask"),
+            "3 signals of 30, 2 of 3 slots used",
+            &d.down(&o, 3 * ln)?,
+            &want,
+            &vec![1.0; 3 * ln],
+            0.0,
+        ));
+    }
+
     // Per-signal squared norms in f64.
     let (sq, dsq) = (gpu.alloc_zeroed::<f64>(2)?, gpu.alloc_zeroed::<f64>(2)?);
     gpu.fill_bytes(&sq, 0xFF, 16)?;
@@ -579,6 +952,15 @@ fn solvers<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
     };
     let mut out = Vec::new();
     let mut methods = vec![(Method::Iht, Recover::new(Method::Iht).sparsity(8))];
+    for m in [
+        Method::Niht,
+        Method::Htp,
+        Method::Cosamp,
+        Method::Sp,
+        Method::Omp,
+    ] {
+        methods.push((m, Recover::new(m).sparsity(8)));
+    }
     // AMP and FISTA shrink their estimates, so only their agreement with the CPU is exact.
     if let Device::Cuda(_) = device {
         methods.push((Method::Amp, Recover::new(Method::Amp)));
@@ -610,7 +992,12 @@ fn solvers<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
                     iterations: Vec::new(),
                     stop: Vec::new(),
                 };
-                (cpu, req.plan(device), Reference::Rederivation, want)
+                (
+                    cpu,
+                    req.plan(device, phi.ncols()),
+                    Reference::Rederivation,
+                    want,
+                )
             }
         };
         let flat = |d: &Dense<T>| -> Vec<f64> {

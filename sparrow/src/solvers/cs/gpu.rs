@@ -1,7 +1,10 @@
-//! The batched solvers on the GPU: IHT, AMP and FISTA. Their iterations are products with Phi
-//! over the whole batch (cuBLAS GEMMs) and fused elementwise kernels (`cs.cu`); IHT's top-K
-//! hard threshold is sparrow's segmented top-k on |z|, one segment per signal, ties to the
-//! smaller index as on the CPU. Every signal stops on its own under the CPU solvers' tests
+//! The batched solvers on the GPU: every method (IHT, normalised IHT, HTP, CoSaMP, subspace
+//! pursuit, OMP, AMP, FISTA).
+//! Their iterations are products with Phi over the whole batch (cuBLAS GEMMs) and fused
+//! kernels (`cs.cu`); every top-K selection is sparrow's segmented top-k on magnitudes, one
+//! segment per signal, ties to the smaller index as on the CPU. Least squares on a support
+//! (HTP, CoSaMP, SP, OMP) gathers its normal equations from Phi^T Phi and Phi^T Y, formed once
+//! per batch by two GEMMs, and solves them by Cholesky in f64 in one block per signal. Every signal stops on its own under the CPU solvers' tests
 //! (the per-signal norms come back each iteration), and a stopped signal's estimate is
 //! frozen, so each signal runs the iterations its CPU solve runs.
 //!
@@ -20,9 +23,37 @@ use crate::kernels::{cs_name, CS};
 use crate::ops::topk::{GpuTopK, IndexType, Key, Segments, TieBreak, TopK};
 use crate::{Error, Result, Scalar};
 
-/// Whether `method` has a GPU solver.
-pub fn supported(method: Method) -> bool {
-    matches!(method, Method::Iht | Method::Amp | Method::Fista)
+/// Largest support the GPU least squares takes: its normal equations, in f64, fill shared
+/// memory (160^2 doubles is 200 KiB).
+pub const LSQ_MAX: usize = 160;
+/// Longest signal whose Gram matrix Phi^T Phi (n x n) the GPU forms.
+pub const GRAM_MAX_N: usize = 16_384;
+
+/// Whether `method` runs on the GPU for sparsity `k` and signal length `n`, or why not.
+pub fn supported(method: Method, k: Option<usize>, n: usize) -> std::result::Result<(), String> {
+    let k = k.unwrap_or(0);
+    let support = match method {
+        Method::Iht | Method::Amp | Method::Fista => return Ok(()),
+        Method::Niht => {
+            return Err(
+                "normalised IHT has no GPU solver (its per-signal line search is not built)".into(),
+            )
+        }
+        Method::Htp | Method::Omp => k,
+        Method::Sp => 2 * k,
+        Method::Cosamp => 3 * k,
+    };
+    if support > LSQ_MAX {
+        return Err(format!(
+            "its least squares on {support} columns exceed the GPU's {LSQ_MAX}"
+        ));
+    }
+    if n > GRAM_MAX_N {
+        return Err(format!(
+            "its Gram matrix for n = {n} exceeds the GPU's n <= {GRAM_MAX_N}"
+        ));
+    }
+    Ok(())
 }
 
 /// The scalar types the GPU solvers run in.
@@ -132,6 +163,110 @@ where
         self.apply(x, out, -1.0, 1.0)
     }
 
+    /// Phi^T Phi (n x n) and Phi^T Y (n x B), the normal equations' sources.
+    fn normal(&self) -> Result<(CudaSlice<T>, CudaSlice<T>)> {
+        let mut gram = self.zeros(self.n * self.n)?;
+        let cfg = GemmConfig {
+            transa: CUBLAS_OP_N,
+            transb: CUBLAS_OP_T,
+            m: self.n as i32,
+            n: self.n as i32,
+            k: self.m as i32,
+            alpha: T::from_f64(1.0),
+            lda: self.n as i32,
+            ldb: self.n as i32,
+            beta: T::from_f64(0.0),
+            ldc: self.n as i32,
+        };
+        // SAFETY: Phi holds m x n elements, gram n x n.
+        unsafe { self.blas.gemm(cfg, &self.phi, &self.phi, &mut gram) }
+            .map_err(|e| Error::device("cuBLAS GEMM Phi^T Phi", e))?;
+        let mut cy = self.zeros(self.nb * self.n)?;
+        self.correlate(&self.y, &mut cy)?;
+        Ok((gram, cy))
+    }
+
+    /// x = the least-squares coefficients on each running signal's support (smax slots per
+    /// signal, -1 padded), zero elsewhere; stopped signals keep x.
+    fn lsq(
+        &self,
+        (gram, cy): &(CudaSlice<T>, CudaSlice<T>),
+        idx: u64,
+        smax: usize,
+        running: &CudaSlice<i32>,
+        x: &CudaSlice<T>,
+    ) -> Result<()> {
+        self.launch(
+            "lsq",
+            LaunchShape::linear(self.nb as u32, BLOCK).with_smem(((smax * smax + smax) * 8) as u32),
+            Args::new()
+                .ptr(self.gpu.ptr(gram))
+                .ptr(self.gpu.ptr(cy))
+                .ptr(idx)
+                .i64(smax as i64)
+                .i64(self.n as i64)
+                .ptr(self.gpu.ptr(running))
+                .ptr(self.gpu.ptr(x)),
+        )
+    }
+
+    /// A largest-k selection over the B signals' n magnitudes, ties to the smaller index.
+    fn selector(&self, k: usize) -> Result<GpuTopK<'a, T, T>> {
+        let sel = TopK::largest(k)
+            .tie_break(TieBreak::SmallerIndex)
+            .index_type(IndexType::I32);
+        let layout = sel.layout(
+            self.nb * self.n,
+            Segments::Fixed {
+                count: self.nb,
+                len: self.n,
+            },
+            None,
+        )?;
+        GpuTopK::on_device(self.gpu, &sel, self.nb * self.n, &layout)
+    }
+
+    /// |src| into the selector's input, then the selection; returns the indices' address.
+    fn select(&self, top: &GpuTopK<'a, T, T>, src: &CudaSlice<T>) -> Result<u64> {
+        let missing = || Error::unsupported("top-k of an empty batch");
+        let keys = top.input().ok_or_else(missing)?;
+        self.launch(
+            "abs_keys",
+            grid(self.nb * self.n),
+            Args::new()
+                .ptr(self.gpu.ptr(src))
+                .ptr(self.gpu.ptr(keys))
+                .i64((self.nb * self.n) as i64),
+        )?;
+        top.enqueue()?;
+        Ok(self.gpu.ptr(top.outputs().ok_or_else(missing)?.1))
+    }
+
+    fn copy(&self, src: &CudaSlice<T>, dst: &CudaSlice<T>, len: usize) -> Result<()> {
+        self.gpu
+            .copy_bytes(src, dst, len * std::mem::size_of::<T>())
+    }
+
+    /// dst = src for the signals flagged in `flags`.
+    fn copy_flagged(
+        &self,
+        src: &CudaSlice<T>,
+        dst: &CudaSlice<T>,
+        flags: &CudaSlice<i32>,
+        per: usize,
+    ) -> Result<()> {
+        self.launch(
+            "keep_running",
+            grid(self.nb * per),
+            Args::new()
+                .ptr(self.gpu.ptr(src))
+                .ptr(self.gpu.ptr(dst))
+                .ptr(self.gpu.ptr(flags))
+                .i64(per as i64)
+                .i64((self.nb * per) as i64),
+        )
+    }
+
     /// Per signal of `per` entries: sum a^2 and, with c, sum (a - c)^2.
     fn norms(
         &self,
@@ -178,7 +313,7 @@ impl Progress {
                 .zip(&y_norm)
                 .map(|(s, &v)| if v == 0.0 { StopReason::Residual } else { s })
                 .collect(),
-            r_norm: vec![0.0; ys.len()],
+            r_norm: y_norm.clone(),
             y_norm,
             tol,
         }
@@ -208,6 +343,43 @@ impl Progress {
             }
         }
         changed
+    }
+
+    /// OMP's test: only the residual (returns whether a signal stopped).
+    fn update_residual(&mut self, i: usize, r2: &[f64]) -> bool {
+        let mut changed = false;
+        for (b, &rr) in r2.iter().enumerate() {
+            if self.running[b] {
+                self.r_norm[b] = rr.sqrt();
+                if self.r_norm[b] <= self.tol * self.y_norm[b] {
+                    self.running[b] = false;
+                    self.iterations[b] = i;
+                    self.stop[b] = StopReason::Residual;
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    /// Subspace pursuit's stop: from the second iteration, a signal whose residual did not
+    /// shrink stops and keeps its previous estimate. Returns the flags of those signals.
+    fn sp_revert(&mut self, i: usize, r2: &[f64]) -> Option<Vec<i32>> {
+        if i == 1 {
+            return None;
+        }
+        let mut flags = vec![0i32; self.running.len()];
+        let mut any = false;
+        for b in 0..self.running.len() {
+            if self.running[b] && r2[b].sqrt() >= self.r_norm[b] {
+                self.running[b] = false;
+                self.iterations[b] = i;
+                self.stop[b] = StopReason::Stalled;
+                flags[b] = 1;
+                any = true;
+            }
+        }
+        any.then_some(flags)
     }
 
     fn flags(&self) -> Vec<i32> {
@@ -263,14 +435,11 @@ where
     let b = Batch::<T>::new(gpu, m, n, phi, ys)?;
     let mut p = Progress::new(ys, req.tol, req.max_iter);
     let x = match req.method {
-        Method::Iht => iht(&b, req, &mut p, step)?,
+        Method::Iht | Method::Niht | Method::Htp => thresholding(&b, req, &mut p, step)?,
         Method::Amp => amp(&b, req, &mut p)?,
         Method::Fista => fista(&b, req, &mut p, step)?,
-        other => {
-            return Err(Error::unsupported(format!(
-                "no GPU solver for {other:?}; it runs on the CPU"
-            )))
-        }
+        Method::Cosamp | Method::Sp => pursuit(&b, req, &mut p)?,
+        Method::Omp => omp(&b, req, &mut p)?,
     };
     let x: Vec<T> = gpu.download(&x, b.nb * n)?;
     Ok((0..b.nb)
@@ -299,43 +468,105 @@ fn settle(
     Ok(p.any())
 }
 
-fn iht<'a, T: Real>(
+/// IHT (one step for all signals), normalised IHT and HTP (each signal's exact line search
+/// along g on its support, or on the top K of g while its estimate is zero); HTP then solves
+/// least squares on the new support instead of keeping the thresholded step.
+fn thresholding<'a, T: Real>(
     b: &Batch<'a, T>,
     req: &Recover,
     p: &mut Progress,
-    mu: f64,
+    step: f64,
 ) -> Result<CudaSlice<T>>
 where
     CudaBlas: Gemm<T>,
 {
     let (m, n, nb, gpu) = (b.m, b.n, b.nb, b.gpu);
     let k = req.sparsity.unwrap_or(1);
-    let sel = TopK::largest(k)
-        .tie_break(TieBreak::SmallerIndex)
-        .index_type(IndexType::I32);
-    let layout = sel.layout(nb * n, Segments::Fixed { count: nb, len: n }, None)?;
-    let top = GpuTopK::<T, T>::on_device(gpu, &sel, nb * n, &layout)?;
-    let zabs = top
-        .input()
-        .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?;
+    let normalised = matches!(req.method, Method::Niht | Method::Htp);
+    let normal = if req.method == Method::Htp {
+        Some(b.normal()?)
+    } else {
+        None
+    };
+    let missing = || Error::unsupported("top-k of an empty batch");
+    let top = b.selector(k)?;
+    let zabs = top.input().ok_or_else(missing)?;
     let (mut x, mut xn) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
     let (mut r, mut rn) = (b.zeros(nb * m)?, b.zeros(nb * m)?);
-    gpu.copy_bytes(&b.y, &r, nb * m * std::mem::size_of::<T>())?;
+    b.copy(&b.y, &r, nb * m)?;
     let (mut g, z) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
     let nr = Norms::new(gpu, nb)?;
     let mut running = gpu.upload(&p.flags())?;
+    // The line search's scratch: g on the support, Phi times it, the top K of g, per-signal steps.
+    let mut line = if normalised {
+        Some((
+            b.zeros(nb * n)?,
+            b.zeros(nb * n)?,
+            b.zeros(nb * m)?,
+            b.selector(k)?,
+            gpu.alloc_zeroed::<f64>(nb)?,
+            gpu.alloc_zeroed::<f64>(nb)?,
+        ))
+    } else {
+        None
+    };
+    let mut x_zero = vec![1i32; nb];
     for i in 1..=req.max_iter {
         if !p.any() {
             break;
         }
         b.correlate(&r, &mut g)?;
+        let mus = match &mut line {
+            None => None,
+            Some((gs, gs2, pg, top_g, num, den)) => {
+                b.launch(
+                    "mask_support",
+                    grid(nb * n),
+                    Args::new()
+                        .ptr(gpu.ptr(&g))
+                        .ptr(gpu.ptr(&x))
+                        .ptr(gpu.ptr(&*gs))
+                        .i64((nb * n) as i64),
+                )?;
+                let dir = if x_zero.iter().any(|&z| z != 0) {
+                    let idx = b.select(&*top_g, &g)?;
+                    let zf = gpu.upload(&x_zero)?;
+                    b.launch(
+                        "restrict",
+                        LaunchShape::linear(nb as u32, BLOCK),
+                        Args::new()
+                            .ptr(gpu.ptr(&g))
+                            .ptr(idx)
+                            .i64(k as i64)
+                            .i64(n as i64)
+                            .ptr(gpu.ptr(&zf))
+                            .ptr(gpu.ptr(&*gs))
+                            .ptr(gpu.ptr(&*gs2)),
+                    )?;
+                    &*gs2
+                } else {
+                    &*gs
+                };
+                b.apply(dir, pg, 1.0, 0.0)?;
+                b.norms(dir, None, n, num, &nr.unused)?;
+                b.norms(pg, None, m, den, &nr.unused)?;
+                let (num, den) = (gpu.download(num, nb)?, gpu.download(den, nb)?);
+                let mus: Vec<T> = num
+                    .iter()
+                    .zip(&den)
+                    .map(|(&a, &d)| T::from_f64(if d > 0.0 { a / d } else { step }))
+                    .collect();
+                Some(gpu.upload(&mus)?)
+            }
+        };
         b.launch(
             "iht_step",
             grid(nb * n),
             Args::new()
                 .ptr(gpu.ptr(&x))
                 .ptr(gpu.ptr(&g))
-                .scalar(T::from_f64(mu))
+                .scalar(T::from_f64(step))
+                .ptr(mus.as_ref().map_or(0, |v| gpu.ptr(v)))
                 .ptr(gpu.ptr(&z))
                 .ptr(gpu.ptr(zabs))
                 .ptr(gpu.ptr(&running))
@@ -343,28 +574,225 @@ where
                 .i64((nb * n) as i64),
         )?;
         top.enqueue()?;
-        let (_, idx, _, _) = top
-            .outputs()
-            .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?;
-        gpu.fill_bytes(&xn, 0, nb * n * std::mem::size_of::<T>())?;
-        b.launch(
-            "scatter",
-            grid(nb * k),
-            Args::new()
-                .ptr(gpu.ptr(&z))
-                .ptr(gpu.ptr(idx))
-                .i64(k as i64)
-                .i64(n as i64)
-                .i64(nb as i64)
-                .ptr(gpu.ptr(&xn)),
-        )?;
+        let idx = top.outputs().ok_or_else(missing)?.1;
+        match &normal {
+            Some(ne) => {
+                b.copy(&x, &xn, nb * n)?;
+                b.lsq(ne, gpu.ptr(idx), k, &running, &xn)?;
+            }
+            None => {
+                gpu.fill_bytes(&xn, 0, nb * n * std::mem::size_of::<T>())?;
+                b.launch(
+                    "scatter",
+                    grid(nb * k),
+                    Args::new()
+                        .ptr(gpu.ptr(&z))
+                        .ptr(gpu.ptr(idx))
+                        .i64(k as i64)
+                        .i64(n as i64)
+                        .i64(nb as i64)
+                        .ptr(gpu.ptr(&xn)),
+                )?;
+            }
+        }
         b.residual(&xn, &mut rn)?;
         b.norms(&rn, None, m, &nr.r2, &nr.unused)?;
         b.norms(&xn, Some(&x), n, &nr.x2, &nr.d2)?;
         std::mem::swap(&mut x, &mut xn);
         std::mem::swap(&mut r, &mut rn);
-        if !settle(b, p, &nr, i, &mut running)? {
+        let (r2, x2, d2) = nr.take(gpu, nb)?;
+        for (z, &v) in x_zero.iter_mut().zip(&x2) {
+            *z = (v == 0.0) as i32;
+        }
+        if p.update(i, &r2, &x2, &d2) {
+            running = gpu.upload(&p.flags())?;
+        }
+        if !p.any() {
             break;
+        }
+    }
+    Ok(x)
+}
+
+/// CoSaMP (2K new columns, the estimate pruned to the top K of the least squares) and
+/// subspace pursuit (K new columns, least squares again on the pruned support).
+fn pursuit<'a, T: Real>(b: &Batch<'a, T>, req: &Recover, p: &mut Progress) -> Result<CudaSlice<T>>
+where
+    CudaBlas: Gemm<T>,
+{
+    let (m, n, nb, gpu) = (b.m, b.n, b.nb, b.gpu);
+    let k = req.sparsity.unwrap_or(1);
+    let cosamp = req.method == Method::Cosamp;
+    let widen = if cosamp { 2 * k } else { k };
+    let smax = k + widen;
+    let normal = b.normal()?;
+    let (top_g, top_b) = (b.selector(widen)?, b.selector(k)?);
+    let support = gpu.upload(&vec![-1i32; nb * k])?;
+    let merged = gpu.alloc_zeroed::<i32>(nb * smax)?;
+    let (mut x, mut xn) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
+    let (mut r, mut rn) = (b.zeros(nb * m)?, b.zeros(nb * m)?);
+    b.copy(&b.y, &r, nb * m)?;
+    let (mut g, lsq_b) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
+    let nr = Norms::new(gpu, nb)?;
+    let mut running = gpu.upload(&p.flags())?;
+    let union = gpu.kernel(&CS, "cs_union")?;
+    for i in 1..=req.max_iter {
+        if !p.any() {
+            break;
+        }
+        b.correlate(&r, &mut g)?;
+        let idx_g = b.select(&top_g, &g)?;
+        gpu.launch(
+            &union,
+            grid(nb),
+            Args::new()
+                .ptr(gpu.ptr(&support))
+                .i64(k as i64)
+                .ptr(idx_g)
+                .i64(widen as i64)
+                .i64(nb as i64)
+                .ptr(gpu.ptr(&merged))
+                .i64(smax as i64),
+        )?;
+        b.lsq(&normal, gpu.ptr(&merged), smax, &running, &lsq_b)?;
+        let idx_b = b.select(&top_b, &lsq_b)?;
+        if cosamp {
+            b.launch(
+                "restrict",
+                LaunchShape::linear(nb as u32, BLOCK),
+                Args::new()
+                    .ptr(gpu.ptr(&lsq_b))
+                    .ptr(idx_b)
+                    .i64(k as i64)
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&running))
+                    .ptr(gpu.ptr(&x))
+                    .ptr(gpu.ptr(&xn)),
+            )?;
+        } else {
+            b.copy(&x, &xn, nb * n)?;
+            b.lsq(&normal, idx_b, k, &running, &xn)?;
+        }
+        // The pruned support becomes the next iteration's (stopped signals no longer use it).
+        let sel = top_b
+            .outputs()
+            .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?
+            .1;
+        gpu.copy_bytes(sel, &support, nb * k * 4)?;
+        b.residual(&xn, &mut rn)?;
+        b.norms(&rn, None, m, &nr.r2, &nr.unused)?;
+        b.norms(&xn, Some(&x), n, &nr.x2, &nr.d2)?;
+        let (r2, x2, d2) = nr.take(gpu, nb)?;
+        let mut changed = false;
+        if !cosamp {
+            if let Some(flags) = p.sp_revert(i, &r2) {
+                let f = gpu.upload(&flags)?;
+                b.copy_flagged(&x, &xn, &f, n)?;
+                b.copy_flagged(&r, &rn, &f, m)?;
+                changed = true;
+            }
+        }
+        changed |= p.update(i, &r2, &x2, &d2);
+        if changed {
+            running = gpu.upload(&p.flags())?;
+        }
+        std::mem::swap(&mut x, &mut xn);
+        std::mem::swap(&mut r, &mut rn);
+        if !p.any() {
+            break;
+        }
+    }
+    Ok(x)
+}
+
+/// OMP: one column per iteration (the largest |g| not yet chosen), least squares on the
+/// support so far, until the residual test or K columns.
+fn omp<'a, T: Real>(b: &Batch<'a, T>, req: &Recover, p: &mut Progress) -> Result<CudaSlice<T>>
+where
+    CudaBlas: Gemm<T>,
+{
+    let (m, n, nb, gpu) = (b.m, b.n, b.nb, b.gpu);
+    let k = req.sparsity.unwrap_or(1);
+    let normal = b.normal()?;
+    let top = b.selector(1)?;
+    let keys = top
+        .input()
+        .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?;
+    let (mut sup, mut sup_next) = (
+        gpu.upload(&vec![-1i32; nb * k])?,
+        gpu.upload(&vec![-1i32; nb * k])?,
+    );
+    let (mut x, mut xn) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
+    let (mut r, mut rn) = (b.zeros(nb * m)?, b.zeros(nb * m)?);
+    b.copy(&b.y, &r, nb * m)?;
+    let mut g = b.zeros(nb * n)?;
+    let nr = Norms::new(gpu, nb)?;
+    let mut running = gpu.upload(&p.flags())?;
+    let union = gpu.kernel(&CS, "cs_union")?;
+    let last = k.min(req.max_iter);
+    for i in 1..=last {
+        if !p.any() {
+            break;
+        }
+        b.correlate(&r, &mut g)?;
+        b.launch(
+            "abs_keys",
+            grid(nb * n),
+            Args::new()
+                .ptr(gpu.ptr(&g))
+                .ptr(gpu.ptr(keys))
+                .i64((nb * n) as i64),
+        )?;
+        if i > 1 {
+            b.launch(
+                "omp_mask",
+                grid(nb * (i - 1)),
+                Args::new()
+                    .ptr(gpu.ptr(&sup))
+                    .i64(k as i64)
+                    .i64((i - 1) as i64)
+                    .i64(n as i64)
+                    .i64(nb as i64)
+                    .ptr(gpu.ptr(keys)),
+            )?;
+        }
+        top.enqueue()?;
+        let pick = top
+            .outputs()
+            .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?
+            .1;
+        gpu.launch(
+            &union,
+            grid(nb),
+            Args::new()
+                .ptr(gpu.ptr(&sup))
+                .i64(k as i64)
+                .ptr(gpu.ptr(pick))
+                .i64(1)
+                .i64(nb as i64)
+                .ptr(gpu.ptr(&sup_next))
+                .i64(k as i64),
+        )?;
+        std::mem::swap(&mut sup, &mut sup_next);
+        b.copy(&x, &xn, nb * n)?;
+        b.lsq(&normal, gpu.ptr(&sup), k, &running, &xn)?;
+        b.residual(&xn, &mut rn)?;
+        b.norms(&rn, None, m, &nr.r2, &nr.unused)?;
+        let r2: Vec<f64> = gpu.download(&nr.r2, nb)?;
+        if p.update_residual(i, &r2) {
+            running = gpu.upload(&p.flags())?;
+        }
+        std::mem::swap(&mut x, &mut xn);
+        std::mem::swap(&mut r, &mut rn);
+    }
+    for s in 0..nb {
+        if p.running[s] {
+            p.iterations[s] = last;
+            p.stop[s] = if last >= k {
+                StopReason::SparsityReached
+            } else {
+                StopReason::MaxIterations
+            };
         }
     }
     Ok(x)
@@ -530,7 +958,7 @@ where
         let mut p = Progress::new(ys, req.tol, req.max_iter);
         gpu.synchronize()?;
         let t0 = std::time::Instant::now();
-        iht(&b, &req, &mut p, mu)?;
+        thresholding(&b, &req, &mut p, mu)?;
         gpu.synchronize()?;
         let ran = p.iterations.iter().copied().max().unwrap_or(0);
         Ok((t0.elapsed().as_secs_f64() * 1e3, ran))

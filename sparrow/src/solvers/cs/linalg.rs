@@ -93,17 +93,23 @@ impl Phi {
                 g[b * k + a] = d;
             }
         }
-        let trace: f64 = (0..k).map(|a| g[a * k + a]).sum();
-        let ridge = 1e-12 * trace.max(f64::MIN_POSITIVE) / k as f64;
-        for a in 0..k {
-            g[a * k + a] += ridge;
-        }
         let rhs: Vec<f64> = cols
             .iter()
             .map(|c| c.iter().zip(y).map(|(x, y)| x * y).sum())
             .collect();
-        cholesky_solve(&mut g, k, rhs)
+        normal_solve(&mut g, k, rhs)
     }
+}
+
+/// The normal equations `G z = b` of a support as `lsq` solves them: a ridge of 1e-12 of the
+/// mean diagonal, then Cholesky (G, k x k, is overwritten).
+pub fn normal_solve(g: &mut [f64], k: usize, b: Vec<f64>) -> Vec<f64> {
+    let trace: f64 = (0..k).map(|a| g[a * k + a]).sum();
+    let ridge = 1e-12 * trace.max(f64::MIN_POSITIVE) / k as f64;
+    for a in 0..k {
+        g[a * k + a] += ridge;
+    }
+    cholesky_solve(g, k, b)
 }
 
 /// Solves `G z = b` for symmetric positive definite G (k x k, overwritten by its factor).

@@ -18,6 +18,7 @@
 
 pub mod cpu;
 pub mod data;
+pub mod fp8;
 pub mod gpu;
 pub mod linalg;
 pub mod phase;
@@ -240,31 +241,39 @@ impl Recover {
             .unwrap_or_else(|| phase::minimax_tau(m as f64 / n as f64))
     }
 
-    /// The backend that will run.
-    pub fn plan(&self, device: &Device) -> Plan {
+    /// The backend that will run for signals of length `n`.
+    pub fn plan(&self, device: &Device, n: usize) -> Plan {
+        let gpu = gpu::supported(self.method, self.sparsity, n);
         Plan {
             op: "recover",
             backend: match device {
-                Device::Cuda(_) if gpu::supported(self.method) => Backend::Cuda,
+                Device::Cuda(_) if gpu.is_ok() => Backend::Cuda,
                 _ => Backend::Cpu,
             },
             kernel: None,
             shape: None,
             reason: match device {
                 Device::Cpu => "the device is the CPU: rayon over signals".into(),
-                Device::Cuda(_) if gpu::supported(self.method) => format!(
-                    "GPU: batched {:?}, every product with Phi a cuBLAS GEMM over all signals, fused cs_* kernels{}, per-signal stop tests each iteration",
-                    self.method,
-                    if self.method == Method::Iht {
-                        " and the segmented top-k for the hard threshold"
-                    } else {
-                        ""
-                    }
-                ),
-                Device::Cuda(_) => format!(
-                    "no GPU solver for {:?} (it solves least squares on a support): the CPU runs, rayon over signals",
-                    self.method
-                ),
+                Device::Cuda(_) => match &gpu {
+                    Ok(()) => format!(
+                        "GPU: batched {:?}, every product with Phi a cuBLAS GEMM over all signals, fused cs_* kernels{}{}, per-signal stop tests each iteration",
+                        self.method,
+                        if matches!(self.method, Method::Amp | Method::Fista) {
+                            ""
+                        } else {
+                            ", the segmented top-k for every K-largest selection"
+                        },
+                        if matches!(self.method, Method::Htp | Method::Cosamp | Method::Sp | Method::Omp) {
+                            ", least squares from Phi^T Phi by Cholesky per signal"
+                        } else {
+                            ""
+                        }
+                    ),
+                    Err(why) => format!(
+                        "no GPU solver for {:?} here ({why}): the CPU runs, rayon over signals",
+                        self.method
+                    ),
+                },
             },
         }
     }
@@ -277,7 +286,7 @@ impl Recover {
         y: &Dense<T>,
     ) -> Result<(Recovery<T>, Plan)> {
         self.validate(phi, y)?;
-        let plan = self.plan(device);
+        let plan = self.plan(device, phi.ncols());
         let (m, n, nb) = (phi.nrows(), phi.ncols(), y.ncols());
         let p = Phi {
             m,
@@ -296,7 +305,7 @@ impl Recover {
             lipschitz_step
         };
         let results: Vec<cpu::Solved> = match device {
-            Device::Cuda(g) if gpu::supported(self.method) => {
+            Device::Cuda(g) if plan.backend == Backend::Cuda => {
                 let ys: Vec<Vec<f64>> = (0..nb)
                     .map(|b| (0..m).map(|i| y.get(i, b).to_f64()).collect())
                     .collect();
