@@ -219,10 +219,17 @@ __device__ void iht_step_async(const T* __restrict__ x, const T* __restrict__ g,
     auto issue = [&](i64 tile, int b) {
         const i64 e0 = tile * TL + c0;
         const i64 left = n - e0;
-        const u32 bytes = left <= 0 ? 0u : (left >= V ? 16u : (u32)(left * sizeof(T)));
-        const i64 at = left > 0 ? e0 : 0;
-        cp_async16(&sx[b][c0], x + at, bytes);
-        cp_async16(&sg[b][c0], g + at, bytes);
+        if (left >= V) {
+            cp_async16(&sx[b][c0], x + e0, 16u);
+            cp_async16(&sg[b][c0], g + e0, 16u);
+        } else {
+            // The ragged end: cp.async reads all 16 bytes whatever its source size, so the
+            // last partial chunk is loaded element by element (read back by this thread only).
+            for (int v = 0; v < V && v < left; v++) {
+                sx[b][c0 + v] = x[e0 + v];
+                sg[b][c0 + v] = g[e0 + v];
+            }
+        }
     };
     i64 t = blockIdx.x;
     int b = 0;
@@ -306,13 +313,14 @@ __device__ void correlate_tma(const T* __restrict__ phi, const T* __restrict__ r
 
 // Least squares on each running signal's support (one block per signal): the normal
 // equations gathered from the Gram matrix Phi^T Phi (n x n) and the correlation c = Phi^T y
-// (n per signal), solved by Cholesky in f64 in shared memory (smax^2 + smax doubles) with the
-// CPU's ridge of 1e-12 of the mean diagonal; the signal's n entries of x are zeroed and the
-// coefficients scattered to the support. idx holds smax entries per signal, the support
-// first, then -1. Stopped signals are left alone.
+// (n per signal), solved by Cholesky in f64 with the CPU's ridge of 1e-12 of the mean
+// diagonal, in shared memory (smax^2 + smax doubles), or, for supports too large for it, in
+// `scratch` (the same per signal, in global memory); the signal's n entries of x are zeroed
+// and the coefficients scattered to the support. idx holds smax entries per signal, the
+// support first, then -1. Stopped signals are left alone.
 template <class T>
 __device__ void lsq(const T* __restrict__ gram, const T* __restrict__ cy, const int* __restrict__ idx, i64 smax,
-                    i64 n, const int* __restrict__ active, T* __restrict__ x) {
+                    i64 n, const int* __restrict__ active, T* __restrict__ x, double* scratch) {
     extern __shared__ double lsq_smem[];
     __shared__ int s_cnt;
     __shared__ double s_ridge;
@@ -328,7 +336,7 @@ __device__ void lsq(const T* __restrict__ gram, const T* __restrict__ cy, const 
     for (i64 j = tid; j < n; j += bd) x[b * n + j] = (T)0;
     __syncthreads();
     const int s = s_cnt;
-    double* G = lsq_smem;
+    double* G = scratch != nullptr ? scratch + b * (smax * smax + smax) : lsq_smem;
     double* w = lsq_smem + (i64)s * s;
     for (int e = tid; e < s * s; e += bd) G[e] = (double)gram[(i64)id[e / s] * n + id[e % s]];
     for (int a = tid; a < s; a += bd) w[a] = (double)cy[b * n + id[a]];
@@ -490,8 +498,8 @@ __device__ void omp_mask(const int* __restrict__ support, i64 k, i64 count, i64 
         correlate_tma<T>(phi, r, out, m, n);                                                                   \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256) cs_lsq_##NAME(                                           \
-        const T* gram, const T* cy, const int* idx, i64 smax, i64 n, const int* active, T* x) {                \
-        lsq<T>(gram, cy, idx, smax, n, active, x);                                                             \
+        const T* gram, const T* cy, const int* idx, i64 smax, i64 n, const int* active, T* x, double* scratch) { \
+        lsq<T>(gram, cy, idx, smax, n, active, x, scratch);                                                    \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256)                                                          \
         cs_mask_support_##NAME(const T* g, const T* x, T* out, i64 n) {                                        \

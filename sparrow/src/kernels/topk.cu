@@ -496,16 +496,18 @@ extern "C" __global__ void __launch_bounds__(256)
     K raw[WARP_KPL];
 #pragma unroll
     for (int i = 0; i < WARP_KPL; i++) raw[i] = keys[st + min(32 * i + lane, len - 1)];
+    // Four accumulators per reduction keep the dependency chains short (8, not 32).
     R r[WARP_KPL];
-    R a = ~(R)0, o = 0;
+    R a4[4] = {~(R)0, ~(R)0, ~(R)0, ~(R)0}, o4[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < WARP_KPL; i++) {
         const bool v = 32 * i + lane < len;
         const R x = directed(raw[i], largest);
         r[i] = v ? x : (R)0;
-        a &= v ? x : ~(R)0;
-        o |= r[i];
+        a4[i & 3] &= v ? x : ~(R)0;
+        o4[i & 3] |= r[i];
     }
+    R a = (a4[0] & a4[1]) & (a4[2] & a4[3]), o = (o4[0] | o4[1]) | (o4[2] | o4[3]);
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
         a &= __shfl_xor_sync(0xffffffffu, a, off);
@@ -526,10 +528,10 @@ extern "C" __global__ void __launch_bounds__(256)
             for (; b >= 0; b--) {
                 const R bit = (R)1 << b;
                 const R m2 = mask | bit, c2 = prefix | bit;
-                u32 c = 0;
+                u32 c4[4] = {0, 0, 0, 0};
 #pragma unroll
-                for (int i = 0; i < WARP_KPL; i++) c += (u32)((r[i] & m2) == c2);
-                c = __reduce_add_sync(0xffffffffu, c);
+                for (int i = 0; i < WARP_KPL; i++) c4[i & 3] += (u32)((r[i] & m2) == c2);
+                const u32 c = __reduce_add_sync(0xffffffffu, (c4[0] + c4[1]) + (c4[2] + c4[3]));
                 mask = m2;
                 if (c >= rem) {
                     prefix = c2;
@@ -540,10 +542,10 @@ extern "C" __global__ void __launch_bounds__(256)
             }
         }
     }
-    u32 ties = 0;
+    u32 t4[4] = {0, 0, 0, 0};
 #pragma unroll
-    for (int i = 0; i < WARP_KPL; i++) ties += (u32)(32 * i + lane < len && (r[i] & mask) == prefix);
-    ties = __reduce_add_sync(0xffffffffu, ties);
+    for (int i = 0; i < WARP_KPL; i++) t4[i & 3] += (u32)(32 * i + lane < len && (r[i] & mask) == prefix);
+    const u32 ties = __reduce_add_sync(0xffffffffu, (t4[0] + t4[1]) + (t4[2] + t4[3]));
     const u32 lo = larger_index ? ties - rem : 0u;
     const i64 row = s * width;
     const Writer e{keys, out_keys, out_idx, idx64};

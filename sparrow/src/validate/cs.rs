@@ -639,7 +639,8 @@ fn kernels<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
                 .i64(smax as i64)
                 .i64(ln as i64)
                 .ptr(d.ptr(&act))
-                .ptr(d.ptr(&xo)),
+                .ptr(d.ptr(&xo))
+                .ptr(0),
         )?;
         // The reference solves the same (rounded) normal equations as linalg's lsq does.
         let mut want = vec![0.0; 3 * ln];
@@ -656,11 +657,36 @@ fn kernels<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
         }
         want[2 * ln..].copy_from_slice(&rkeep[2 * ln..]);
         let top = want.iter().fold(0f64, |x, v| x.max(v.abs()));
+        let want_lsq = want.clone();
         out.push(outcome(
             name("lsq"),
             "supports of 4 and 6 of 30 columns, one stopped signal",
             &d.down(&xo, 3 * ln)?,
             &want,
+            &vec![top; 3 * ln],
+            if ty == "f32" { 1e-6 } else { 1e-13 },
+        ));
+        // The same in global-memory scratch (the path for supports beyond shared memory).
+        let xg = d.up(&keep)?;
+        let scratch = gpu.alloc_zeroed::<f64>(3 * (smax * smax + smax))?;
+        d.launch(
+            "lsq",
+            LaunchShape::linear(3, 256),
+            Args::new()
+                .ptr(d.ptr(&gd))
+                .ptr(d.ptr(&cyd))
+                .ptr(d.ptr(&idd))
+                .i64(smax as i64)
+                .i64(ln as i64)
+                .ptr(d.ptr(&act))
+                .ptr(d.ptr(&xg))
+                .ptr(gpu.ptr(&scratch)),
+        )?;
+        out.push(outcome(
+            format!("{} (global scratch)", name("lsq")),
+            "supports of 4 and 6 of 30 columns, one stopped signal",
+            &d.down(&xg, 3 * ln)?,
+            &want_lsq,
             &vec![top; 3 * ln],
             if ty == "f32" { 1e-6 } else { 1e-13 },
         ));

@@ -23,9 +23,11 @@ use crate::kernels::{cs_name, CS};
 use crate::ops::topk::{GpuTopK, IndexType, Key, Segments, TieBreak, TopK};
 use crate::{Error, Result, Scalar};
 
-/// Largest support the GPU least squares takes: its normal equations, in f64, fill shared
-/// memory (160^2 doubles is 200 KiB).
+/// Largest support whose normal equations (in f64) the GPU solves in shared memory (160^2
+/// doubles is 200 KiB); larger ones are solved in global memory, slower.
 pub const LSQ_MAX: usize = 160;
+/// Largest support the GPU least squares takes at all.
+pub const LSQ_GLOBAL_MAX: usize = 4096;
 /// Longest signal whose Gram matrix Phi^T Phi (n x n) the GPU forms.
 pub const GRAM_MAX_N: usize = 16_384;
 
@@ -43,9 +45,9 @@ pub fn supported(method: Method, k: Option<usize>, n: usize) -> std::result::Res
         Method::Sp => 2 * k,
         Method::Cosamp => 3 * k,
     };
-    if support > LSQ_MAX {
+    if support > LSQ_GLOBAL_MAX {
         return Err(format!(
-            "its least squares on {support} columns exceed the GPU's {LSQ_MAX}"
+            "its least squares on {support} columns exceed the GPU's {LSQ_GLOBAL_MAX}"
         ));
     }
     if n > GRAM_MAX_N {
@@ -196,9 +198,23 @@ where
         running: &CudaSlice<i32>,
         x: &CudaSlice<T>,
     ) -> Result<()> {
+        let per = smax * smax + smax;
+        let scratch = if smax > LSQ_MAX {
+            self.gpu.ensure_fits(
+                (self.nb * per * 8) as u64,
+                "the least squares on large supports",
+            )?;
+            Some(self.gpu.alloc_zeroed::<f64>(self.nb * per)?)
+        } else {
+            None
+        };
         self.launch(
             "lsq",
-            LaunchShape::linear(self.nb as u32, BLOCK).with_smem(((smax * smax + smax) * 8) as u32),
+            LaunchShape::linear(self.nb as u32, BLOCK).with_smem(if scratch.is_some() {
+                0
+            } else {
+                (per * 8) as u32
+            }),
             Args::new()
                 .ptr(self.gpu.ptr(gram))
                 .ptr(self.gpu.ptr(cy))
@@ -206,7 +222,8 @@ where
                 .i64(smax as i64)
                 .i64(self.n as i64)
                 .ptr(self.gpu.ptr(running))
-                .ptr(self.gpu.ptr(x)),
+                .ptr(self.gpu.ptr(x))
+                .ptr(scratch.as_ref().map_or(0, |s| self.gpu.ptr(s))),
         )
     }
 
