@@ -337,7 +337,7 @@ __device__ void lsq(const T* __restrict__ gram, const T* __restrict__ cy, const 
     __syncthreads();
     const int s = s_cnt;
     double* G = scratch != nullptr ? scratch + b * (smax * smax + smax) : lsq_smem;
-    double* w = lsq_smem + (i64)s * s;
+    double* w = G + (i64)s * s;
     for (int e = tid; e < s * s; e += bd) G[e] = (double)gram[(i64)id[e / s] * n + id[e % s]];
     for (int a = tid; a < s; a += bd) w[a] = (double)cy[b * n + id[a]];
     __syncthreads();
