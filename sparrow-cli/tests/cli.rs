@@ -673,3 +673,30 @@ fn seacells_writes_every_output() {
     ]));
     assert!(e.contains("--labels"), "{e}");
 }
+
+/// `bench seacells` on a small mixture reports the fit's stages, purity and peak memory in its
+/// JSON lines, and names a malformed size.
+#[test]
+fn bench_seacells_small_mixture() {
+    let out = sparrow(&[
+        "bench",
+        "seacells",
+        "--sizes",
+        "600x5x30",
+        "--max-iter",
+        "3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let line = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(line.trim()).expect("one JSON line");
+    assert_eq!(v["cells"], 600);
+    assert_eq!(v["metacells"], 30);
+    assert!(v["iterations"].as_u64().unwrap() <= 3);
+    let purity = v["purity_mean"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&purity) && purity > 0.5, "{purity}");
+    assert!(v["stages"].as_array().unwrap().len() >= 5);
+    let bad = sparrow(&["bench", "seacells", "--sizes", "600x5x700"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--sizes"));
+}

@@ -9,7 +9,7 @@ use sparrow::{Device, Error, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// spmm, spmv, topk or cs.
+    /// spmm, spmv, topk, cs or seacells.
     op: String,
     /// Comma-separated matrix names, or all (powerlaw, banded, empty90); see --suite.
     #[arg(long, default_value = "all")]
@@ -39,6 +39,13 @@ pub struct Args {
     /// Compressed-sensing shape as MxNxKxBATCH (bench cs).
     #[arg(long, default_value = "1024x4096x50x10000")]
     cs_shape: String,
+    /// SEACells sizes as CELLSxDIMSxMETACELLS, comma-separated (bench seacells; default the
+    /// three target sizes).
+    #[arg(long)]
+    sizes: Option<String>,
+    /// Outer iterations at most (bench seacells; the targets stop at 10).
+    #[arg(long, default_value_t = 10)]
+    max_iter: usize,
     /// Timed IHT iterations (bench cs).
     #[arg(long, default_value_t = 10)]
     iters: usize,
@@ -91,6 +98,9 @@ fn list(arg: &str, s: &str) -> Result<Vec<String>> {
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
+    if args.op == "seacells" {
+        return seacells(ctx, &args);
+    }
     if args.op == "cs" {
         return cs(ctx, &args);
     }
@@ -205,6 +215,68 @@ fn print_table(records: &[Record]) {
             r.agreement.map(|s| format!("{s:.1e}")).unwrap_or_default(),
         );
     }
+}
+
+fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
+    let sizes = match &args.sizes {
+        None => sparrow::bench::seacells::SIZES.to_vec(),
+        Some(s) => list("--sizes", s)?
+            .iter()
+            .map(|x| {
+                let v: Vec<usize> = x
+                    .split('x')
+                    .map(|p| p.trim().parse::<usize>())
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|_| {
+                        Error::invalid("--sizes", format!("{x:?} is not CELLSxDIMSxMETACELLS"))
+                    })?;
+                match v[..] {
+                    [c, d, m] if c >= 2 && d >= 1 && m >= 1 && m <= c => Ok((c, d, m)),
+                    _ => Err(Error::invalid(
+                        "--sizes",
+                        format!("{x:?} needs CELLS >= 2, DIMS >= 1 and 1 <= METACELLS <= CELLS"),
+                    )),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?,
+    };
+    if args.max_iter == 0 {
+        return Err(Error::invalid("--max-iter", "must be at least 1"));
+    }
+    let pb = super::spinner("bench seacells");
+    let records = sparrow::bench::seacells::run(&sizes, args.max_iter, &mut |m| {
+        pb.set_message(m.to_string())
+    })?;
+    pb.finish_and_clear();
+    emit_json(ctx, args.jsonl.as_deref(), &records)?;
+    if ctx.json {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "SEACells on Gaussian mixtures, seed 0, at most {} iterations (CPU)",
+        args.max_iter
+    );
+    for r in &records {
+        let stages: Vec<String> = r
+            .stages
+            .iter()
+            .map(|(n, s)| format!("{n} {s:.2}"))
+            .collect();
+        println!(
+            "{} x {}, {} metacells ({} clusters): {:.2} s [{}], {} iterations{}, purity {:.4}, peak {}",
+            r.cells,
+            r.dims,
+            r.metacells,
+            r.clusters,
+            r.seconds,
+            stages.join(", "),
+            r.iterations,
+            if r.converged { " (converged)" } else { "" },
+            r.purity_mean,
+            r.peak_mb.map_or("n/a".into(), |m| format!("{m:.0} MB"))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {

@@ -5,6 +5,7 @@
 pub mod cs;
 pub mod matrices;
 mod products;
+pub mod seacells;
 pub mod timing;
 pub mod topk;
 

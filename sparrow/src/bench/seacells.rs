@@ -1,0 +1,84 @@
+//! Benchmark of the SEACells fit on Gaussian mixtures (one cluster per 13.3 cells per
+//! metacell, as the peer's benchmark sizes them): the whole fit (kNN, kernel, diffusion,
+//! initialisation, iterations) with each stage's seconds, the iterations, mean purity against
+//! the mixture's labels, and the process's peak resident memory.
+
+use std::time::Instant;
+
+use crate::solvers::seacells::fit::{fit, gaussian_mixture, purity, Config};
+use crate::Result;
+
+/// The sizes of the performance targets: (cells, dims, metacells).
+pub const SIZES: [(usize, usize, usize); 3] =
+    [(20_000, 30, 266), (50_000, 50, 666), (100_000, 50, 1_333)];
+
+/// One measured size.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SeacellsRecord {
+    /// Cells.
+    pub cells: usize,
+    /// Embedding dimensions.
+    pub dims: usize,
+    /// Metacells.
+    pub metacells: usize,
+    /// Mixture clusters (labels).
+    pub clusters: usize,
+    /// The whole fit, seconds.
+    pub seconds: f64,
+    /// Seconds per stage.
+    pub stages: Vec<(&'static str, f64)>,
+    /// Outer iterations.
+    pub iterations: usize,
+    /// Whether the RSS converged.
+    pub converged: bool,
+    /// Mean purity of the metacells against the mixture's labels.
+    pub purity_mean: f64,
+    /// Peak resident memory of the process so far (VmHWM), MB, where the OS reports it.
+    pub peak_mb: Option<f64>,
+}
+
+/// The process's peak resident set (Linux `VmHWM`), in MB.
+pub fn peak_rss_mb() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Fits one mixture per size with `max_iter` iterations at most (the targets stop at 10).
+pub fn run(
+    sizes: &[(usize, usize, usize)],
+    max_iter: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<SeacellsRecord>> {
+    let mut out = Vec::new();
+    for &(cells, dims, metacells) in sizes {
+        progress(&format!("{cells} x {dims}, {metacells} metacells"));
+        let clusters = (metacells / 13).max(2);
+        let (x, labels) = gaussian_mixture(cells, dims, clusters, 0);
+        let mut cfg = Config::new(metacells);
+        cfg.max_iter = max_iter;
+        cfg.min_iter = cfg.min_iter.min(max_iter);
+        let t0 = Instant::now();
+        let f = fit(&x, &cfg, &mut |_, _| {})?;
+        let seconds = t0.elapsed().as_secs_f64();
+        let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        let p: Vec<f64> = purity(&f.assignments, &names, metacells)?
+            .into_iter()
+            .flatten()
+            .collect();
+        out.push(SeacellsRecord {
+            cells,
+            dims,
+            metacells,
+            clusters,
+            seconds,
+            stages: f.stage_seconds.clone(),
+            iterations: f.iterations,
+            converged: f.converged,
+            purity_mean: p.iter().sum::<f64>() / p.len().max(1) as f64,
+            peak_mb: peak_rss_mb(),
+        });
+    }
+    Ok(out)
+}
