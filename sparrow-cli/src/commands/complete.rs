@@ -36,10 +36,10 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     req.max_iter = args.max_iter;
     req.tol = args.tol;
     let device = ctx.open_device()?;
-    if device.gpu().is_some() {
-        eprintln!("plan: complete: Cpu; no GPU singular value thresholding is built yet: the CPU runs (faer SVD)");
+    let (c, plan) = req.run_on(&device, &obs)?;
+    if ctx.explain {
+        eprintln!("plan: {plan}");
     }
-    let c = req.run(&obs)?;
     io::write_dense(&args.out, &c.x)?;
     if ctx.json {
         println!(

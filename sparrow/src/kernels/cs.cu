@@ -569,3 +569,21 @@ extern "C" __global__ void __launch_bounds__(256)
     cs_union(const int* a, i64 ka, const int* b, i64 kb, i64 nsig, int* out, i64 smax) {
     union_sorted(a, ka, b, kb, nsig, out, smax);
 }
+
+// SVT's step on the observed entries (COO, f64): d = M_ij - X_ij, Y_ij += delta d, and
+// *res (zeroed) += the sum of d^2 by block partials and one atomic per block. X and Y are
+// column-major m x n.
+extern "C" __global__ void __launch_bounds__(256)
+    cs_svt_observe(const int* __restrict__ rows, const int* __restrict__ cols, const double* __restrict__ vals,
+                   i64 nnz, i64 m, const double* __restrict__ x, double* __restrict__ y, double delta, double* res) {
+    __shared__ double red[32];
+    double part = 0;
+    FOR_EACH(e, nnz) {
+        const i64 at = (i64)rows[e] + (i64)cols[e] * m;
+        const double d = vals[e] - x[at];
+        y[at] += delta * d;
+        part += d * d;
+    }
+    const double t = block_sum(part, red);
+    if (threadIdx.x == 0) atomicAdd(res, t);
+}

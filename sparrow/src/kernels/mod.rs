@@ -180,7 +180,8 @@ pub const CS: KernelModule = KernelModule {
 };
 
 /// Every kernel of [`CS`] with an f32 and an f64 entry point, without the `cs_` prefix and
-/// type suffix (`cs_correlate_fp8`, f32 only, and `cs_union`, on indices, are the others).
+/// type suffix (`cs_correlate_fp8`, f32 only, `cs_union`, on indices, and `cs_svt_observe`, f64, are
+/// the others).
 pub const CS_KERNELS: [&str; 19] = [
     "lsq",
     "mask_support",
@@ -215,6 +216,7 @@ fn cs_entry_points() -> Vec<String> {
         .collect();
     v.push("cs_correlate_fp8".into());
     v.push("cs_union".into());
+    v.push("cs_svt_observe".into());
     v
 }
 

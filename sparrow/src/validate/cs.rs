@@ -977,6 +977,9 @@ fn solvers<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
         1e-9
     };
     let mut out = Vec::new();
+    if let (Device::Cuda(_), "f64") = (device, <T as Scalar>::NAME) {
+        out.push(svt_agreement(device)?);
+    }
     let mut methods = vec![(Method::Iht, Recover::new(Method::Iht).sparsity(8))];
     for m in [
         Method::Niht,
@@ -1066,4 +1069,55 @@ fn solvers<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
         out.push(o);
     }
     Ok(out)
+}
+
+/// SVT on the GPU (randomized SVD) against the CPU (full SVD): a rank-3 60 x 50 matrix with
+/// half its entries observed; the completions agree within 1e-3 of the largest entry.
+fn svt_agreement(device: &Device) -> Result<Outcome> {
+    use crate::matrix::Csr;
+    use crate::solvers::cs::svt::Complete;
+    let (m, n, r) = (60usize, 50usize, 3usize);
+    let mut rng = Rng::new(23);
+    let u: Vec<f64> = (0..m * r).map(|_| rng.range_f64(-1.0, 1.0)).collect();
+    let v: Vec<f64> = (0..n * r).map(|_| rng.range_f64(-1.0, 1.0)).collect();
+    let full = |i: usize, j: usize| (0..r).map(|k| u[i * r + k] * v[j * r + k]).sum::<f64>();
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..m {
+        for j in 0..n {
+            if rng.uniform() < 0.5 {
+                rows.push(i);
+                cols.push(j);
+                vals.push(full(i, j));
+            }
+        }
+    }
+    let obs = Csr::from_triplets(m, n, &rows, &cols, &vals)?;
+    let req = Complete::new(10);
+    let cpu = req.run(&obs)?;
+    let (gpu, plan) = req.run_on(device, &obs)?;
+    let flat = |d: &Dense<f64>| -> Vec<f64> { (0..m).flat_map(|i| d.row(i).to_vec()).collect() };
+    let (got, want) = (flat(&gpu.x), flat(&cpu.x));
+    let top = want.iter().fold(0f64, |x, v| x.max(v.abs()));
+    let mut o = outcome(
+        format!(
+            "complete (SVT) [{}]",
+            plan.reason.split(':').next().unwrap_or("")
+        ),
+        "60 x 50, rank 3, half observed",
+        &got,
+        &want,
+        &vec![top; m * n],
+        1e-3,
+    );
+    o.reference = Reference::CrossBackend;
+    if gpu.rank != cpu.rank {
+        o.pass = false;
+        o.note = format!("rank {} on the GPU, {} on the CPU", gpu.rank, cpu.rank);
+    } else {
+        o.note = format!(
+            "{} GPU and {} CPU iterations, rank {}",
+            gpu.iterations, cpu.iterations, gpu.rank
+        );
+    }
+    Ok(o)
 }

@@ -24,6 +24,7 @@ pub mod linalg;
 pub mod phase;
 pub mod prox;
 pub mod svt;
+pub mod svt_gpu;
 
 use rayon::prelude::*;
 

@@ -7,14 +7,17 @@
 //! delta = 1.2 m n / |Omega|; stop when
 //! ||P_Omega(X - M)||_F <= tol ||P_Omega(M)||_F (tol 1e-4) or after max_iter (500) iterations.
 //! The CPU backend takes a full thin SVD each iteration (faer), O(m n min(m, n)) per step:
-//! for matrices up to a few thousand on a side. The rank hint caps the rank kept.
+//! for matrices up to a few thousand on a side. The GPU backend ([`super::svt_gpu`]) finds the
+//! leading triplets by a randomized range finder with cuBLAS GEMMs. The rank hint caps the
+//! rank kept.
 
 use faer::Mat;
 
 use super::prox::sv_shrink;
 use super::StopReason;
 use crate::matrix::{Csr, Dense};
-use crate::{Error, Result};
+use crate::ops::{Backend, Plan};
+use crate::{Device, Error, Result};
 
 /// A completion request.
 #[derive(Clone, Debug)]
@@ -58,8 +61,38 @@ impl Complete {
         }
     }
 
-    /// Completes the matrix whose observed entries are the stored entries of `observed`.
-    pub fn run(&self, observed: &Csr<f64>) -> Result<Completion> {
+    /// Completes on `device` (the GPU's randomized SVD, or the CPU's full one), with the plan.
+    pub fn run_on(&self, device: &Device, observed: &Csr<f64>) -> Result<(Completion, Plan)> {
+        let (tau, delta, m_norm) = self.resolve(observed)?;
+        match device {
+            Device::Cuda(gpu) => Ok((
+                super::svt_gpu::run(gpu, self, observed, tau, delta, m_norm)?,
+                Plan {
+                    op: "complete",
+                    backend: Backend::Cuda,
+                    kernel: Some("cuBLAS GEMMs + cs_svt_observe_f64".into()),
+                    shape: None,
+                    reason: format!(
+                        "GPU: Y dense in f64, its leading {} singular triplets by a randomized range finder (two power iterations, host QR and l x n SVD), X by one GEMM, the observed-entry step by one kernel",
+                        self.rank_hint
+                    ),
+                },
+            )),
+            Device::Cpu => Ok((
+                self.run(observed)?,
+                Plan {
+                    op: "complete",
+                    backend: Backend::Cpu,
+                    kernel: None,
+                    shape: None,
+                    reason: "the device is the CPU: a full thin SVD per iteration (faer)".into(),
+                },
+            )),
+        }
+    }
+
+    /// Checks the request and resolves tau, delta and ||P_Omega(M)||_F.
+    fn resolve(&self, observed: &Csr<f64>) -> Result<(f64, f64, f64)> {
         let (m, n) = (observed.nrows(), observed.ncols());
         let omega = observed.nnz();
         if m == 0 || n == 0 || omega == 0 {
@@ -90,6 +123,14 @@ impl Complete {
         if !(tau > 0.0 && delta > 0.0) {
             return Err(Error::invalid("tau/delta", "must be positive"));
         }
+        Ok((tau, delta, m_norm))
+    }
+
+    /// Completes the matrix whose observed entries are the stored entries of `observed`, on
+    /// the CPU.
+    pub fn run(&self, observed: &Csr<f64>) -> Result<Completion> {
+        let (tau, delta, m_norm) = self.resolve(observed)?;
+        let (m, n) = (observed.nrows(), observed.ncols());
         let mut y = Mat::<f64>::zeros(m, n);
         let mut x = Mat::<f64>::zeros(m, n);
         let mut rank = 0;
