@@ -97,6 +97,14 @@ fn list(arg: &str, s: &str) -> Result<Vec<String>> {
     Ok(v)
 }
 
+/// One `AxBxC` item of `arg` as numbers (`form` names them in the error).
+fn dims(arg: &str, item: &str, form: &str) -> Result<Vec<usize>> {
+    item.split('x')
+        .map(|p| p.trim().parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::invalid(arg, format!("{item:?} is not {form}")))
+}
+
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     if args.op == "seacells" {
         return seacells(ctx, &args);
@@ -222,21 +230,12 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         None => sparrow::bench::seacells::SIZES.to_vec(),
         Some(s) => list("--sizes", s)?
             .iter()
-            .map(|x| {
-                let v: Vec<usize> = x
-                    .split('x')
-                    .map(|p| p.trim().parse::<usize>())
-                    .collect::<std::result::Result<_, _>>()
-                    .map_err(|_| {
-                        Error::invalid("--sizes", format!("{x:?} is not CELLSxDIMSxMETACELLS"))
-                    })?;
-                match v[..] {
-                    [c, d, m] if c >= 2 && d >= 1 && m >= 1 && m <= c => Ok((c, d, m)),
-                    _ => Err(Error::invalid(
-                        "--sizes",
-                        format!("{x:?} needs CELLS >= 2, DIMS >= 1 and 1 <= METACELLS <= CELLS"),
-                    )),
-                }
+            .map(|x| match dims("--sizes", x, "CELLSxDIMSxMETACELLS")?[..] {
+                [c, d, m] if c >= 2 && d >= 1 && m >= 1 && m <= c => Ok((c, d, m)),
+                _ => Err(Error::invalid(
+                    "--sizes",
+                    format!("{x:?} needs CELLS >= 2, DIMS >= 1 and 1 <= METACELLS <= CELLS"),
+                )),
             })
             .collect::<Result<Vec<_>>>()?,
     };
@@ -286,17 +285,7 @@ fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             "bench cs times the GPU solvers and needs a GPU (--device cuda)",
         ));
     };
-    let v: Vec<usize> = args
-        .cs_shape
-        .split('x')
-        .map(|p| p.trim().parse::<usize>())
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| {
-            Error::invalid(
-                "--cs-shape",
-                format!("{:?} is not MxNxKxBATCH", args.cs_shape),
-            )
-        })?;
+    let v = dims("--cs-shape", &args.cs_shape, "MxNxKxBATCH")?;
     let [m, n, k, batch] = v[..] else {
         return Err(Error::invalid(
             "--cs-shape",
@@ -378,21 +367,12 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         None => sparrow::bench::topk::SHAPES.to_vec(),
         Some(s) => list("--shapes", s)?
             .iter()
-            .map(|x| {
-                let v: Vec<usize> = x
-                    .split('x')
-                    .map(|p| p.trim().parse::<usize>())
-                    .collect::<std::result::Result<_, _>>()
-                    .map_err(|_| {
-                        Error::invalid("--shapes", format!("{x:?} is not LENxKxSEGMENTS"))
-                    })?;
-                match v[..] {
-                    [l, k, n] if l > 0 && n > 0 => Ok((l, k, n)),
-                    _ => Err(Error::invalid(
-                        "--shapes",
-                        format!("{x:?} is not LENxKxSEGMENTS with positive LEN and SEGMENTS"),
-                    )),
-                }
+            .map(|x| match dims("--shapes", x, "LENxKxSEGMENTS")?[..] {
+                [l, k, n] if l > 0 && n > 0 => Ok((l, k, n)),
+                _ => Err(Error::invalid(
+                    "--shapes",
+                    format!("{x:?} is not LENxKxSEGMENTS with positive LEN and SEGMENTS"),
+                )),
             })
             .collect::<Result<Vec<_>>>()?,
     };

@@ -284,6 +284,22 @@ where
         )
     }
 
+    /// The new estimate's residual rn = Y - Phi xn and the stop tests' squared norms per
+    /// signal: of rn, of xn, and of its step from x.
+    #[allow(clippy::type_complexity)]
+    fn measure(
+        &self,
+        xn: &CudaSlice<T>,
+        x: &CudaSlice<T>,
+        rn: &mut CudaSlice<T>,
+        nr: &Norms,
+    ) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+        self.residual(xn, rn)?;
+        self.norms(rn, None, self.m, &nr.r2, &nr.unused)?;
+        self.norms(xn, Some(x), self.n, &nr.x2, &nr.d2)?;
+        nr.take(self.gpu, self.nb)
+    }
+
     /// Per signal of `per` entries: sum a^2 and, with c, sum (a - c)^2.
     fn norms(
         &self,
@@ -612,12 +628,9 @@ where
                 )?;
             }
         }
-        b.residual(&xn, &mut rn)?;
-        b.norms(&rn, None, m, &nr.r2, &nr.unused)?;
-        b.norms(&xn, Some(&x), n, &nr.x2, &nr.d2)?;
+        let (r2, x2, d2) = b.measure(&xn, &x, &mut rn, &nr)?;
         std::mem::swap(&mut x, &mut xn);
         std::mem::swap(&mut r, &mut rn);
-        let (r2, x2, d2) = nr.take(gpu, nb)?;
         for (z, &v) in x_zero.iter_mut().zip(&x2) {
             *z = (v == 0.0) as i32;
         }
@@ -696,10 +709,7 @@ where
             .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?
             .1;
         gpu.copy_bytes(sel, &support, nb * k * 4)?;
-        b.residual(&xn, &mut rn)?;
-        b.norms(&rn, None, m, &nr.r2, &nr.unused)?;
-        b.norms(&xn, Some(&x), n, &nr.x2, &nr.d2)?;
-        let (r2, x2, d2) = nr.take(gpu, nb)?;
+        let (r2, x2, d2) = b.measure(&xn, &x, &mut rn, &nr)?;
         let mut changed = false;
         if !cosamp {
             if let Some(flags) = p.sp_revert(i, &r2) {
