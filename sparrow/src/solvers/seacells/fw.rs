@@ -177,44 +177,34 @@ pub fn update_b(
     let mut taken = 0;
     for t in 0..steps {
         // Per archetype: the argmin cell and its share of the gap.
+        // Each archetype's gradient column is accumulated densely (one n-vector per thread,
+        // cleared after use), in the same order as a sparse accumulation would: the argmin
+        // over every cell with ties to the lowest, where cells no product reaches are zeros,
+        // is then one scan.
         let picks: Vec<(u32, f64)> = (0..nm)
             .into_par_iter()
             .map_init(
-                || Accum::new(n),
-                |acc, c| {
+                || vec![0.0f64; n],
+                |val, c| {
                     for mm in 0..nm {
                         let s = aat[mm * nm + c];
                         if s != 0.0 {
                             for &(i, v) in &kb[mm] {
-                                acc.add(i, s * v);
+                                val[i as usize] += s * v;
                             }
                         }
                     }
                     for &(i, v) in &kat[c] {
-                        acc.add(i, -v);
+                        val[i as usize] += -v;
                     }
-                    acc.sort_touched();
-                    let touched = acc.touched();
-                    let mut best = (u32::MAX, f64::INFINITY);
-                    let mut gap_free = 0u32; // lowest cell with no entry (G = 0)
-                    for &i in touched {
-                        if i == gap_free {
-                            gap_free += 1;
+                    let mut best = (0u32, val[0]);
+                    for (i, &g) in val.iter().enumerate().skip(1) {
+                        if g < best.1 {
+                            best = (i as u32, g);
                         }
                     }
-                    for &i in touched {
-                        let g = acc.get(i);
-                        if g < best.1 || (g == best.1 && i < best.0) {
-                            best = (i, g);
-                        }
-                    }
-                    if (gap_free as usize) < n
-                        && (0.0 < best.1 || (0.0 == best.1 && gap_free < best.0))
-                    {
-                        best = (gap_free, 0.0);
-                    }
-                    let dot: f64 = b[c].iter().map(|&(i, w)| w * acc.get(i)).sum();
-                    acc.clear();
+                    let dot: f64 = b[c].iter().map(|&(i, w)| w * val[i as usize]).sum();
+                    val.iter_mut().for_each(|x| *x = 0.0);
                     (best.0, dot - best.1)
                 },
             )
