@@ -13,6 +13,9 @@ use crate::matrix::Csr;
 /// Atoms lighter than this are dropped from an A column (and the rest renormalised).
 pub const PRUNE: f64 = 1e-7;
 
+/// Gradient columns the B update accumulates together.
+const GROUP: usize = 8;
+
 /// K B as sparse columns, from B's columns.
 pub fn kb_cols(m: &Csr<f64>, b: &[SpVec]) -> Vec<SpVec> {
     let n = m.nrows();
@@ -177,37 +180,56 @@ pub fn update_b(
     let mut taken = 0;
     for t in 0..steps {
         // Per archetype: the argmin cell and its share of the gap.
-        // Each archetype's gradient column is accumulated densely (one n-vector per thread,
-        // cleared after use), in the same order as a sparse accumulation would: the argmin
-        // over every cell with ties to the lowest, where cells no product reaches are zeros,
-        // is then one scan.
-        let picks: Vec<(u32, f64)> = (0..nm)
+        // The archetypes' gradient columns are accumulated densely, GROUP at a time
+        // interleaved in one per-thread buffer (entry GROUP i + q for the group's q-th column),
+        // so each K B entry read serves the whole group; every column's sum runs in the same
+        // order as a sparse accumulation would (a zero weight adds +0). The argmin over every
+        // cell with ties to the lowest, where cells no product reaches are zeros, is then one
+        // scan per column.
+        let picks: Vec<(u32, f64)> = (0..nm.div_ceil(GROUP))
             .into_par_iter()
             .map_init(
-                || vec![0.0f64; n],
-                |val, c| {
+                || vec![0.0f64; n * GROUP],
+                |val, q| {
+                    let c0 = q * GROUP;
+                    let w = GROUP.min(nm - c0);
                     for mm in 0..nm {
-                        let s = aat[mm * nm + c];
-                        if s != 0.0 {
-                            for &(i, v) in &kb[mm] {
-                                val[i as usize] += s * v;
+                        let mut s = [0.0f64; GROUP];
+                        s[..w].copy_from_slice(&aat[mm * nm + c0..mm * nm + c0 + w]);
+                        if s.iter().all(|&x| x == 0.0) {
+                            continue;
+                        }
+                        for &(i, v) in &kb[mm] {
+                            let at = &mut val[i as usize * GROUP..(i as usize + 1) * GROUP];
+                            for (x, &sq) in at.iter_mut().zip(&s) {
+                                *x += sq * v;
                             }
                         }
                     }
-                    for &(i, v) in &kat[c] {
-                        val[i as usize] += -v;
-                    }
-                    let mut best = (0u32, val[0]);
-                    for (i, &g) in val.iter().enumerate().skip(1) {
-                        if g < best.1 {
-                            best = (i as u32, g);
+                    let mut out = Vec::with_capacity(w);
+                    for d in 0..w {
+                        let c = c0 + d;
+                        for &(i, v) in &kat[c] {
+                            val[i as usize * GROUP + d] += -v;
                         }
+                        let mut best = (0u32, val[d]);
+                        for i in 1..n {
+                            let g = val[i * GROUP + d];
+                            if g < best.1 {
+                                best = (i as u32, g);
+                            }
+                        }
+                        let dot: f64 = b[c]
+                            .iter()
+                            .map(|&(i, wt)| wt * val[i as usize * GROUP + d])
+                            .sum();
+                        out.push((best.0, dot - best.1));
                     }
-                    let dot: f64 = b[c].iter().map(|&(i, w)| w * val[i as usize]).sum();
                     val.iter_mut().for_each(|x| *x = 0.0);
-                    (best.0, dot - best.1)
+                    out
                 },
             )
+            .flatten()
             .collect();
         let gap: f64 = picks.iter().map(|p| p.1).sum();
         if t == 0 {
