@@ -476,6 +476,36 @@ mod tests {
         }
     }
 
+    /// Segments of exactly the warp path's limit go to the warp path, one key more to the
+    /// block; forcing the warp path on the longer one is refused.
+    #[test]
+    fn warp_path_bound() {
+        let l = limits();
+        let req = TopK::largest(16);
+        for (len, want) in [(WARP_MAX, GpuPath::Warp), (WARP_MAX + 1, GpuPath::OnChip)] {
+            let layout = req
+                .layout(3 * len, Segments::Fixed { count: 3, len }, None)
+                .unwrap();
+            assert_eq!(gpu_path(&req, &layout, &l).unwrap().0, want, "{len}");
+        }
+        let layout = req
+            .layout(
+                WARP_MAX + 1,
+                Segments::Fixed {
+                    count: 1,
+                    len: WARP_MAX + 1,
+                },
+                None,
+            )
+            .unwrap();
+        let forced = req.force_path(Some(GpuPath::Warp));
+        let e = gpu_path(&forced, &layout, &l).unwrap_err().to_string();
+        assert!(
+            e.contains("warp") && e.contains(&format!("{}", WARP_MAX + 1)),
+            "{e}"
+        );
+    }
+
     /// Long segments the filter cannot take are split when chunks of eight times k or more
     /// let the first stage filter; forcing a chunk shorter than k is refused.
     #[test]

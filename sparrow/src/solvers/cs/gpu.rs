@@ -1,5 +1,5 @@
-//! The batched solvers on the GPU: every method (IHT, normalised IHT, HTP, CoSaMP, subspace
-//! pursuit, OMP, AMP, FISTA).
+//! The batched solvers on the GPU: IHT, HTP, CoSaMP, subspace pursuit, OMP, AMP and FISTA
+//! (normalised IHT runs on the CPU; see [`supported`]).
 //! Their iterations are products with Phi over the whole batch (cuBLAS GEMMs) and fused
 //! kernels (`cs.cu`); every top-K selection is sparrow's segmented top-k on magnitudes, one
 //! segment per signal, ties to the smaller index as on the CPU. Least squares on a support
@@ -38,7 +38,8 @@ pub fn supported(method: Method, k: Option<usize>, n: usize) -> std::result::Res
         Method::Iht | Method::Amp | Method::Fista => return Ok(()),
         Method::Niht => {
             return Err(
-                "normalised IHT has no GPU solver (its per-signal line search is not built)".into(),
+                "normalised IHT runs on the CPU: its GPU form (HTP's line search without the least squares) has not been validated on a device"
+                    .into(),
             )
         }
         Method::Htp | Method::Omp => k,
@@ -70,6 +71,45 @@ fn grid(items: usize) -> LaunchShape {
         items.div_ceil(BLOCK as usize).clamp(1, 1 << 20) as u32,
         BLOCK,
     )
+}
+
+/// C (rows x cols, column-major, leading dimension rows) = alpha op(A) op(B) + beta C with k
+/// the inner dimension; op transposes where the flag says. The one cuBLAS call of the solvers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm<T: Real>(
+    blas: &CudaBlas,
+    (ta, tb): (bool, bool),
+    (rows, cols, k): (usize, usize, usize),
+    (a, lda): (&CudaSlice<T>, usize),
+    (b, ldb): (&CudaSlice<T>, usize),
+    (alpha, beta): (f64, f64),
+    c: &mut CudaSlice<T>,
+) -> std::result::Result<(), cudarc::cublas::result::CublasError>
+where
+    CudaBlas: Gemm<T>,
+{
+    let op = |t: bool| if t { CUBLAS_OP_T } else { CUBLAS_OP_N };
+    let cfg = GemmConfig {
+        transa: op(ta),
+        transb: op(tb),
+        m: rows as i32,
+        n: cols as i32,
+        k: k as i32,
+        alpha: T::from_f64(alpha),
+        lda: lda as i32,
+        ldb: ldb as i32,
+        beta: T::from_f64(beta),
+        ldc: rows as i32,
+    };
+    // SAFETY: every caller sizes A, B and C for the shapes and leading dimensions it passes.
+    unsafe { blas.gemm(cfg, a, b, c) }
+}
+
+/// Phi^T Phi, Phi^T Y and the least squares' global scratch (see `Batch::normal`).
+struct Normal<T> {
+    gram: CudaSlice<T>,
+    cy: CudaSlice<T>,
+    scratch: Option<CudaSlice<f64>>,
 }
 
 /// The batch on the device and the handles every solver uses.
@@ -115,40 +155,32 @@ where
 
     /// out = alpha Phi X + beta out, for the whole batch.
     fn apply(&self, x: &CudaSlice<T>, out: &mut CudaSlice<T>, alpha: f64, beta: f64) -> Result<()> {
-        let cfg = GemmConfig {
-            transa: CUBLAS_OP_T,
-            transb: CUBLAS_OP_N,
-            m: self.m as i32,
-            n: self.nb as i32,
-            k: self.n as i32,
-            alpha: T::from_f64(alpha),
-            lda: self.n as i32,
-            ldb: self.n as i32,
-            beta: T::from_f64(beta),
-            ldc: self.m as i32,
-        };
-        // SAFETY: the buffers hold n x B, m x n and m x B elements as the shapes say.
-        unsafe { self.blas.gemm(cfg, &self.phi, x, out) }
-            .map_err(|e| Error::device("cuBLAS GEMM Phi X", e))
+        let (m, n, nb) = (self.m, self.n, self.nb);
+        gemm(
+            &self.blas,
+            (true, false),
+            (m, nb, n),
+            (&self.phi, n),
+            (x, n),
+            (alpha, beta),
+            out,
+        )
+        .map_err(|e| Error::device("cuBLAS GEMM Phi X", e))
     }
 
     /// out = Phi^T R, for the whole batch.
     fn correlate(&self, r: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
-        let cfg = GemmConfig {
-            transa: CUBLAS_OP_N,
-            transb: CUBLAS_OP_N,
-            m: self.n as i32,
-            n: self.nb as i32,
-            k: self.m as i32,
-            alpha: T::from_f64(1.0),
-            lda: self.n as i32,
-            ldb: self.m as i32,
-            beta: T::from_f64(0.0),
-            ldc: self.n as i32,
-        };
-        // SAFETY: as in `apply`.
-        unsafe { self.blas.gemm(cfg, &self.phi, r, out) }
-            .map_err(|e| Error::device("cuBLAS GEMM Phi^T R", e))
+        let (m, n, nb) = (self.m, self.n, self.nb);
+        gemm(
+            &self.blas,
+            (false, false),
+            (n, nb, m),
+            (&self.phi, n),
+            (r, m),
+            (1.0, 0.0),
+            out,
+        )
+        .map_err(|e| Error::device("cuBLAS GEMM Phi^T R", e))
     }
 
     fn launch(&self, kernel: &str, shape: LaunchShape, args: &mut Args) -> Result<()> {
@@ -165,49 +197,56 @@ where
         self.apply(x, out, -1.0, 1.0)
     }
 
-    /// Phi^T Phi (n x n) and Phi^T Y (n x B), the normal equations' sources.
-    fn normal(&self) -> Result<(CudaSlice<T>, CudaSlice<T>)> {
-        let mut gram = self.zeros(self.n * self.n)?;
-        let cfg = GemmConfig {
-            transa: CUBLAS_OP_N,
-            transb: CUBLAS_OP_T,
-            m: self.n as i32,
-            n: self.n as i32,
-            k: self.m as i32,
-            alpha: T::from_f64(1.0),
-            lda: self.n as i32,
-            ldb: self.n as i32,
-            beta: T::from_f64(0.0),
-            ldc: self.n as i32,
-        };
-        // SAFETY: Phi holds m x n elements, gram n x n.
-        unsafe { self.blas.gemm(cfg, &self.phi, &self.phi, &mut gram) }
-            .map_err(|e| Error::device("cuBLAS GEMM Phi^T Phi", e))?;
-        let mut cy = self.zeros(self.nb * self.n)?;
+    /// The normal equations' sources, Phi^T Phi (n x n) and Phi^T Y (n x B), and the global
+    /// scratch of the least squares when supports of up to `smax` columns exceed shared
+    /// memory: formed once per solve.
+    fn normal(&self, smax: usize) -> Result<Normal<T>> {
+        let (m, n) = (self.m, self.n);
+        let mut gram = self.zeros(n * n)?;
+        gemm(
+            &self.blas,
+            (false, true),
+            (n, n, m),
+            (&self.phi, n),
+            (&self.phi, n),
+            (1.0, 0.0),
+            &mut gram,
+        )
+        .map_err(|e| Error::device("cuBLAS GEMM Phi^T Phi", e))?;
+        let mut cy = self.zeros(self.nb * n)?;
         self.correlate(&self.y, &mut cy)?;
-        Ok((gram, cy))
+        let scratch = if smax > LSQ_MAX {
+            let len = self.nb * (smax * smax + smax);
+            self.gpu
+                .ensure_fits((len * 8) as u64, "the least squares on large supports")?;
+            Some(self.gpu.alloc_zeroed::<f64>(len)?)
+        } else {
+            None
+        };
+        Ok(Normal { gram, cy, scratch })
     }
 
     /// x = the least-squares coefficients on each running signal's support (smax slots per
-    /// signal, -1 padded), zero elsewhere; stopped signals keep x.
+    /// signal, -1 padded, smax at most what `normal` was sized for), zero elsewhere; stopped
+    /// signals keep x.
     fn lsq(
         &self,
-        (gram, cy): &(CudaSlice<T>, CudaSlice<T>),
+        ne: &Normal<T>,
         idx: u64,
         smax: usize,
         running: &CudaSlice<i32>,
         x: &CudaSlice<T>,
     ) -> Result<()> {
-        let per = smax * smax + smax;
-        let scratch = if smax > LSQ_MAX {
-            self.gpu.ensure_fits(
-                (self.nb * per * 8) as u64,
-                "the least squares on large supports",
-            )?;
-            Some(self.gpu.alloc_zeroed::<f64>(self.nb * per)?)
-        } else {
-            None
+        let scratch = match (&ne.scratch, smax > LSQ_MAX) {
+            (_, false) => None,
+            (Some(s), true) => Some(s),
+            (None, true) => {
+                return Err(Error::unsupported(format!(
+                    "least squares on {smax} columns without global scratch"
+                )))
+            }
         };
+        let per = smax * smax + smax;
         self.launch(
             "lsq",
             LaunchShape::linear(self.nb as u32, BLOCK).with_smem(if scratch.is_some() {
@@ -216,14 +255,14 @@ where
                 (per * 8) as u32
             }),
             Args::new()
-                .ptr(self.gpu.ptr(gram))
-                .ptr(self.gpu.ptr(cy))
+                .ptr(self.gpu.ptr(&ne.gram))
+                .ptr(self.gpu.ptr(&ne.cy))
                 .ptr(idx)
                 .i64(smax as i64)
                 .i64(self.n as i64)
                 .ptr(self.gpu.ptr(running))
                 .ptr(self.gpu.ptr(x))
-                .ptr(scratch.as_ref().map_or(0, |s| self.gpu.ptr(s))),
+                .ptr(scratch.map_or(0, |s| self.gpu.ptr(s))),
         )
     }
 
@@ -517,7 +556,7 @@ where
     let k = req.sparsity.unwrap_or(1);
     let normalised = matches!(req.method, Method::Niht | Method::Htp);
     let normal = if req.method == Method::Htp {
-        Some(b.normal()?)
+        Some(b.normal(k)?)
     } else {
         None
     };
@@ -655,7 +694,7 @@ where
     let cosamp = req.method == Method::Cosamp;
     let widen = if cosamp { 2 * k } else { k };
     let smax = k + widen;
-    let normal = b.normal()?;
+    let normal = b.normal(smax)?;
     let (top_g, top_b) = (b.selector(widen)?, b.selector(k)?);
     let support = gpu.upload(&vec![-1i32; nb * k])?;
     let merged = gpu.alloc_zeroed::<i32>(nb * smax)?;
@@ -740,7 +779,7 @@ where
 {
     let (m, n, nb, gpu) = (b.m, b.n, b.nb, b.gpu);
     let k = req.sparsity.unwrap_or(1);
-    let normal = b.normal()?;
+    let normal = b.normal(k)?;
     let top = b.selector(1)?;
     let keys = top
         .input()
@@ -1004,4 +1043,30 @@ where
         gemms_ms: gemms.median_ms,
         iterations: i_n,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The GPU takes every method up to the least squares' and the Gram matrix's limits, at
+    /// them exactly, and names the limit one past them.
+    #[test]
+    fn supported_at_its_bounds() {
+        for m in [Method::Iht, Method::Amp, Method::Fista] {
+            assert!(supported(m, Some(10_000), 1 << 20).is_ok(), "{m:?}");
+        }
+        assert!(supported(Method::Niht, Some(8), 1000).is_err());
+        let k = LSQ_GLOBAL_MAX / 3;
+        assert!(supported(Method::Cosamp, Some(k), 1000).is_ok());
+        let e = supported(Method::Cosamp, Some(k + 1), 1000).unwrap_err();
+        assert!(e.contains(&format!("{}", 3 * (k + 1))), "{e}");
+        assert!(supported(Method::Sp, Some(LSQ_GLOBAL_MAX / 2), 1000).is_ok());
+        assert!(supported(Method::Sp, Some(LSQ_GLOBAL_MAX / 2 + 1), 1000).is_err());
+        assert!(supported(Method::Omp, Some(LSQ_GLOBAL_MAX), 1000).is_ok());
+        assert!(supported(Method::Htp, Some(LSQ_GLOBAL_MAX + 1), 1000).is_err());
+        assert!(supported(Method::Htp, Some(8), GRAM_MAX_N).is_ok());
+        let e = supported(Method::Htp, Some(8), GRAM_MAX_N + 1).unwrap_err();
+        assert!(e.contains(&format!("{}", GRAM_MAX_N + 1)), "{e}");
+    }
 }

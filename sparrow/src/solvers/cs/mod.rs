@@ -12,9 +12,8 @@
 //! max_iter 500), and reports which.
 //!
 //! Backends: the CPU (rayon over signals, f64 arithmetic) runs every method; on a GPU device
-//! IHT, AMP and FISTA run batched on the GPU in the data's precision ([`gpu`]), and the methods
-//! that solve least squares on a support (NIHT, HTP, CoSaMP, subspace pursuit, OMP) run on
-//! the CPU, as the plan says.
+//! IHT, HTP, CoSaMP, subspace pursuit, OMP, AMP and FISTA run batched on the GPU in the data's
+//! precision ([`gpu`]) and normalised IHT runs on the CPU, as the plan says.
 
 pub mod cpu;
 pub mod data;

@@ -4,8 +4,7 @@
 //! l x n SVD on the host (faer); X = U_r S_r V_r^T by one GEMM; the residual and step on the
 //! observed entries by one kernel. Every product with Y is a cuBLAS GEMM.
 
-use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use faer::Mat;
 
@@ -33,28 +32,23 @@ impl Dev<'_> {
         &self,
         ta: bool,
         tb: bool,
-        (rows, cols, k): (usize, usize, usize),
+        dims: (usize, usize, usize),
         a: &CudaSlice<f64>,
         lda: usize,
         b: &CudaSlice<f64>,
         ldb: usize,
         c: &mut CudaSlice<f64>,
     ) -> Result<()> {
-        let op = |t: bool| if t { CUBLAS_OP_T } else { CUBLAS_OP_N };
-        let cfg = GemmConfig {
-            transa: op(ta),
-            transb: op(tb),
-            m: rows as i32,
-            n: cols as i32,
-            k: k as i32,
-            alpha: 1.0,
-            lda: lda as i32,
-            ldb: ldb as i32,
-            beta: 0.0,
-            ldc: rows as i32,
-        };
-        // SAFETY: the callers size every buffer for the shapes they pass.
-        unsafe { self.blas.gemm(cfg, a, b, c) }.map_err(|e| Error::device("cuBLAS GEMM (SVT)", e))
+        super::gpu::gemm(
+            &self.blas,
+            (ta, tb),
+            dims,
+            (a, lda),
+            (b, ldb),
+            (1.0, 0.0),
+            c,
+        )
+        .map_err(|e| Error::device("cuBLAS GEMM (SVT)", e))
     }
 
     /// Thin QR's Q of a column-major rows x cols device matrix, on the host.
