@@ -204,18 +204,14 @@ fn recovery_demo(device: &Device) -> Result<bool> {
 /// SEACells: 3,000 cells of a 10-cluster Gaussian mixture in 20 dimensions, 100 metacells (the
 /// fit runs on the CPU); every metacell should hold one cluster's cells.
 fn seacells_demo() -> Result<bool> {
-    use sparrow::solvers::seacells::fit::{fit, gaussian_mixture, purity, Config};
+    use sparrow::solvers::seacells::fit::{fit, gaussian_mixture, mean_purity, purity, Config};
     let (cells, dims, clusters, nm) = (3_000, 20, 10, 100);
     let (x, labels) = gaussian_mixture(cells, dims, clusters, 5);
     let t = Instant::now();
     let f = fit(&x, &Config::new(nm), &mut |_, _| {})?;
     let secs = t.elapsed().as_secs_f64();
     let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
-    let p: Vec<f64> = purity(&f.assignments, &names, nm)?
-        .into_iter()
-        .flatten()
-        .collect();
-    let mean = p.iter().sum::<f64>() / p.len().max(1) as f64;
+    let mean = mean_purity(&purity(&f.assignments, &names, nm)?);
     let ok = mean >= 0.95;
     println!(
         "seacells {nm} metacells of {cells} cells ({clusters}-cluster mixture, {dims} dims) on the CPU: {:.2} s, {} iterations{}, RSS {:.3} -> {:.3}, mean purity {mean:.3}: {}",

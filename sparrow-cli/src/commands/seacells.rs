@@ -7,8 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sparrow::matrix::io::{self, Normalize};
 use sparrow::matrix::{Csr, Dense};
 use sparrow::solvers::seacells::fit::{
-    aggregate_hard, aggregate_soft, compactness, fit, purity, separation, soft_matrix, soft_top,
-    Config, Fit,
+    aggregate_hard, aggregate_soft, compactness, fit, mean_purity, purity, separation, soft_matrix,
+    soft_top, Config, Fit,
 };
 use sparrow::solvers::seacells::kernel::Symmetrize;
 use sparrow::{Error, Result};
@@ -121,7 +121,7 @@ fn summary(
         let p = purity(&f.assignments, l, nm)?;
         let vals: Vec<f64> = p.iter().flatten().copied().collect();
         s["purity"] = serde_json::json!(p);
-        s["purity_mean"] = serde_json::json!(vals.iter().sum::<f64>() / vals.len().max(1) as f64);
+        s["purity_mean"] = serde_json::json!(mean_purity(&p));
         s["purity_min"] = serde_json::json!(vals.iter().copied().fold(f64::INFINITY, f64::min));
     }
     Ok(s)

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use crate::solvers::seacells::fit::{fit, gaussian_mixture, purity, Config};
+use crate::solvers::seacells::fit::{fit, gaussian_mixture, mean_purity, purity, Config};
 use crate::Result;
 
 /// The sizes of the performance targets: (cells, dims, metacells).
@@ -63,10 +63,7 @@ pub fn run(
         let f = fit(&x, &cfg, &mut |_, _| {})?;
         let seconds = t0.elapsed().as_secs_f64();
         let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
-        let p: Vec<f64> = purity(&f.assignments, &names, metacells)?
-            .into_iter()
-            .flatten()
-            .collect();
+        let p = purity(&f.assignments, &names, metacells)?;
         out.push(SeacellsRecord {
             cells,
             dims,
@@ -76,7 +73,7 @@ pub fn run(
             stages: f.stage_seconds.clone(),
             iterations: f.iterations,
             converged: f.converged,
-            purity_mean: p.iter().sum::<f64>() / p.len().max(1) as f64,
+            purity_mean: mean_purity(&p),
             peak_mb: peak_rss_mb(),
         });
     }

@@ -323,6 +323,12 @@ pub fn purity(assign: &[i32], labels: &[String], nm: usize) -> Result<Vec<Option
         .collect())
 }
 
+/// The mean of [`purity`] over the metacells that hold cells.
+pub fn mean_purity(per_metacell: &[Option<f64>]) -> f64 {
+    let vals: Vec<f64> = per_metacell.iter().flatten().copied().collect();
+    vals.iter().sum::<f64>() / vals.len().max(1) as f64
+}
+
 fn centroids(assign: &[i32], comps: &[Vec<f64>], nm: usize) -> (Vec<Vec<f64>>, Vec<usize>) {
     let mut cen = vec![vec![0.0; comps.len()]; nm];
     let mut cnt = vec![0usize; nm];
