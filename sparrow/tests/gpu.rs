@@ -518,7 +518,14 @@ mod topk {
             let vals: Vec<u64> = keys(n, Pattern::RandomBits, 98);
             for largest in [true, false] {
                 for tie in TIES {
-                    for (kk, sorted) in [(1usize, false), (37, true), (600, false), (1024, true)] {
+                    for (kk, sorted) in [
+                        (1usize, false),
+                        (16, false),
+                        (32, true),
+                        (37, true),
+                        (600, false),
+                        (1024, true),
+                    ] {
                         let base = if largest {
                             TopK::largest(kk)
                         } else {
@@ -592,12 +599,23 @@ mod topk {
                         .force_path(path);
                     check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
                 }
+                // k = 20 takes the warp prefilter: uniform keys select among few
+                // candidates, heavy ties overflow them and fall back.
                 let short = [0i64, 1000, 1000, 1003, 2027, 2100];
-                let req = TopK::largest(300)
-                    .sorted(sorted)
-                    .tie_break(tie)
-                    .force_path(Some(GpuPath::Warp));
-                check(&d, &req, &k, Segments::Offsets(&short), Some(&v));
+                let uniform: Vec<f32> = keys(2100, Pattern::Uniform, 3);
+                for (kk, ks) in [(300, &k), (20, &k), (20, &uniform)] {
+                    let req = TopK::largest(kk)
+                        .sorted(sorted)
+                        .tie_break(tie)
+                        .force_path(Some(GpuPath::Warp));
+                    check(
+                        &d,
+                        &req,
+                        ks,
+                        Segments::Offsets(&short),
+                        Some(&v[..ks.len()]),
+                    );
+                }
             }
         }
     }
@@ -985,8 +1003,9 @@ mod cs {
         cases("cs-kernels/");
     }
 
-    /// Every GPU solver (IHT, HTP, CoSaMP, SP, OMP, AMP, FISTA) against the CPU on one batch:
-    /// same supports, coefficients within 1e-4 (f32) or 1e-9 (f64) relative to the largest.
+    /// Every GPU solver (IHT, normalised IHT, HTP, CoSaMP, SP, OMP, AMP, FISTA) against the CPU
+    /// on one batch: same supports, coefficients within 1e-4 (f32) or 1e-9 (f64) relative to
+    /// the largest.
     #[test]
     fn small_cs_gpu_solvers_match_the_cpu() {
         cases("cs-solvers/");

@@ -382,6 +382,77 @@ __device__ void lsq(const T* __restrict__ gram, const T* __restrict__ cy, const 
     for (int a = tid; a < s; a += bd) x[b * n + id[a]] = (T)w[a];
 }
 
+__device__ __forceinline__ double warp_sum_d(double v) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// OMP's least squares on a support grown by one column: one warp per running signal stores
+// the column chosen (pick[b]) in support slot s = count - 1, appends row s to the Cholesky
+// factor L of the support's normal equations (k x k per signal, f64, row-major) and entry s to
+// v = L^-1 Phi_S^T y, solves L^T z = v (z: k per signal) and rewrites the signal's x (zero off
+// the support). The CPU's GrowingCholesky does the same arithmetic: O(s^2) per step instead of
+// a fresh O(s^3) factorisation. Stopped signals are left alone.
+template <class T>
+__device__ void omp_chol(const T* __restrict__ gram, const T* __restrict__ cy, const int* __restrict__ pick,
+                         int* __restrict__ support, i64 k, i64 count, i64 n, i64 nsig, const int* __restrict__ active,
+                         double* __restrict__ lf, double* __restrict__ vf, double* __restrict__ zf, T* __restrict__ x) {
+    const i64 b = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (b >= nsig || !active[b]) return;  // the whole warp
+    int* S = support + b * k;
+    const int s = (int)count - 1;
+    const i64 j = pick[b];
+    double* L = lf + b * k * k;
+    double* w = L + (i64)s * k;
+    double* v = vf + b * k;
+    double* z = zf + b * k;
+    if (lane == 0) S[s] = (int)j;
+    for (int p = lane; p < s; p += 32) w[p] = (double)gram[(i64)S[p] * n + j];
+    __syncwarp();
+    // L[:s, :s] w = Gram[S, j], row by row.
+    for (int p = 0; p < s; p++) {
+        const double* lp = L + (i64)p * k;
+        double dot = 0;
+        for (int q = lane; q < p; q += 32) dot += lp[q] * w[q];
+        const double wp = (w[p] - warp_sum_d(dot)) / lp[p];
+        __syncwarp();
+        if (lane == 0) w[p] = wp;
+        __syncwarp();
+    }
+    double ww = 0, wv = 0;
+    for (int q = lane; q < s; q += 32) {
+        ww += w[q] * w[q];
+        wv += w[q] * v[q];
+    }
+    ww = warp_sum_d(ww);
+    wv = warp_sum_d(wv);
+    const double d = (double)gram[j * n + j] * (1.0 + 1e-12) - ww;
+    const double l = sqrt(d > 2.2250738585072014e-308 ? d : 2.2250738585072014e-308);
+    const double vs = ((double)cy[b * n + j] - wv) / l;
+    for (int q = lane; q < s; q += 32) z[q] = v[q];
+    __syncwarp();
+    if (lane == 0) {
+        w[s] = l;
+        v[s] = vs;
+        z[s] = vs;
+    }
+    __syncwarp();
+    // L^T z = v, from the last row up.
+    for (int p = s; p >= 0; p--) {
+        const double* lp = L + (i64)p * k;
+        const double zp = z[p] / lp[p];
+        __syncwarp();
+        if (lane == 0) z[p] = zp;
+        for (int q = lane; q < p; q += 32) z[q] -= lp[q] * zp;
+        __syncwarp();
+    }
+    for (i64 e = lane; e < n; e += 32) x[b * n + e] = (T)0;
+    __syncwarp();
+    for (int q = lane; q <= s; q += 32) x[b * n + S[q]] = (T)z[q];
+}
+
 // Normalised IHT's line-search direction: g on x's support (out = x != 0 ? g : 0).
 template <class T>
 __device__ void mask_support(const T* __restrict__ g, const T* __restrict__ x, T* __restrict__ out, i64 n) {
@@ -515,6 +586,11 @@ __device__ void omp_mask(const int* __restrict__ support, i64 k, i64 count, i64 
     extern "C" __global__ void __launch_bounds__(256)                                                          \
         cs_omp_mask_##NAME(const int* support, i64 k, i64 count, i64 n, i64 nsig, T* keys) {                   \
         omp_mask<T>(support, k, count, n, nsig, keys);                                                         \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) cs_omp_chol_##NAME(                                      \
+        const T* gram, const T* cy, const int* pick, int* support, i64 k, i64 count, i64 n, i64 nsig,          \
+        const int* active, double* lf, double* vf, double* zf, T* x) {                                         \
+        omp_chol<T>(gram, cy, pick, support, k, count, n, nsig, active, lf, vf, zf, x);                        \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256)                                                          \
         cs_keep_running_##NAME(const T* src, T* dst, const int* active, i64 per, i64 n) {                      \

@@ -182,7 +182,8 @@ pub const CS: KernelModule = KernelModule {
 /// Every kernel of [`CS`] with an f32 and an f64 entry point, without the `cs_` prefix and
 /// type suffix (`cs_correlate_fp8`, f32 only, `cs_union`, on indices, and `cs_svt_observe`, f64, are
 /// the others).
-pub const CS_KERNELS: [&str; 19] = [
+pub const CS_KERNELS: [&str; 20] = [
+    "omp_chol",
     "lsq",
     "mask_support",
     "abs_keys",

@@ -321,7 +321,7 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
     };
     let mut reason = match path {
         GpuPath::Warp => format!(
-            "warp{forced}: every segment (longest {max_len}) fits one warp's registers (up to {WARP_MAX} keys): one warp per segment, a bitwise radix select with warp sums from the first bit the keys differ in, early stop, ballot compaction in position order"
+            "warp{forced}: every segment (longest {max_len}) fits one warp's registers (up to {WARP_MAX} keys): one warp per segment, for k <= 32 a prefilter to the keys at or above the k-th largest lane maximum, a bitwise radix select with warp sums from the first bit the keys differ in, early stop, ballot compaction in position order"
         ),
         GpuPath::OnChip => format!(
             "on-chip{forced}: every segment (longest {max_len}) fits one block's shared memory (up to {bmax} keys): one block per segment, digit passes on chip from the first bit the keys differ in, early stop, ordered compaction"

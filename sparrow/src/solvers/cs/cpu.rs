@@ -1,7 +1,7 @@
 //! The solvers for one signal, on the CPU in f64. Each returns the estimate, the iterations run
 //! and why it stopped. Notation: y = Phi x, r the residual, g = Phi^T r the correlation.
 
-use super::linalg::{norm, top_k_abs, Phi};
+use super::linalg::{norm, top_k_abs, GrowingCholesky, Phi};
 use super::prox::{amp_residual, iht_step, soft_threshold};
 use super::{Method, Recover, StopReason};
 
@@ -142,6 +142,9 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
         }
         Method::Omp => {
             let mut support: Vec<usize> = Vec::new();
+            let mut cols: Vec<Vec<f64>> = Vec::new();
+            let mut chol = GrowingCholesky::default();
+            let dot = |a: &[f64], b: &[f64]| -> f64 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
             for i in 1..=k.min(req.max_iter) {
                 let g = phi.correlate(&it.r);
                 let j = (0..n)
@@ -149,8 +152,12 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
                     .max_by(|&a, &b| g[a].abs().total_cmp(&g[b].abs()).then(b.cmp(&a)));
                 let Some(j) = j else { break };
                 count = i;
+                let col = phi.column(j);
+                let cross: Vec<f64> = cols.iter().map(|c| dot(c, &col)).collect();
+                chol.push(&cross, dot(&col, &col), dot(&col, y));
                 support.push(j);
-                it.x = scatter(n, &support, &phi.lsq(&support, y));
+                cols.push(col);
+                it.x = scatter(n, &support, &chol.solve());
                 it.r = residual(phi, y, &it.x);
                 if norm(&it.r) <= req.tol * y_norm {
                     stop = Some(StopReason::Residual);

@@ -35,13 +35,7 @@ pub const GRAM_MAX_N: usize = 16_384;
 pub fn supported(method: Method, k: Option<usize>, n: usize) -> std::result::Result<(), String> {
     let k = k.unwrap_or(0);
     let support = match method {
-        Method::Iht | Method::Amp | Method::Fista => return Ok(()),
-        Method::Niht => {
-            return Err(
-                "normalised IHT runs on the CPU: its GPU form (HTP's line search without the least squares) has not been validated on a device"
-                    .into(),
-            )
-        }
+        Method::Iht | Method::Niht | Method::Amp | Method::Fista => return Ok(()),
         Method::Htp | Method::Omp => k,
         Method::Sp => 2 * k,
         Method::Cosamp => 3 * k,
@@ -772,29 +766,32 @@ where
 }
 
 /// OMP: one column per iteration (the largest |g| not yet chosen), least squares on the
-/// support so far, until the residual test or K columns.
+/// support so far by a Cholesky factor that grows one row per column, until the residual
+/// test or K columns.
 fn omp<'a, T: Real>(b: &Batch<'a, T>, req: &Recover, p: &mut Progress) -> Result<CudaSlice<T>>
 where
     CudaBlas: Gemm<T>,
 {
     let (m, n, nb, gpu) = (b.m, b.n, b.nb, b.gpu);
     let k = req.sparsity.unwrap_or(1);
-    let normal = b.normal(k)?;
+    let normal = b.normal(0)?;
     let top = b.selector(1)?;
     let keys = top
         .input()
         .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?;
-    let (mut sup, mut sup_next) = (
-        gpu.upload(&vec![-1i32; nb * k])?,
-        gpu.upload(&vec![-1i32; nb * k])?,
+    gpu.ensure_fits((nb * (k * k + 2 * k) * 8) as u64, "OMP's Cholesky factors")?;
+    let sup = gpu.upload(&vec![-1i32; nb * k])?;
+    let factor = gpu.alloc_zeroed::<f64>(nb * k * k)?;
+    let (v, z) = (
+        gpu.alloc_zeroed::<f64>(nb * k)?,
+        gpu.alloc_zeroed::<f64>(nb * k)?,
     );
-    let (mut x, mut xn) = (b.zeros(nb * n)?, b.zeros(nb * n)?);
-    let (mut r, mut rn) = (b.zeros(nb * m)?, b.zeros(nb * m)?);
+    let x = b.zeros(nb * n)?;
+    let mut r = b.zeros(nb * m)?;
     b.copy(&b.y, &r, nb * m)?;
     let mut g = b.zeros(nb * n)?;
     let nr = Norms::new(gpu, nb)?;
     let mut running = gpu.upload(&p.flags())?;
-    let union = gpu.kernel(&CS, "cs_union")?;
     let last = k.min(req.max_iter);
     for i in 1..=last {
         if !p.any() {
@@ -827,29 +824,30 @@ where
             .outputs()
             .ok_or_else(|| Error::unsupported("top-k of an empty batch"))?
             .1;
-        gpu.launch(
-            &union,
-            grid(nb),
+        b.launch(
+            "omp_chol",
+            LaunchShape::linear(nb.div_ceil(8) as u32, BLOCK),
             Args::new()
+                .ptr(gpu.ptr(&normal.gram))
+                .ptr(gpu.ptr(&normal.cy))
+                .ptr(gpu.ptr(pick))
                 .ptr(gpu.ptr(&sup))
                 .i64(k as i64)
-                .ptr(gpu.ptr(pick))
-                .i64(1)
+                .i64(i as i64)
+                .i64(n as i64)
                 .i64(nb as i64)
-                .ptr(gpu.ptr(&sup_next))
-                .i64(k as i64),
+                .ptr(gpu.ptr(&running))
+                .ptr(gpu.ptr(&factor))
+                .ptr(gpu.ptr(&v))
+                .ptr(gpu.ptr(&z))
+                .ptr(gpu.ptr(&x)),
         )?;
-        std::mem::swap(&mut sup, &mut sup_next);
-        b.copy(&x, &xn, nb * n)?;
-        b.lsq(&normal, gpu.ptr(&sup), k, &running, &xn)?;
-        b.residual(&xn, &mut rn)?;
-        b.norms(&rn, None, m, &nr.r2, &nr.unused)?;
+        b.residual(&x, &mut r)?;
+        b.norms(&r, None, m, &nr.r2, &nr.unused)?;
         let r2: Vec<f64> = gpu.download(&nr.r2, nb)?;
         if p.update_residual(i, &r2) {
             running = gpu.upload(&p.flags())?;
         }
-        std::mem::swap(&mut x, &mut xn);
-        std::mem::swap(&mut r, &mut rn);
     }
     for s in 0..nb {
         if p.running[s] {
@@ -1053,10 +1051,9 @@ mod tests {
     /// them exactly, and names the limit one past them.
     #[test]
     fn supported_at_its_bounds() {
-        for m in [Method::Iht, Method::Amp, Method::Fista] {
+        for m in [Method::Iht, Method::Niht, Method::Amp, Method::Fista] {
             assert!(supported(m, Some(10_000), 1 << 20).is_ok(), "{m:?}");
         }
-        assert!(supported(Method::Niht, Some(8), 1000).is_err());
         let k = LSQ_GLOBAL_MAX / 3;
         assert!(supported(Method::Cosamp, Some(k), 1000).is_ok());
         let e = supported(Method::Cosamp, Some(k + 1), 1000).unwrap_err();

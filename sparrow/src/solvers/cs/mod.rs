@@ -12,8 +12,8 @@
 //! max_iter 500), and reports which.
 //!
 //! Backends: the CPU (rayon over signals, f64 arithmetic) runs every method; on a GPU device
-//! IHT, HTP, CoSaMP, subspace pursuit, OMP, AMP and FISTA run batched on the GPU in the data's
-//! precision ([`gpu`]) and normalised IHT runs on the CPU, as the plan says.
+//! every method runs batched on the GPU in the data's precision ([`gpu`]), up to the limits
+//! [`gpu::supported`] names; past them the plan says so and the CPU runs it.
 
 pub mod cpu;
 pub mod data;
