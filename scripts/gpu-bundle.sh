@@ -22,4 +22,7 @@ cp target/release/sparrow bundle/sparrow
 strip bundle/gpu-tests bundle/sparrow
 cp scripts/gpu-run.sh bundle/run.sh
 cp scripts/gpu-round.sh bundle/round.sh
+# Data the GPU tests read (SPARROW_DATA points here on the GPU host).
+mkdir -p bundle/data
+cp -r ../shared/data/pbmc68k_reduced bundle/data/
 du -sh bundle

@@ -8,6 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export SPARROW_DATA=${SPARROW_DATA:-$here/data}
 export SPARROW_CACHE_DIR=$(mktemp -d)
 summary=()
 step() {

@@ -6,6 +6,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export SPARROW_DATA=${SPARROW_DATA:-$here/data}
 status=0
 "$here/gpu-tests" --test-threads=1 --nocapture 2>&1 | tee "$out/gpu-tests.log" || status=1
 "$here/sparrow" validate --device cuda 2>&1 | tee "$out/validate.log" || status=1

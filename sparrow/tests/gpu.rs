@@ -1037,3 +1037,145 @@ mod cs {
         }
     }
 }
+
+/// SEACells on the GPU against the CPU: the kNN exactly (several distance tiles, duplicate
+/// cells), the B update step for step, and whole fits' assignments and RSS.
+mod seacells {
+    use sparrow::matrix::{io, Dense};
+    use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
+    use sparrow::solvers::seacells::fw::update_b;
+    use sparrow::solvers::seacells::gpu::{knn_tiled, BSolver, B_CHUNK};
+    use sparrow::solvers::seacells::kernel::{kernel_from_knn, knn, Symmetrize};
+    use sparrow::solvers::seacells::sparse::SpVec;
+    use sparrow::Device;
+
+    use super::gpu;
+
+    /// A mixture with some cells copied onto others, so exact distance ties and zero distances
+    /// to other cells occur.
+    fn mixture_with_duplicates(n: usize, d: usize) -> Dense<f64> {
+        let (x, _) = gaussian_mixture(n, d, 7, 3);
+        let mut v: Vec<f64> = (0..n).flat_map(|i| x.row(i).to_vec()).collect();
+        for i in (0..n).step_by(97) {
+            let j = (i * 31 + 5) % n;
+            let row: Vec<f64> = v[j * d..(j + 1) * d].to_vec();
+            v[i * d..(i + 1) * d].copy_from_slice(&row);
+        }
+        Dense::from_rows(n, d, v).unwrap()
+    }
+
+    #[test]
+    fn small_seacells_knn_is_the_cpus() {
+        let g = gpu();
+        let x = mixture_with_duplicates(1_500, 13);
+        let want = knn(&x, 30).unwrap();
+        // One tile, then tiles of 200 rows with a short last one.
+        for tile in [1usize << 27, 200 * 1_500] {
+            let got = knn_tiled(&g, &x, 30, tile).unwrap();
+            assert_eq!(got.len(), want.len());
+            for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(a, b, "cell {i}, tile {tile}");
+            }
+        }
+        // f32 input is widened as on the CPU.
+        let x32 = Dense::from_rows(
+            300,
+            13,
+            (0..300)
+                .flat_map(|i| x.row(i).iter().map(|&v| v as f32).collect::<Vec<_>>())
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(
+            knn_tiled(&g, &x32, 7, 1 << 27).unwrap(),
+            knn(&x32, 7).unwrap()
+        );
+        assert!(knn_tiled(&g, &x32, 301, 1 << 27).is_err());
+    }
+
+    /// Several gradient chunks (300 archetypes), every step taken (no early stop): the picks,
+    /// hence B, match the CPU's on at least 99% of archetypes.
+    #[test]
+    fn seacells_b_update_matches_the_cpu() {
+        let g = gpu();
+        let (x, _) = gaussian_mixture(3_000, 10, 20, 1);
+        let nb = knn(&x, 15).unwrap();
+        let m = kernel_from_knn(&nb, 15, Symmetrize::Union).unwrap();
+        let (n, nm) = (3_000usize, 300usize);
+        assert!(nm > 2 * B_CHUNK);
+        // B: one cell per archetype; A: each cell split over two or three archetypes.
+        let b: Vec<SpVec> = (0..nm).map(|c| vec![((c * 10) as u32, 1.0)]).collect();
+        let a: Vec<SpVec> = (0..n)
+            .map(|i| {
+                let c = (i / 10) % nm;
+                let mut v = vec![(c as u32, 0.7), (((c + 1) % nm) as u32, 0.3)];
+                if i % 3 == 0 {
+                    v = vec![
+                        (c as u32, 0.5),
+                        (((c + 1) % nm) as u32, 0.3),
+                        (((c + 7) % nm) as u32, 0.2),
+                    ];
+                }
+                v.sort_by_key(|e| e.0);
+                v
+            })
+            .collect();
+        let cpu = update_b(&m, &a, &b, 12, 12, 0.0);
+        let solver = BSolver::new(&g, &m).unwrap();
+        let got = solver.update_b(&m, &a, &b, 12, 12, 0.0).unwrap();
+        assert_eq!(got.steps, cpu.steps);
+        let same = got.b.iter().zip(&cpu.b).filter(|(p, q)| {
+            p.len() == q.len()
+                && p.iter()
+                    .zip(q.iter())
+                    .all(|(u, v)| u.0 == v.0 && (u.1 - v.1).abs() <= 1e-12)
+        });
+        let same = same.count();
+        assert!(same * 100 >= nm * 99, "{same} of {nm} archetypes agree");
+        // K B comes back for the new B.
+        assert_eq!(got.kb.len(), nm);
+    }
+
+    fn agree<T: sparrow::Scalar>(x: &Dense<T>, nm: usize, what: &str) {
+        let g = gpu();
+        let cfg = Config::new(nm);
+        let cpu = fit_on(&Device::Cpu, x, &cfg, &mut |_, _| {}).unwrap();
+        let dev = Device::Cuda(g.clone());
+        let got = fit_on(&dev, x, &cfg, &mut |_, _| {}).unwrap();
+        let n = cpu.assignments.len();
+        let same = cpu
+            .assignments
+            .iter()
+            .zip(&got.assignments)
+            .filter(|(a, b)| a == b)
+            .count();
+        let (rc, rg) = (cpu.rss[cpu.rss.len() - 1], got.rss[got.rss.len() - 1]);
+        println!(
+            "{what}: {same} of {n} hard assignments agree; RSS CPU {rc:.9e} GPU {rg:.9e}; iterations {} / {}",
+            cpu.iterations, got.iterations
+        );
+        assert!(same * 100 >= n * 99, "{what}: {same} of {n} agree");
+        assert!((rc - rg).abs() <= 1e-4 * rc, "{what}: RSS {rc} vs {rg}");
+        // The same seed repeats on the GPU.
+        let again = fit_on(&dev, x, &cfg, &mut |_, _| {}).unwrap();
+        assert_eq!(
+            again.assignments, got.assignments,
+            "{what}: a second GPU run differs"
+        );
+        assert_eq!(again.rss, got.rss, "{what}: a second GPU run differs");
+    }
+
+    #[test]
+    fn seacells_gpu_fit_agrees_with_the_cpu() {
+        let (x, _) = gaussian_mixture(3_000, 20, 10, 5);
+        agree(&x, 100, "mixture 3,000 x 20, 100 metacells");
+        // SPARROW_DATA names the folder holding pbmc68k_reduced (the bundle ships it).
+        let dir = std::env::var("SPARROW_DATA").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data").to_string()
+        });
+        let path = std::path::Path::new(&dir).join("pbmc68k_reduced/X_pca.npy");
+        let x: Dense<f32> =
+            io::read_dense(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        agree(&x, 24, "pbmc68k_reduced, 24 metacells");
+    }
+}

@@ -242,8 +242,16 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     if args.max_iter == 0 {
         return Err(Error::invalid("--max-iter", "must be at least 1"));
     }
+    let device = ctx.open_device()?;
+    let backend = if device.gpu().is_some() { "GPU" } else { "CPU" };
+    if ctx.explain {
+        eprintln!(
+            "plan: {}",
+            sparrow::solvers::seacells::fit::plan(&device, 50)
+        );
+    }
     let pb = super::spinner("bench seacells");
-    let records = sparrow::bench::seacells::run(&sizes, args.max_iter, &mut |m| {
+    let records = sparrow::bench::seacells::run(&device, &sizes, args.max_iter, &mut |m| {
         pb.set_message(m.to_string())
     })?;
     pb.finish_and_clear();
@@ -252,7 +260,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "SEACells on Gaussian mixtures, seed 0, at most {} iterations (CPU)",
+        "SEACells on Gaussian mixtures, seed 0, at most {} iterations ({backend})",
         args.max_iter
     );
     for r in &records {

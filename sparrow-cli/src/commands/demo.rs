@@ -125,7 +125,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     println!("  C[0, 0..4] = {:?}", &cm.row(0)[..n.min(4)]);
     all_pass &= topk_demo(&device)?;
     all_pass &= recovery_demo(&device)?;
-    all_pass &= seacells_demo()?;
+    all_pass &= seacells_demo(&device)?;
     super::report_compiles(&device);
     Ok(if all_pass {
         ExitCode::SUCCESS
@@ -201,20 +201,21 @@ fn recovery_demo(device: &Device) -> Result<bool> {
     Ok(ok)
 }
 
-/// SEACells: 3,000 cells of a 10-cluster Gaussian mixture in 20 dimensions, 100 metacells (the
-/// fit runs on the CPU); every metacell should hold one cluster's cells.
-fn seacells_demo() -> Result<bool> {
-    use sparrow::solvers::seacells::fit::{fit, gaussian_mixture, mean_purity, purity, Config};
+/// SEACells: 3,000 cells of a 10-cluster Gaussian mixture in 20 dimensions, 100 metacells on
+/// the chosen device; every metacell should hold one cluster's cells.
+fn seacells_demo(device: &Device) -> Result<bool> {
+    use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, mean_purity, purity, Config};
     let (cells, dims, clusters, nm) = (3_000, 20, 10, 100);
     let (x, labels) = gaussian_mixture(cells, dims, clusters, 5);
     let t = Instant::now();
-    let f = fit(&x, &Config::new(nm), &mut |_, _| {})?;
+    let f = fit_on(device, &x, &Config::new(nm), &mut |_, _| {})?;
     let secs = t.elapsed().as_secs_f64();
     let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
     let mean = mean_purity(&purity(&f.assignments, &names, nm)?);
     let ok = mean >= 0.95;
     println!(
-        "seacells {nm} metacells of {cells} cells ({clusters}-cluster mixture, {dims} dims) on the CPU: {:.2} s, {} iterations{}, RSS {:.3} -> {:.3}, mean purity {mean:.3}: {}",
+        "seacells {nm} metacells of {cells} cells ({clusters}-cluster mixture, {dims} dims) on {}: {:.2} s, {} iterations{}, RSS {:.3} -> {:.3}, mean purity {mean:.3}: {}",
+        device.describe(),
         secs,
         f.iterations,
         if f.converged { " (converged)" } else { "" },

@@ -7,8 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sparrow::matrix::io::{self, Normalize};
 use sparrow::matrix::{Csr, Dense};
 use sparrow::solvers::seacells::fit::{
-    aggregate_hard, aggregate_soft, compactness, fit, mean_purity, purity, separation, soft_matrix,
-    soft_top, Config, Fit,
+    aggregate_hard, aggregate_soft, compactness, fit_on, mean_purity, plan, purity, separation,
+    soft_matrix, soft_top, Config, Fit,
 };
 use sparrow::solvers::seacells::kernel::Symmetrize;
 use sparrow::{Error, Result};
@@ -164,10 +164,8 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         }
     };
     let device = ctx.open_device()?;
-    if device.gpu().is_some() || ctx.explain {
-        eprintln!(
-            "plan: seacells: Cpu; exact kNN, sparse Frank-Wolfe updates over rayon threads (no GPU SEACells path is built yet)"
-        );
+    if ctx.explain {
+        eprintln!("plan: {}", plan(&device, x.ncols()));
     }
     let pb = ProgressBar::new(cfg.max_iter as u64);
     pb.set_style(
@@ -176,7 +174,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             .progress_chars("=> "),
     );
     pb.set_message("kNN, kernel, diffusion map, initialisation");
-    let f = fit(&x, &cfg, &mut |it, rss| {
+    let f = fit_on(&device, &x, &cfg, &mut |it, rss| {
         pb.set_position(it as u64);
         pb.set_message(format!("RSS {rss:.6e}"));
     })?;

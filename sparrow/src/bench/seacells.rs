@@ -5,7 +5,8 @@
 
 use std::time::Instant;
 
-use crate::solvers::seacells::fit::{fit, gaussian_mixture, mean_purity, purity, Config};
+use crate::device::Device;
+use crate::solvers::seacells::fit::{fit_on, gaussian_mixture, mean_purity, purity, Config};
 use crate::Result;
 
 /// The sizes of the performance targets: (cells, dims, metacells).
@@ -45,8 +46,10 @@ pub fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Fits one mixture per size with `max_iter` iterations at most (the targets stop at 10).
+/// Fits one mixture per size on `device` with `max_iter` iterations at most (the targets stop
+/// at 10).
 pub fn run(
+    device: &Device,
     sizes: &[(usize, usize, usize)],
     max_iter: usize,
     progress: &mut dyn FnMut(&str),
@@ -60,7 +63,7 @@ pub fn run(
         cfg.max_iter = max_iter;
         cfg.min_iter = cfg.min_iter.min(max_iter);
         let t0 = Instant::now();
-        let f = fit(&x, &cfg, &mut |_, _| {})?;
+        let f = fit_on(device, &x, &cfg, &mut |_, _| {})?;
         let seconds = t0.elapsed().as_secs_f64();
         let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
         let p = purity(&f.assignments, &names, metacells)?;

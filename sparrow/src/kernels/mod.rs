@@ -221,10 +221,29 @@ fn cs_entry_points() -> Vec<String> {
     v
 }
 
+/// SEACells' kNN distance tiles and B-update kernels (f64).
+pub const SEACELLS: KernelModule = KernelModule {
+    name: "seacells",
+    source: include_str!("seacells.cu"),
+    headers: &[COMMON],
+    options: &[],
+    entry_points: seacells_entry_points,
+};
+
+/// Every entry point of [`SEACELLS`].
+pub const SEACELLS_KERNELS: [&str; 3] = ["seacells_knn_dist", "seacells_b_rhs", "seacells_b_pick"];
+
+/// Rows of a kNN distance tile one block computes (`KNN_ROWS` in seacells.cu).
+pub const SEACELLS_KNN_ROWS: usize = 8;
+
+fn seacells_entry_points() -> Vec<String> {
+    SEACELLS_KERNELS.iter().map(|s| s.to_string()).collect()
+}
+
 /// Every kernel module of the project.
 pub fn all_modules() -> Vec<KernelModule> {
     vec![
-        SPMM, CS, TOPK_F32, TOPK_F64, TOPK_F16, TOPK_BF16, TOPK_I8, TOPK_U8, TOPK_I16, TOPK_U16,
-        TOPK_I32, TOPK_U32, TOPK_I64, TOPK_U64,
+        SPMM, CS, SEACELLS, TOPK_F32, TOPK_F64, TOPK_F16, TOPK_BF16, TOPK_I8, TOPK_U8, TOPK_I16,
+        TOPK_U16, TOPK_I32, TOPK_U32, TOPK_I64, TOPK_U64,
     ]
 }

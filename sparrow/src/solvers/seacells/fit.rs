@@ -6,9 +6,11 @@ use std::time::Instant;
 
 use super::diffusion::{diffusion_kernel, diffusion_map, multiscale};
 use super::fw::{btkb, kb_cols, rss, trace_k, update_a, update_b};
+use super::gpu;
 use super::init::initial_archetypes;
 use super::kernel::{kernel_from_knn, knn, Symmetrize};
 use super::sparse::{transpose, SpVec};
+use crate::device::Device;
 use crate::matrix::{Csr, Dense, Rng};
 use crate::{Error, Result, Scalar};
 
@@ -83,13 +85,48 @@ pub struct Fit {
     pub b_steps: Vec<usize>,
 }
 
-/// Fits SEACells to an n x d embedding; `progress(iteration, rss)` is called after each
-/// outer iteration.
+/// Fits SEACells to an n x d embedding on the CPU; `progress(iteration, rss)` is called after
+/// each outer iteration.
 pub fn fit<T: Scalar>(
     x: &Dense<T>,
     cfg: &Config,
     progress: &mut dyn FnMut(usize, f64),
 ) -> Result<Fit> {
+    fit_on(&Device::Cpu, x, cfg, progress)
+}
+
+/// Where each stage of a fit on `device` runs, and why.
+pub fn plan(device: &Device, d: usize) -> String {
+    match device {
+        Device::Cpu => {
+            "seacells: Cpu; exact kNN, sparse Frank-Wolfe updates over rayon threads".into()
+        }
+        Device::Cuda(_) => {
+            let knn = if d <= gpu::KNN_MAX_DIMS {
+                "exact kNN on the GPU (f64 distance tiles with the CPU's arithmetic, segmented top-k)".to_string()
+            } else {
+                format!(
+                    "exact kNN on the CPU ({d} dimensions exceed the GPU kernel's {})",
+                    gpu::KNN_MAX_DIMS
+                )
+            };
+            format!(
+                "seacells: Cuda; {knn}; B update's gradient on the GPU (M (M V) in chunks of {} archetypes by SpMM, argmin and gap reduced on the device); kernel, diffusion map, initialisation, A update and RSS on the CPU",
+                gpu::B_CHUNK
+            )
+        }
+    }
+}
+
+/// Fits SEACells on `device`: on a GPU the kNN and the B update's gradient run there, the rest
+/// on the CPU (see [`plan`]).
+pub fn fit_on<T: Scalar>(
+    device: &Device,
+    x: &Dense<T>,
+    cfg: &Config,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<Fit> {
+    let gpu_dev = device.gpu().map(|g| &**g);
     let n = x.nrows();
     if n < 2 {
         return Err(Error::invalid(
@@ -136,7 +173,11 @@ pub fn fit<T: Scalar>(
         stages.push((name, clock.elapsed().as_secs_f64()));
         clock = Instant::now();
     };
-    let nb = knn(x, cfg.knn.max(DIFFUSION_KNN).min(n))?;
+    let kk = cfg.knn.max(DIFFUSION_KNN).min(n);
+    let nb = match gpu_dev {
+        Some(g) if x.ncols() <= gpu::KNN_MAX_DIMS => gpu::knn(g, x, kk)?,
+        _ => knn(x, kk)?,
+    };
     lap("knn", &mut stages);
     let m = kernel_from_knn(&nb, cfg.knn, cfg.symmetrize)?;
     lap("kernel", &mut stages);
@@ -153,6 +194,10 @@ pub fn fit<T: Scalar>(
     let mut kb = kb_cols(&m, &b);
     let mut t1 = btkb(&kb, &transpose(&b, n));
     let mut kb_rows = transpose(&kb, n);
+    let solver = match gpu_dev {
+        Some(g) => Some(gpu::BSolver::new(g, &m)?),
+        None => None,
+    };
     // The fit's time split into its A updates, B updates and the products between them.
     let (mut t_a, mut t_b) = (0.0, 0.0);
     let timed = |t: &mut f64, f: &mut dyn FnMut()| {
@@ -174,9 +219,12 @@ pub fn fit<T: Scalar>(
         });
         let mut up = None;
         timed(&mut t_b, &mut || {
-            up = Some(update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL))
+            up = Some(match &solver {
+                Some(sv) => sv.update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL),
+                None => Ok(update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL)),
+            })
         });
-        let up = up.expect("the B update ran");
+        let up = up.expect("the B update ran")?;
         b = up.b;
         kb = up.kb;
         b_steps.push(up.steps);

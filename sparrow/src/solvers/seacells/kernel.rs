@@ -24,27 +24,8 @@ pub enum Symmetrize {
 /// the smaller index; the cell itself comes first (distance 0, smallest index among its exact
 /// duplicates excepted).
 pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
+    check_embedding(x, k)?;
     let n = x.nrows();
-    if k == 0 || k > n {
-        return Err(Error::invalid(
-            "knn",
-            format!("k = {k} must be in 1..={n} (the number of cells)"),
-        ));
-    }
-    if n > u32::MAX as usize {
-        return Err(Error::invalid(
-            "embedding",
-            format!("{n} cells exceed the 32-bit cell index"),
-        ));
-    }
-    for i in 0..n {
-        if let Some(j) = x.row(i).iter().position(|v| !v.to_f64().is_finite()) {
-            return Err(Error::invalid(
-                "embedding",
-                format!("cell {i}, dimension {j} is not finite"),
-            ));
-        }
-    }
     let rows: Vec<Vec<f64>> = (0..n)
         .map(|i| x.row(i).iter().map(|v| v.to_f64()).collect())
         .collect();
@@ -81,6 +62,32 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
             row
         })
         .collect())
+}
+
+/// The kNN's argument checks: k in 1..=n, cell indices within 32 bits, every entry finite.
+pub fn check_embedding<T: Scalar>(x: &Dense<T>, k: usize) -> Result<()> {
+    let n = x.nrows();
+    if k == 0 || k > n {
+        return Err(Error::invalid(
+            "knn",
+            format!("k = {k} must be in 1..={n} (the number of cells)"),
+        ));
+    }
+    if n > u32::MAX as usize {
+        return Err(Error::invalid(
+            "embedding",
+            format!("{n} cells exceed the 32-bit cell index"),
+        ));
+    }
+    for i in 0..n {
+        if let Some(j) = x.row(i).iter().position(|v| !v.to_f64().is_finite()) {
+            return Err(Error::invalid(
+                "embedding",
+                format!("cell {i}, dimension {j} is not finite"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The bandwidth of each cell among its first k neighbours: the distance to its floor(k/2)-th

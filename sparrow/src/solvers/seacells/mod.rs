@@ -7,6 +7,7 @@
 pub mod diffusion;
 pub mod fit;
 pub mod fw;
+pub mod gpu;
 pub mod init;
 pub mod kernel;
 pub mod sparse;
