@@ -1041,12 +1041,13 @@ mod cs {
 /// SEACells on the GPU against the CPU: the kNN exactly (several distance tiles, duplicate
 /// cells), the B update step for step, and whole fits' assignments and RSS.
 mod seacells {
+    use sparrow::matrix::Rng;
     use sparrow::matrix::{io, Dense};
     use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
-    use sparrow::solvers::seacells::fw::update_b;
-    use sparrow::solvers::seacells::gpu::{knn_tiled, BSolver, B_CHUNK};
+    use sparrow::solvers::seacells::fw::{update_a, update_b};
+    use sparrow::solvers::seacells::gpu::{knn_tiled, Solver, B_CHUNK};
     use sparrow::solvers::seacells::kernel::{kernel_from_knn, knn, Symmetrize};
-    use sparrow::solvers::seacells::sparse::SpVec;
+    use sparrow::solvers::seacells::sparse::{transpose, SpVec};
     use sparrow::Device;
 
     use super::gpu;
@@ -1121,7 +1122,7 @@ mod seacells {
             })
             .collect();
         let cpu = update_b(&m, &a, &b, 12, 12, 0.0);
-        let solver = BSolver::new(&g, &m).unwrap();
+        let solver = Solver::new(&g, &m).unwrap();
         let got = solver.update_b(&m, &a, &b, 12, 12, 0.0).unwrap();
         assert_eq!(got.steps, cpu.steps);
         let same = got.b.iter().zip(&cpu.b).filter(|(p, q)| {
@@ -1134,6 +1135,94 @@ mod seacells {
         assert!(same * 100 >= nm * 99, "{same} of {nm} archetypes agree");
         // K B comes back for the new B.
         assert_eq!(got.kb.len(), nm);
+    }
+
+    /// Random sparse K B rows (some cells without any) and a symmetric t1 with a dominant
+    /// diagonal, for an A update over nm archetypes.
+    fn a_problem(n: usize, nm: usize, seed: u64) -> (Vec<SpVec>, Vec<f64>) {
+        let mut rng = Rng::new(seed);
+        let kb: Vec<SpVec> = (0..n)
+            .map(|i| {
+                if i % 37 == 5 {
+                    return Vec::new();
+                }
+                let mut v: SpVec = (0..6)
+                    .map(|_| ((rng.next_u64() % nm as u64) as u32, rng.uniform()))
+                    .collect();
+                v.sort_by_key(|e| e.0);
+                v.dedup_by_key(|e| e.0);
+                v
+            })
+            .collect();
+        let mut t1 = vec![0.0; nm * nm];
+        for r in 0..nm {
+            t1[r * nm + r] = 1.0 + rng.uniform();
+            for _ in 0..4 {
+                let c = (rng.next_u64() % nm as u64) as usize;
+                if c != r {
+                    let v = 0.2 * rng.uniform();
+                    t1[r * nm + c] = v;
+                    t1[c * nm + r] = v;
+                }
+            }
+        }
+        (kb, t1)
+    }
+
+    /// The A update's atoms are the CPU's bit for bit: several archetypes per thread
+    /// (nm = 1,100 > 256) and many cells, from uniform and from previous weights, and a long
+    /// run whose first atoms fall under the pruning threshold.
+    #[test]
+    fn seacells_a_update_is_the_cpus() {
+        let g = gpu();
+        // The solver's M only sets the cell count here.
+        let kernel_for = |n: usize| {
+            let (x, _) = gaussian_mixture(n, 5, 3, 2);
+            kernel_from_knn(&knn(&x, 15).unwrap(), 15, Symmetrize::Union).unwrap()
+        };
+        for (n, nm, steps) in [
+            (3_000usize, 300usize, 50usize),
+            (300, 1_100, 50),
+            (300, 40, 4_500),
+        ] {
+            let (kb, t1) = a_problem(n, nm, nm as u64);
+            // The GPU takes K B by archetype.
+            let kb_cols = transpose(&kb, nm);
+            let solver = Solver::new(&g, &kernel_for(n)).unwrap();
+            let first = update_a(&kb, &t1, nm, None, steps);
+            assert_eq!(solver.update_a(&kb_cols, &t1, None, steps).unwrap(), first);
+            let again = update_a(&kb, &t1, nm, Some(&first), steps);
+            let got = solver.update_a(&kb_cols, &t1, Some(&first), steps).unwrap();
+            assert_eq!(got, again, "n {n}, nm {nm}, steps {steps}");
+            if steps > 1_000 {
+                // Pruning ran: no atom is lighter than the threshold, weights sum to 1.
+                for col in &got {
+                    assert!(col
+                        .iter()
+                        .all(|a| a.1 >= sparrow::solvers::seacells::fw::PRUNE));
+                    let s: f64 = col.iter().map(|a| a.1).sum();
+                    assert!((s - 1.0).abs() < 1e-9);
+                }
+            }
+        }
+    }
+
+    /// Small enough for compute-sanitizer: the A update's shared-memory state over several
+    /// archetypes per thread, and a run long enough to prune.
+    #[test]
+    fn small_seacells_a_update_sanitize() {
+        let g = gpu();
+        let (x, _) = gaussian_mixture(64, 4, 2, 2);
+        let m = kernel_from_knn(&knn(&x, 8).unwrap(), 8, Symmetrize::Union).unwrap();
+        let solver = Solver::new(&g, &m).unwrap();
+        for (nm, steps) in [(300usize, 40usize), (12, 4_600)] {
+            let (kb, t1) = a_problem(64, nm, 7);
+            let want = update_a(&kb, &t1, nm, None, steps);
+            let got = solver
+                .update_a(&transpose(&kb, nm), &t1, None, steps)
+                .unwrap();
+            assert_eq!(got, want, "nm {nm}, steps {steps}");
+        }
     }
 
     fn agree<T: sparrow::Scalar>(x: &Dense<T>, nm: usize, what: &str) {

@@ -30,6 +30,8 @@ pub struct SeacellsRecord {
     pub stages: Vec<(&'static str, f64)>,
     /// Outer iterations.
     pub iterations: usize,
+    /// Frank-Wolfe steps of each B update.
+    pub b_steps: Vec<usize>,
     /// Whether the RSS converged.
     pub converged: bool,
     /// Mean purity of the metacells against the mixture's labels.
@@ -75,6 +77,7 @@ pub fn run(
             seconds,
             stages: f.stage_seconds.clone(),
             iterations: f.iterations,
+            b_steps: f.b_steps.clone(),
             converged: f.converged,
             purity_mean: mean_purity(&p),
             peak_mb: peak_rss_mb(),

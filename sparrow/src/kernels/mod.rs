@@ -221,7 +221,7 @@ fn cs_entry_points() -> Vec<String> {
     v
 }
 
-/// SEACells' kNN distance tiles and B-update kernels (f64).
+/// SEACells' kNN distance tiles and Frank-Wolfe update kernels (f64).
 pub const SEACELLS: KernelModule = KernelModule {
     name: "seacells",
     source: include_str!("seacells.cu"),
@@ -231,7 +231,14 @@ pub const SEACELLS: KernelModule = KernelModule {
 };
 
 /// Every entry point of [`SEACELLS`].
-pub const SEACELLS_KERNELS: [&str; 3] = ["seacells_knn_dist", "seacells_b_rhs", "seacells_b_pick"];
+pub const SEACELLS_KERNELS: [&str; 6] = [
+    "seacells_knn_dist",
+    "seacells_b_rhs",
+    "seacells_b_asub",
+    "seacells_b_pick",
+    "seacells_b_gap",
+    "seacells_a_update",
+];
 
 /// Rows of a kNN distance tile one block computes (`KNN_ROWS` in seacells.cu).
 pub const SEACELLS_KNN_ROWS: usize = 8;

@@ -111,7 +111,8 @@ pub fn plan(device: &Device, d: usize) -> String {
                 )
             };
             format!(
-                "seacells: Cuda; {knn}; B update's gradient on the GPU (M (M V) in chunks of {} archetypes by SpMM, argmin and gap reduced on the device); kernel, diffusion map, initialisation, A update and RSS on the CPU",
+                "seacells: Cuda; {knn}; A update on the GPU (one block per cell, the CPU's arithmetic; up to {} metacells); B update's gradient on the GPU (M (M V) in chunks of up to {} archetypes by SpMM, argmin and gap reduced on the device); kernel, diffusion map, initialisation and RSS on the CPU",
+                gpu::A_MAX_METACELLS,
                 gpu::B_CHUNK
             )
         }
@@ -193,43 +194,39 @@ pub fn fit_on<T: Scalar>(
     let mut b: Vec<SpVec> = init.iter().map(|&c| vec![(c as u32, 1.0)]).collect();
     let mut kb = kb_cols(&m, &b);
     let mut t1 = btkb(&kb, &transpose(&b, n));
-    let mut kb_rows = transpose(&kb, n);
     let solver = match gpu_dev {
-        Some(g) => Some(gpu::BSolver::new(g, &m)?),
+        Some(g) => Some(gpu::Solver::new(g, &m)?),
         None => None,
     };
     // The fit's time split into its A updates, B updates and the products between them.
     let (mut t_a, mut t_b) = (0.0, 0.0);
-    let timed = |t: &mut f64, f: &mut dyn FnMut()| {
+    // The CPU's A update reads K B by cell; the GPU's transposes it on upload.
+    let run_a = |kb: &[SpVec], t1: &[f64], prev: Option<&[SpVec]>, t: &mut f64| {
         let c = Instant::now();
-        f();
+        let r = match &solver {
+            Some(sv) => sv.update_a(kb, t1, prev, cfg.fw_steps),
+            None => Ok(update_a(&transpose(kb, n), t1, nm, prev, cfg.fw_steps)),
+        };
         *t += c.elapsed().as_secs_f64();
+        r
     };
-    let mut a = Vec::new();
-    timed(&mut t_a, &mut || {
-        a = update_a(&kb_rows, &t1, nm, None, cfg.fw_steps)
-    });
+    let mut a = run_a(&kb, &t1, None, &mut t_a)?;
     let mut rss_hist = vec![rss(tr_k, &kb, &a, &t1)];
     let mut b_steps = Vec::new();
     let mut converged = false;
     let mut iterations = 0;
     while iterations < cfg.max_iter {
-        timed(&mut t_a, &mut || {
-            a = update_a(&kb_rows, &t1, nm, Some(&a), cfg.fw_steps)
-        });
-        let mut up = None;
-        timed(&mut t_b, &mut || {
-            up = Some(match &solver {
-                Some(sv) => sv.update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL),
-                None => Ok(update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL)),
-            })
-        });
-        let up = up.expect("the B update ran")?;
+        a = run_a(&kb, &t1, Some(&a), &mut t_a)?;
+        let c = Instant::now();
+        let up = match &solver {
+            Some(sv) => sv.update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL)?,
+            None => update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL),
+        };
+        t_b += c.elapsed().as_secs_f64();
         b = up.b;
         kb = up.kb;
         b_steps.push(up.steps);
         t1 = btkb(&kb, &transpose(&b, n));
-        kb_rows = transpose(&kb, n);
         let r = rss(tr_k, &kb, &a, &t1);
         rss_hist.push(r);
         iterations += 1;

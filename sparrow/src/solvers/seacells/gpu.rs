@@ -20,8 +20,28 @@ use crate::{Error, Result, Scalar};
 
 /// Largest distance tile (rows x n keys) the kNN selects from at once: 1 GiB of f64.
 pub const TILE_KEYS: usize = 1 << 27;
-/// Gradient columns the B update computes per pass (three n x B_CHUNK f64 buffers).
-pub const B_CHUNK: usize = 128;
+/// Most gradient columns the B update computes per pass (three n x chunk f64 buffers); fewer
+/// for many cells, so a chunk's SpMM input stays in L2 (see [`b_chunk`]).
+pub const B_CHUNK: usize = 64;
+/// Cells one partial argmin block scans.
+const PICK_SPAN: usize = 4096;
+
+/// Gradient columns per pass for n cells: 64 while a 64-column f64 chunk is at most 32 MiB,
+/// then 32, then 16.
+pub fn b_chunk(n: usize) -> usize {
+    let mut c = B_CHUNK;
+    while c > 16 && n * c * 8 > 32 << 20 {
+        c /= 2;
+    }
+    c
+}
+
+fn grid_for(items: usize) -> LaunchShape {
+    LaunchShape::linear(
+        items.div_ceil(BLOCK as usize).clamp(1, 132 * 16) as u32,
+        BLOCK,
+    )
+}
 /// Largest embedding width the distance kernel holds in shared memory (8 rows of it).
 pub const KNN_MAX_DIMS: usize = 2048;
 
@@ -135,12 +155,17 @@ pub fn knn_tiled<T: Scalar>(
     Ok(out)
 }
 
+/// Largest archetype count whose A update runs on the GPU (two f64 vectors of it per block in
+/// shared memory).
+pub const A_MAX_METACELLS: usize = 12_000;
+
 /// The kernel M on the GPU and the B update's scratch, built once per fit.
-pub struct BSolver<'a> {
+pub struct Solver<'a> {
     gpu: &'a Gpu,
     m: DeviceCsr<f64>,
     path: GpuPath,
     n: usize,
+    chunk: usize,
     v: CudaSlice<f64>,
     w: CudaSlice<f64>,
     g: CudaSlice<f64>,
@@ -154,6 +179,36 @@ struct Cols {
 }
 
 impl Cols {
+    /// The transpose of `cols` (n rows), by counting sort: row i lists (column, value) in
+    /// ascending column, as `transpose` would.
+    fn upload_transposed(gpu: &Gpu, cols: &[SpVec], n: usize) -> Result<Self> {
+        let mut ptr = vec![0i64; n + 1];
+        for col in cols {
+            for &(i, _) in col {
+                ptr[i as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            ptr[i + 1] += ptr[i];
+        }
+        let nnz = ptr[n] as usize;
+        let mut next: Vec<i64> = ptr[..n].to_vec();
+        let (mut cell, mut w) = (vec![0i32; nnz.max(1)], vec![0.0f64; nnz.max(1)]);
+        for (c, col) in cols.iter().enumerate() {
+            for &(i, v) in col {
+                let p = next[i as usize] as usize;
+                cell[p] = c as i32;
+                w[p] = v;
+                next[i as usize] += 1;
+            }
+        }
+        Ok(Cols {
+            ptr: gpu.upload(&ptr)?,
+            cell: gpu.upload(&cell)?,
+            w: gpu.upload(&w)?,
+        })
+    }
+
     fn upload(gpu: &Gpu, cols: &[SpVec]) -> Result<Self> {
         let mut ptr = Vec::with_capacity(cols.len() + 1);
         let (mut cell, mut w) = (Vec::new(), Vec::new());
@@ -176,25 +231,99 @@ impl Cols {
     }
 }
 
-impl<'a> BSolver<'a> {
+impl<'a> Solver<'a> {
     /// Uploads M (n x n) and allocates the three gradient-chunk buffers.
     pub fn new(gpu: &'a Gpu, m: &Csr<f64>) -> Result<Self> {
         let n = m.nrows();
+        let chunk = b_chunk(n);
         gpu.ensure_fits(
-            (3 * n * B_CHUNK * 8 + m.nnz() * 12) as u64,
+            (3 * n * chunk * 8 + m.nnz() * 12) as u64,
             "the SEACells B update",
         )?;
         let dm = DeviceCsr::upload(gpu, m)?;
-        let (path, _) = choose(&dm.stats, B_CHUNK);
-        Ok(BSolver {
+        let (path, _) = choose(&dm.stats, chunk);
+        Ok(Solver {
             gpu,
             path,
             n,
-            v: gpu.alloc_zeroed(n * B_CHUNK)?,
-            w: gpu.alloc_zeroed(n * B_CHUNK)?,
-            g: gpu.alloc_zeroed(n * B_CHUNK)?,
+            chunk,
+            v: gpu.alloc_zeroed(n * chunk)?,
+            w: gpu.alloc_zeroed(n * chunk)?,
+            g: gpu.alloc_zeroed(n * chunk)?,
             m: dm,
         })
+    }
+
+    /// The A update of [`super::fw::update_a`] on the GPU, one block per cell with the CPU's
+    /// arithmetic: the same atoms bit for bit. `kb` is K B by archetype (the CPU takes its
+    /// transpose); beyond [`A_MAX_METACELLS`] it runs on the CPU.
+    pub fn update_a(
+        &self,
+        kb: &[SpVec],
+        t1: &[f64],
+        prev: Option<&[SpVec]>,
+        steps: usize,
+    ) -> Result<Vec<SpVec>> {
+        let (gpu, n, nm) = (self.gpu, self.n, kb.len());
+        if nm > A_MAX_METACELLS || n == 0 {
+            let rows = super::sparse::transpose(kb, n);
+            return Ok(super::fw::update_a(&rows, t1, nm, prev, steps));
+        }
+        // Each step adds at most one atom, and there are nm archetypes.
+        let cap = steps.min(nm).max(1);
+        let t1_d = gpu.upload(t1)?;
+        let kb = Cols::upload_transposed(gpu, kb, n)?;
+        let prev_d = match prev {
+            Some(p) => Some(Cols::upload(gpu, p)?),
+            None => None,
+        };
+        let w0: Vec<f64> = (0..nm)
+            .map(|m| t1[m * nm..(m + 1) * nm].iter().sum::<f64>() / nm as f64)
+            .collect();
+        let w0_d = gpu.upload(&w0)?;
+        let out_c = gpu.alloc_zeroed::<i32>(n * cap)?;
+        let out_w = gpu.alloc_zeroed::<f64>(n * cap)?;
+        let k = gpu.kernel(&SEACELLS, "seacells_a_update")?;
+        let cells = u32::try_from(n)
+            .map_err(|_| Error::unsupported(format!("{n} cells exceed 2^32 blocks")))?;
+        gpu.launch(
+            &k,
+            LaunchShape::linear(cells, BLOCK).with_smem(((2 * nm + cap) * 8 + cap * 4) as u32),
+            Args::new()
+                .ptr(gpu.ptr(&t1_d))
+                .i64(nm as i64)
+                .ptr(gpu.ptr(&kb.ptr))
+                .ptr(gpu.ptr(&kb.cell))
+                .ptr(gpu.ptr(&kb.w))
+                .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.ptr)))
+                .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.cell)))
+                .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.w)))
+                .ptr(gpu.ptr(&w0_d))
+                .i64(steps as i64)
+                .f64(super::fw::PRUNE)
+                .i64(cap as i64)
+                .ptr(gpu.ptr(&out_c))
+                .ptr(gpu.ptr(&out_w)),
+        )?;
+        let cs: Vec<i32> = gpu.download(&out_c, n * cap)?;
+        let ws: Vec<f64> = gpu.download(&out_w, n * cap)?;
+        (0..n)
+            .map(|i| {
+                let mut atoms: SpVec = (0..cap)
+                    .map(|j| (cs[i * cap + j], ws[i * cap + j]))
+                    .take_while(|a| a.0 >= 0)
+                    .map(|(c, w)| (c as u32, w))
+                    .collect();
+                if atoms.is_empty() && steps > 0 {
+                    return Err(Error::device(
+                        "the GPU A update",
+                        format!("cell {i} came back without atoms"),
+                    ));
+                }
+                atoms.sort_unstable_by_key(|a| a.0);
+                Ok(atoms)
+            })
+            .collect()
     }
 
     /// The B update of [`super::fw::update_b`] with the gradient columns on the GPU: the same
@@ -211,7 +340,8 @@ impl<'a> BSolver<'a> {
     ) -> Result<BUpdate> {
         let (gpu, n) = (self.gpu, self.n);
         let nm = b_prev.len();
-        // t1 = A A^T by rows (symmetric), only its non-zeros.
+        let ch = self.chunk;
+        // t1 = A A^T, dense N x N (as the CPU forms it).
         let mut aat = vec![0.0; nm * nm];
         for col in a {
             for &(p, wp) in col {
@@ -220,69 +350,89 @@ impl<'a> BSolver<'a> {
                 }
             }
         }
-        let t1: Vec<SpVec> = (0..nm)
-            .map(|r| {
-                (0..nm)
-                    .filter(|&c| aat[r * nm + c] != 0.0)
-                    .map(|c| (c as u32, aat[r * nm + c]))
-                    .collect()
-            })
-            .collect();
-        let t1_d = Cols::upload(gpu, &t1)?;
-        // A^T by archetype: the cells and weights of each.
-        let mut by_arch: Vec<SpVec> = vec![Vec::new(); nm];
-        for (j, col) in a.iter().enumerate() {
-            for &(c, w) in col {
-                by_arch[c as usize].push((j as u32, w));
-            }
-        }
-        let at_d = Cols::upload(gpu, &by_arch)?;
+        let t1_d = gpu.upload(&aat)?;
+        // A by cell, as given.
+        let a_d = Cols::upload(gpu, a)?;
         let rhs = gpu.kernel(&SEACELLS, "seacells_b_rhs")?;
+        let asub = gpu.kernel(&SEACELLS, "seacells_b_asub")?;
         let pick_k = gpu.kernel(&SEACELLS, "seacells_b_pick")?;
+        let gap_k = gpu.kernel(&SEACELLS, "seacells_b_gap")?;
+        // Partial argmins: PICK_SPAN cells per block.
+        let parts = n.div_ceil(PICK_SPAN);
+        let pv = gpu.alloc_zeroed::<f64>(ch * parts)?;
+        let pi = gpu.alloc_zeroed::<i64>(ch * parts)?;
         let pick_d = gpu.upload(&vec![-1i32; nm])?;
         let gap_d = gpu.alloc_zeroed::<f64>(nm)?;
         let mut b: Vec<SpVec> = b_prev.to_vec();
         let (mut gap0, mut taken) = (0.0, 0);
+        let elems = grid_for(n * ch);
         for t in 0..steps {
-            let b_d = Cols::upload(gpu, &b)?;
-            for c0 in (0..nm).step_by(B_CHUNK) {
-                let nc = B_CHUNK.min(nm - c0);
-                gpu.fill_bytes(&self.v, 0, n * B_CHUNK * 8)?;
+            // B by column (for the gap) and by cell (for V).
+            let bc = Cols::upload(gpu, &b)?;
+            let br = Cols::upload_transposed(gpu, &b, n)?;
+            for c0 in (0..nm).step_by(ch) {
+                let nc = ch.min(nm - c0);
                 gpu.launch(
                     &rhs,
-                    LaunchShape::linear(nc as u32, BLOCK),
+                    elems,
                     Args::new()
-                        .ptr(gpu.ptr(&t1_d.ptr))
-                        .ptr(gpu.ptr(&t1_d.cell))
-                        .ptr(gpu.ptr(&t1_d.w))
-                        .ptr(gpu.ptr(&b_d.ptr))
-                        .ptr(gpu.ptr(&b_d.cell))
-                        .ptr(gpu.ptr(&b_d.w))
-                        .ptr(gpu.ptr(&at_d.ptr))
-                        .ptr(gpu.ptr(&at_d.cell))
-                        .ptr(gpu.ptr(&at_d.w))
+                        .ptr(gpu.ptr(&br.ptr))
+                        .ptr(gpu.ptr(&br.cell))
+                        .ptr(gpu.ptr(&br.w))
+                        .ptr(gpu.ptr(&t1_d))
+                        .i64(nm as i64)
+                        .i64(n as i64)
                         .i64(c0 as i64)
-                        .i64(B_CHUNK as i64)
+                        .i64(nc as i64)
+                        .i64(ch as i64)
+                        .ptr(gpu.ptr(&self.v)),
+                )?;
+                gpu.launch(
+                    &asub,
+                    grid_for(n),
+                    Args::new()
+                        .ptr(gpu.ptr(&a_d.ptr))
+                        .ptr(gpu.ptr(&a_d.cell))
+                        .ptr(gpu.ptr(&a_d.w))
+                        .i64(n as i64)
+                        .i64(c0 as i64)
+                        .i64(nc as i64)
+                        .i64(ch as i64)
                         .ptr(gpu.ptr(&self.v)),
                 )?;
                 let (vp, wp, gp) = (gpu.ptr(&self.v), gpu.ptr(&self.w), gpu.ptr(&self.g));
-                spmm_launch(
-                    gpu, self.path, &self.m, nc, vp, B_CHUNK, wp, B_CHUNK, 1.0, 0.0, true,
-                )?;
-                spmm_launch(
-                    gpu, self.path, &self.m, nc, wp, B_CHUNK, gp, B_CHUNK, 1.0, 0.0, true,
-                )?;
+                spmm_launch(gpu, self.path, &self.m, nc, vp, ch, wp, ch, 1.0, 0.0, true)?;
+                spmm_launch(gpu, self.path, &self.m, nc, wp, ch, gp, ch, 1.0, 0.0, true)?;
                 gpu.launch(
                     &pick_k,
-                    LaunchShape::linear(nc as u32, BLOCK),
+                    LaunchShape {
+                        grid: [nc as u32, parts as u32, 1],
+                        block: [BLOCK, 1, 1],
+                        smem: 0,
+                        cluster: None,
+                    },
                     Args::new()
                         .ptr(gp)
                         .i64(n as i64)
-                        .i64(B_CHUNK as i64)
+                        .i64(ch as i64)
+                        .i64(PICK_SPAN as i64)
+                        .ptr(gpu.ptr(&pv))
+                        .ptr(gpu.ptr(&pi)),
+                )?;
+                gpu.launch(
+                    &gap_k,
+                    grid_for(nc),
+                    Args::new()
+                        .ptr(gp)
+                        .i64(ch as i64)
                         .i64(c0 as i64)
-                        .ptr(gpu.ptr(&b_d.ptr))
-                        .ptr(gpu.ptr(&b_d.cell))
-                        .ptr(gpu.ptr(&b_d.w))
+                        .i64(nc as i64)
+                        .i64(parts as i64)
+                        .ptr(gpu.ptr(&pv))
+                        .ptr(gpu.ptr(&pi))
+                        .ptr(gpu.ptr(&bc.ptr))
+                        .ptr(gpu.ptr(&bc.cell))
+                        .ptr(gpu.ptr(&bc.w))
                         .ptr(gpu.ptr(&pick_d))
                         .ptr(gpu.ptr(&gap_d)),
                 )?;
