@@ -46,6 +46,9 @@ pub fn max_min(components: &[Vec<f64>], per_component: usize, rng: &mut Rng) -> 
     out
 }
 
+/// Entries per parallel task in the greedy selection's vector updates.
+const CHUNK: usize = 4096;
+
 /// Greedy column-subset selection on K = M M: `count` centres, each maximising the reduction of
 /// the residual ||K - C C^+ K|| (score f / g), never one already chosen or in `exclude`.
 pub fn greedy_css(m: &Csr<f64>, count: usize, exclude: &[usize]) -> Vec<usize> {
@@ -93,24 +96,39 @@ pub fn greedy_css(m: &Csr<f64>, count: usize, exclude: &[usize]) -> Vec<usize> {
         for (i, v) in acc.take() {
             delta[i as usize] = v;
         }
-        for w in &omega {
-            let c = w[p];
-            delta.iter_mut().zip(w).for_each(|(d, x)| *d -= c * x);
-        }
+        // Every loop below runs in parallel over entries (or over omega's vectors for the
+        // dots), each entry's sum still taken over omega in order: the same arithmetic as a
+        // serial pass.
+        let cs: Vec<f64> = omega.iter().map(|w| w[p]).collect();
+        delta.par_chunks_mut(CHUNK).enumerate().for_each(|(b, d)| {
+            for (w, &c) in omega.iter().zip(&cs) {
+                let w = &w[b * CHUNK..b * CHUNK + d.len()];
+                d.iter_mut().zip(w).for_each(|(d, x)| *d -= c * x);
+            }
+        });
         let sg = g[p].max(f64::MIN_POSITIVE).sqrt();
-        let o: Vec<f64> = delta.iter().map(|d| d / sg).collect();
+        let o: Vec<f64> = delta.par_iter().map(|d| d / sg).collect();
         let ko = k_mul(m, &o);
+        let dots: Vec<f64> = omega
+            .par_iter()
+            .map(|w| w.iter().zip(&o).map(|(a, b)| a * b).sum())
+            .collect();
         let mut pl = vec![0.0; n];
-        for w in &omega {
-            let c: f64 = w.iter().zip(&o).map(|(a, b)| a * b).sum();
-            pl.iter_mut().zip(w).for_each(|(x, y)| *x += c * y);
-        }
+        pl.par_chunks_mut(CHUNK).enumerate().for_each(|(b, x)| {
+            for (w, &c) in omega.iter().zip(&dots) {
+                let w = &w[b * CHUNK..b * CHUNK + x.len()];
+                x.iter_mut().zip(w).for_each(|(x, y)| *x += c * y);
+            }
+        });
         let onorm2: f64 = o.iter().map(|x| x * x).sum();
-        for i in 0..n {
-            let oh = o[i] * o[i];
-            f[i] += -2.0 * (o[i] * ko[i] - o[i] * pl[i]) + onorm2 * oh;
-            g[i] -= oh;
-        }
+        f.par_iter_mut()
+            .zip(g.par_iter_mut())
+            .enumerate()
+            .for_each(|(i, (fi, gi))| {
+                let oh = o[i] * o[i];
+                *fi += -2.0 * (o[i] * ko[i] - o[i] * pl[i]) + onorm2 * oh;
+                *gi -= oh;
+            });
         omega.push(o);
     }
     centres
