@@ -132,6 +132,19 @@ pub fn update_a(
         .collect()
 }
 
+/// A A^T, dense N x N row-major, from A by cells (the B update's t1, on both backends).
+pub fn a_at(a: &[SpVec], nm: usize) -> Vec<f64> {
+    let mut aat = vec![0.0; nm * nm];
+    for col in a {
+        for &(p, wp) in col {
+            for &(q, wq) in col {
+                aat[p as usize * nm + q as usize] += wp * wq;
+            }
+        }
+    }
+    aat
+}
+
 /// What the B update did.
 #[derive(Clone, Debug)]
 pub struct BUpdate {
@@ -157,15 +170,7 @@ pub fn update_b(
 ) -> BUpdate {
     let n = m.nrows();
     let nm = b_prev.len();
-    // A A^T, dense N x N.
-    let mut aat = vec![0.0; nm * nm];
-    for col in a {
-        for &(p, wp) in col {
-            for &(q, wq) in col {
-                aat[p as usize * nm + q as usize] += wp * wq;
-            }
-        }
-    }
+    let aat = a_at(a, nm);
     // K A^T as sparse columns: column c = sum over cells j of A[c, j] K[:, j].
     let mut by_arch: Vec<SpVec> = vec![Vec::new(); nm];
     for (j, col) in a.iter().enumerate() {

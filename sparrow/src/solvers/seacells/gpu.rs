@@ -7,7 +7,7 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::fw::{kb_cols, BUpdate};
+use super::fw::{a_at, kb_cols, BUpdate};
 use super::kernel::check_embedding;
 use super::sparse::{blend, SpVec};
 use crate::device::{Args, DeviceCsr, Gpu, LaunchShape};
@@ -342,15 +342,7 @@ impl<'a> Solver<'a> {
         let nm = b_prev.len();
         let ch = self.chunk;
         // t1 = A A^T, dense N x N (as the CPU forms it).
-        let mut aat = vec![0.0; nm * nm];
-        for col in a {
-            for &(p, wp) in col {
-                for &(q, wq) in col {
-                    aat[p as usize * nm + q as usize] += wp * wq;
-                }
-            }
-        }
-        let t1_d = gpu.upload(&aat)?;
+        let t1_d = gpu.upload(&a_at(a, nm))?;
         // A by cell, as given.
         let a_d = Cols::upload(gpu, a)?;
         let rhs = gpu.kernel(&SEACELLS, "seacells_b_rhs")?;
