@@ -1225,6 +1225,79 @@ mod seacells {
         }
     }
 
+    /// The B update's argmin kernels on a hand-made gradient: ties across and within the
+    /// 4,096-cell ranges go to the lowest cell, a column of equal values to cell 0, and the gap
+    /// share is B's weighted sum minus the minimum.
+    #[test]
+    fn small_seacells_pick_ties_to_the_lowest_cell() {
+        use sparrow::device::{Args, LaunchShape};
+        use sparrow::kernels::SEACELLS;
+        let g = gpu();
+        let (n, ld, nc, span) = (10_000usize, 4usize, 3usize, 4_096usize);
+        let mut gr = vec![1.0f64; n * ld];
+        for i in [9_000usize, 5_000, 4_095, 100, 4_096] {
+            gr[i * ld] = -2.0;
+        }
+        gr[9_999 * ld + 1] = -5.0;
+        gr[5 * ld + 1] = -4.0;
+        for i in 0..n {
+            gr[i * ld + 2] = 0.25;
+        }
+        let parts = n.div_ceil(span);
+        let gd = g.upload(&gr).unwrap();
+        let pv = g.alloc_zeroed::<f64>(nc * parts).unwrap();
+        let pi = g.alloc_zeroed::<i64>(nc * parts).unwrap();
+        let pick = g.kernel(&SEACELLS, "seacells_b_pick").unwrap();
+        g.launch(
+            &pick,
+            LaunchShape {
+                grid: [nc as u32, parts as u32, 1],
+                block: [256, 1, 1],
+                smem: 0,
+                cluster: None,
+            },
+            Args::new()
+                .ptr(g.ptr(&gd))
+                .i64(n as i64)
+                .i64(ld as i64)
+                .i64(span as i64)
+                .ptr(g.ptr(&pv))
+                .ptr(g.ptr(&pi)),
+        )
+        .unwrap();
+        // B by archetype: column 0 holds cells 7 and 100, column 1 cell 9,999, column 2 none.
+        let bptr = g.upload(&[0i64, 2, 3, 3]).unwrap();
+        let bcell = g.upload(&[7i32, 100, 9_999]).unwrap();
+        let bw = g.upload(&[0.5f64, 0.5, 1.0]).unwrap();
+        let picks = g.upload(&[-1i32; 3]).unwrap();
+        let gaps = g.upload(&[f64::NAN; 3]).unwrap();
+        let gap = g.kernel(&SEACELLS, "seacells_b_gap").unwrap();
+        g.launch(
+            &gap,
+            LaunchShape::linear(1, 256),
+            Args::new()
+                .ptr(g.ptr(&gd))
+                .i64(ld as i64)
+                .i64(0)
+                .i64(nc as i64)
+                .i64(parts as i64)
+                .ptr(g.ptr(&pv))
+                .ptr(g.ptr(&pi))
+                .ptr(g.ptr(&bptr))
+                .ptr(g.ptr(&bcell))
+                .ptr(g.ptr(&bw))
+                .ptr(g.ptr(&picks))
+                .ptr(g.ptr(&gaps)),
+        )
+        .unwrap();
+        assert_eq!(g.download(&picks, 3).unwrap(), vec![100, 9_999, 0]);
+        let got = g.download(&gaps, 3).unwrap();
+        assert_eq!(
+            got,
+            vec![0.5 * 1.0 + 0.5 * -2.0 - -2.0, -5.0 - -5.0, 0.0 - 0.25]
+        );
+    }
+
     fn agree<T: sparrow::Scalar>(x: &Dense<T>, nm: usize, what: &str) {
         let g = gpu();
         let cfg = Config::new(nm);
