@@ -113,6 +113,37 @@ fn kernel_matches_the_dense_reference() {
     }
 }
 
+/// The blocked kNN against a plain scan (every distance summed in dimension order, a full sort
+/// by distance then index, the cell first) over several blocks of cells and rows, with copied
+/// cells so exact ties and zero distances to other cells occur: the same lists bit for bit.
+#[test]
+fn knn_matches_a_plain_scan_over_many_blocks() {
+    let (n, d, k) = (1_300usize, 7usize, 30usize);
+    let mut rng = Rng::new(11);
+    let mut v: Vec<f64> = (0..n * d).map(|_| rng.uniform()).collect();
+    for i in (0..n).step_by(41) {
+        let j = (i * 13 + 3) % n;
+        let row: Vec<f64> = v[j * d..(j + 1) * d].to_vec();
+        v[i * d..(i + 1) * d].copy_from_slice(&row);
+    }
+    let x = Dense::from_rows(n, d, v.clone()).unwrap();
+    let got = knn(&x, k).unwrap();
+    for i in 0..n {
+        let mut all: Vec<(f64, u32)> = (0..n)
+            .map(|j| {
+                let d2: f64 = (0..d)
+                    .map(|c| (v[i * d + c] - v[j * d + c]) * (v[i * d + c] - v[j * d + c]))
+                    .sum();
+                (if j == i { -1.0 } else { d2 }, j as u32)
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        all[0].0 = 0.0;
+        let want: Vec<(u32, f64)> = all[..k].iter().map(|&(d2, j)| (j, d2)).collect();
+        assert_eq!(got[i], want, "cell {i}");
+    }
+}
+
 #[test]
 fn knn_puts_the_cell_first_and_sorts() {
     let x = Dense::from_rows(4, 1, vec![0.0, 0.0, 3.0, 1.0]).unwrap();

@@ -25,44 +25,83 @@ pub enum Symmetrize {
 /// duplicates excepted).
 pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
     check_embedding(x, k)?;
-    let n = x.nrows();
-    let rows: Vec<Vec<f64>> = (0..n)
-        .map(|i| x.row(i).iter().map(|v| v.to_f64()).collect())
-        .collect();
-    Ok((0..n)
+    let (n, d) = (x.nrows(), x.ncols());
+    // The embedding transposed (d x n): a block of rows' distances to a block of cells then
+    // vectorises across the cells and reuses each loaded value for every row of the block,
+    // while each pair's sum still runs in dimension order, as a plain loop would.
+    let mut xt = vec![0.0f64; n * d];
+    for i in 0..n {
+        for (c, v) in x.row(i).iter().enumerate() {
+            xt[c * n + i] = v.to_f64();
+        }
+    }
+    let cmp = |a: &(f64, u32), b: &(f64, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    Ok((0..n.div_ceil(KNN_ROWS))
         .into_par_iter()
-        .map(|i| {
-            let xi = &rows[i];
-            let mut dist: Vec<(f64, u32)> = rows
-                .iter()
-                .enumerate()
-                .map(|(j, xj)| {
-                    (
-                        xi.iter()
-                            .zip(xj)
-                            .map(|(a, b)| (a - b) * (a - b))
-                            .sum::<f64>(),
-                        j as u32,
-                    )
-                })
+        .flat_map_iter(|rb| {
+            let r0 = rb * KNN_ROWS;
+            let nr = KNN_ROWS.min(n - r0);
+            let xi: Vec<Vec<f64>> = (0..nr)
+                .map(|r| (0..d).map(|c| xt[c * n + r0 + r]).collect())
                 .collect();
-            // The cell itself first: distance 0 and the self index win over other zeros.
-            dist[i].0 = -1.0;
-            let cmp = |a: &(f64, u32), b: &(f64, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-            if k < n {
-                dist.select_nth_unstable_by(k - 1, cmp);
-                dist.truncate(k);
+            // Per row: candidates, trimmed to the k best whenever they reach 4k; a cell enters
+            // only when it beats the k-th best so far (distance, then index).
+            let mut cand: Vec<Vec<(f64, u32)>> = vec![Vec::with_capacity(4 * k + KNN_CELLS); nr];
+            let mut bound: Vec<Option<(f64, u32)>> = vec![None; nr];
+            let mut acc = vec![0.0f64; KNN_ROWS * KNN_CELLS];
+            for j0 in (0..n).step_by(KNN_CELLS) {
+                let len = KNN_CELLS.min(n - j0);
+                acc.iter_mut().for_each(|a| *a = 0.0);
+                for c in 0..d {
+                    let xc = &xt[c * n + j0..c * n + j0 + len];
+                    for (r, xr) in xi.iter().enumerate() {
+                        let a = xr[c];
+                        for (s, &b) in acc[r * KNN_CELLS..r * KNN_CELLS + len].iter_mut().zip(xc) {
+                            let t = a - b;
+                            *s += t * t;
+                        }
+                    }
+                }
+                for r in 0..nr {
+                    let i = r0 + r;
+                    for (jj, &d2) in acc[r * KNN_CELLS..r * KNN_CELLS + len].iter().enumerate() {
+                        let j = (j0 + jj) as u32;
+                        // The cell itself first: distance 0 and the self index win over other zeros.
+                        let e = (if j as usize == i { -1.0 } else { d2 }, j);
+                        if bound[r].is_some_and(|b| cmp(&e, &b) != std::cmp::Ordering::Less) {
+                            continue;
+                        }
+                        cand[r].push(e);
+                    }
+                    if cand[r].len() >= 4 * k {
+                        cand[r].select_nth_unstable_by(k - 1, cmp);
+                        cand[r].truncate(k);
+                        bound[r] = Some(cand[r][k - 1]);
+                    }
+                }
             }
-            dist.sort_unstable_by(cmp);
-            dist[0].0 = 0.0;
-            // A fresh vector of k: collecting in place would keep the n-entry allocation of
-            // every row alive (n^2 memory).
-            let mut row = Vec::with_capacity(k);
-            row.extend(dist.iter().map(|&(d2, j)| (j, d2)));
-            row
+            cand.into_iter()
+                .map(|mut c| {
+                    if c.len() > k {
+                        c.select_nth_unstable_by(k - 1, cmp);
+                        c.truncate(k);
+                    }
+                    c.sort_unstable_by(cmp);
+                    c[0].0 = 0.0;
+                    // A fresh vector of k: collecting in place would keep the candidate
+                    // buffer's whole allocation alive for every cell.
+                    let mut row = Vec::with_capacity(k);
+                    row.extend(c.iter().map(|&(d2, j)| (j, d2)));
+                    row
+                })
+                .collect::<Vec<_>>()
         })
         .collect())
 }
+
+/// Rows and cells per block of the CPU kNN's distance computation.
+const KNN_ROWS: usize = 8;
+const KNN_CELLS: usize = 512;
 
 /// The kNN's argument checks: k in 1..=n, cell indices within 32 bits, every entry finite.
 pub fn check_embedding<T: Scalar>(x: &Dense<T>, k: usize) -> Result<()> {
