@@ -90,14 +90,7 @@ pub fn update_a(
                 }
                 let mut atoms: Vec<(u32, f64)> = Vec::new();
                 for t in 0..steps {
-                    let mut best = (0usize, f64::INFINITY);
-                    for c in 0..nm {
-                        let g = w[c] - kb[c];
-                        if g < best.1 {
-                            best = (c, g);
-                        }
-                    }
-                    let c = best.0;
+                    let c = argmin_diff(w, kb);
                     let gamma = 2.0 / (t as f64 + 2.0);
                     for a in atoms.iter_mut() {
                         a.1 *= 1.0 - gamma;
@@ -143,6 +136,36 @@ pub fn a_at(a: &[SpVec], nm: usize) -> Vec<f64> {
         }
     }
     aat
+}
+
+/// The lowest c with the smallest w[c] - kb[c] (0 when none is below +inf), as a serial scan
+/// with a strict comparison finds it: first the smallest value over four interleaved lanes
+/// (a minimum is exact in any order), then the first c that reaches it, so the scan
+/// vectorises.
+fn argmin_diff(w: &[f64], kb: &[f64]) -> usize {
+    let mut m = [f64::INFINITY; 4];
+    let mut chunks = w.chunks_exact(4).zip(kb.chunks_exact(4));
+    for (a, b) in &mut chunks {
+        for q in 0..4 {
+            let g = a[q] - b[q];
+            m[q] = if g < m[q] { g } else { m[q] };
+        }
+    }
+    let tail = w.len() - w.len() % 4;
+    for c in tail..w.len() {
+        let g = w[c] - kb[c];
+        m[0] = if g < m[0] { g } else { m[0] };
+    }
+    let low = m
+        .iter()
+        .fold(f64::INFINITY, |x, &y| if y < x { y } else { x });
+    if low == f64::INFINITY {
+        return 0;
+    }
+    w.iter()
+        .zip(kb)
+        .position(|(a, b)| a - b == low)
+        .unwrap_or(0)
 }
 
 /// What the B update did.
@@ -298,4 +321,41 @@ pub fn rss(tr_k: f64, kb: &[SpVec], a: &[SpVec], t1: &[f64]) -> f64 {
 /// tr(K) = ||M||_F^2.
 pub fn trace_k(m: &Csr<f64>) -> f64 {
     m.values().iter().map(|v| v * v).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::argmin_diff;
+
+    /// The serial scan it replaces: strict comparison from +inf, index 0 when nothing is below.
+    fn serial(w: &[f64], kb: &[f64]) -> usize {
+        let mut best = (0usize, f64::INFINITY);
+        for c in 0..w.len() {
+            let g = w[c] - kb[c];
+            if g < best.1 {
+                best = (c, g);
+            }
+        }
+        best.0
+    }
+
+    #[test]
+    fn argmin_diff_is_the_serial_scan() {
+        let cases: Vec<Vec<f64>> = vec![
+            vec![3.0, 1.0, 2.0, 1.0, 5.0, 1.0, 0.5, 0.5, 9.0],
+            vec![0.0, -0.0, 1.0, -0.0, 0.0],
+            vec![f64::NAN, 2.0, f64::NAN, 2.0, 7.0, 2.0],
+            vec![f64::NAN, f64::INFINITY, f64::NAN],
+            vec![4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, -1.0],
+            vec![2.0],
+            vec![],
+        ];
+        for w in cases {
+            let kb = vec![0.0; w.len()];
+            assert_eq!(argmin_diff(&w, &kb), serial(&w, &kb), "{w:?}");
+        }
+        let w: Vec<f64> = (0..37).map(|i| ((i * 7) % 11) as f64).collect();
+        let kb: Vec<f64> = (0..37).map(|i| ((i * 5) % 3) as f64).collect();
+        assert_eq!(argmin_diff(&w, &kb), serial(&w, &kb));
+    }
 }
