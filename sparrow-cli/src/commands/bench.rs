@@ -247,7 +247,10 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     if ctx.explain {
         eprintln!(
             "plan: {}",
-            sparrow::solvers::seacells::fit::plan(&device, 50)
+            sparrow::solvers::seacells::fit::plan(
+                &device,
+                sizes.iter().map(|s| s.1).max().unwrap_or(0)
+            )
         );
     }
     let pb = super::spinner("bench seacells");

@@ -73,25 +73,28 @@ fn time_kernels(gpu: &Gpu, m: usize, n: usize, batch: usize, phi: &[f64]) -> Res
         gpu.alloc_zeroed::<f32>(items)?,
     );
     let grid = LaunchShape::linear(items.div_ceil(256).min(1 << 20) as u32, 256);
-    let step = |name: &str, shape: LaunchShape| -> Result<f64> {
+    // Median ms of one kernel launched with the arguments `args` builds.
+    let time = |name: &str, shape: LaunchShape, args: &dyn Fn(&mut Args)| -> Result<f64> {
         let k = gpu.kernel(&CS, name)?;
         Ok(time_gpu(gpu, 2, 20, || {
-            gpu.launch(
-                &k,
-                shape,
-                Args::new()
-                    .ptr(gpu.ptr(&x))
-                    .ptr(gpu.ptr(&g))
-                    .f32(0.5)
-                    .ptr(0)
-                    .ptr(gpu.ptr(&z))
-                    .ptr(gpu.ptr(&za))
-                    .ptr(0)
-                    .i64(n as i64)
-                    .i64(items as i64),
-            )
+            let mut a = Args::new();
+            args(&mut a);
+            gpu.launch(&k, shape, &mut a)
         })?
         .median_ms)
+    };
+    let step = |name: &str, shape: LaunchShape| {
+        time(name, shape, &|a: &mut Args| {
+            a.ptr(gpu.ptr(&x))
+                .ptr(gpu.ptr(&g))
+                .f32(0.5)
+                .ptr(0)
+                .ptr(gpu.ptr(&z))
+                .ptr(gpu.ptr(&za))
+                .ptr(0)
+                .i64(n as i64)
+                .i64(items as i64);
+        })
     };
     let iht_step_ms = step("cs_iht_step_f32", grid)?;
     // cp.async tiles hold 1,024 f32; eight blocks per SM stride over them.
@@ -102,21 +105,14 @@ fn time_kernels(gpu: &Gpu, m: usize, n: usize, batch: usize, phi: &[f64]) -> Res
     let pd = gpu.upload(&phi.iter().map(|&v| v as f32).collect::<Vec<f32>>())?;
     let r = gpu.upload(&(0..m).map(|i| (i % 13) as f32 * 0.1).collect::<Vec<f32>>())?;
     let o = gpu.alloc_zeroed::<f32>(n)?;
-    let corr = |name: &str, shape: LaunchShape| -> Result<f64> {
-        let k = gpu.kernel(&CS, name)?;
-        Ok(time_gpu(gpu, 2, 20, || {
-            gpu.launch(
-                &k,
-                shape,
-                Args::new()
-                    .ptr(gpu.ptr(&pd))
-                    .ptr(gpu.ptr(&r))
-                    .ptr(gpu.ptr(&o))
-                    .i64(m as i64)
-                    .i64(n as i64),
-            )
-        })?
-        .median_ms)
+    let corr = |name: &str, shape: LaunchShape| {
+        time(name, shape, &|a: &mut Args| {
+            a.ptr(gpu.ptr(&pd))
+                .ptr(gpu.ptr(&r))
+                .ptr(gpu.ptr(&o))
+                .i64(m as i64)
+                .i64(n as i64);
+        })
     };
     let correlate_ms = corr(
         "cs_correlate_f32",
@@ -134,23 +130,18 @@ fn time_kernels(gpu: &Gpu, m: usize, n: usize, batch: usize, phi: &[f64]) -> Res
     let correlate_fp8_ms = if cc >= (8, 9) {
         let (q, sc) = crate::solvers::cs::fp8::quantize_rows(phi, m, n);
         let (qd, sd) = (gpu.upload(&q)?, gpu.upload(&sc)?);
-        let k = gpu.kernel(&CS, "cs_correlate_fp8")?;
-        Some(
-            time_gpu(gpu, 2, 20, || {
-                gpu.launch(
-                    &k,
-                    LaunchShape::linear(n.div_ceil(64) as u32, 256),
-                    Args::new()
-                        .ptr(gpu.ptr(&qd))
-                        .ptr(gpu.ptr(&sd))
-                        .ptr(gpu.ptr(&r))
-                        .ptr(gpu.ptr(&o))
-                        .i64(m as i64)
-                        .i64(n as i64),
-                )
-            })?
-            .median_ms,
-        )
+        Some(time(
+            "cs_correlate_fp8",
+            LaunchShape::linear(n.div_ceil(64) as u32, 256),
+            &|a: &mut Args| {
+                a.ptr(gpu.ptr(&qd))
+                    .ptr(gpu.ptr(&sd))
+                    .ptr(gpu.ptr(&r))
+                    .ptr(gpu.ptr(&o))
+                    .i64(m as i64)
+                    .i64(n as i64);
+            },
+        )?)
     } else {
         None
     };

@@ -119,8 +119,8 @@ pub fn plan(device: &Device, d: usize) -> String {
     }
 }
 
-/// Fits SEACells on `device`: on a GPU the kNN and the B update's gradient run there, the rest
-/// on the CPU (see [`plan`]).
+/// Fits SEACells on `device`: on a GPU the kNN, the A update and the B update's gradient run
+/// there, the rest on the CPU (see [`plan`]).
 pub fn fit_on<T: Scalar>(
     device: &Device,
     x: &Dense<T>,

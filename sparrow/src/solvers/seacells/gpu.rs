@@ -178,10 +178,36 @@ struct Cols {
     w: CudaSlice<f64>,
 }
 
-impl Cols {
-    /// The transpose of `cols` (n rows), by counting sort: row i lists (column, value) in
-    /// ascending column, as `transpose` would.
-    fn upload_transposed(gpu: &Gpu, cols: &[SpVec], n: usize) -> Result<Self> {
+/// Sparse columns as CSR arrays on the host, as the kernels read them; every array holds at
+/// least one entry so an empty matrix still has a device address.
+#[derive(Debug, PartialEq)]
+struct HostCols {
+    ptr: Vec<i64>,
+    cell: Vec<i32>,
+    w: Vec<f64>,
+}
+
+impl HostCols {
+    /// `cols` as they are: column c lists its (index, value) pairs.
+    fn of(cols: &[SpVec]) -> Self {
+        let mut ptr = Vec::with_capacity(cols.len() + 1);
+        let (mut cell, mut w) = (Vec::new(), Vec::new());
+        ptr.push(0i64);
+        for col in cols {
+            for &(i, v) in col {
+                cell.push(i as i32);
+                w.push(v);
+            }
+            ptr.push(cell.len() as i64);
+        }
+        cell.push(0);
+        w.push(0.0);
+        HostCols { ptr, cell, w }
+    }
+
+    /// The transpose of `cols` (n rows) by counting sort: row i lists (column, value) in
+    /// ascending column, as `sparse::transpose` would, without a vector per row.
+    fn transposed(cols: &[SpVec], n: usize) -> Self {
         let mut ptr = vec![0i64; n + 1];
         for col in cols {
             for &(i, _) in col {
@@ -193,7 +219,7 @@ impl Cols {
         }
         let nnz = ptr[n] as usize;
         let mut next: Vec<i64> = ptr[..n].to_vec();
-        let (mut cell, mut w) = (vec![0i32; nnz.max(1)], vec![0.0f64; nnz.max(1)]);
+        let (mut cell, mut w) = (vec![0i32; nnz + 1], vec![0.0f64; nnz + 1]);
         for (c, col) in cols.iter().enumerate() {
             for &(i, v) in col {
                 let p = next[i as usize] as usize;
@@ -202,32 +228,25 @@ impl Cols {
                 next[i as usize] += 1;
             }
         }
+        HostCols { ptr, cell, w }
+    }
+}
+
+impl Cols {
+    fn upload_host(gpu: &Gpu, h: &HostCols) -> Result<Self> {
         Ok(Cols {
-            ptr: gpu.upload(&ptr)?,
-            cell: gpu.upload(&cell)?,
-            w: gpu.upload(&w)?,
+            ptr: gpu.upload(&h.ptr)?,
+            cell: gpu.upload(&h.cell)?,
+            w: gpu.upload(&h.w)?,
         })
     }
 
     fn upload(gpu: &Gpu, cols: &[SpVec]) -> Result<Self> {
-        let mut ptr = Vec::with_capacity(cols.len() + 1);
-        let (mut cell, mut w) = (Vec::new(), Vec::new());
-        ptr.push(0i64);
-        for col in cols {
-            for &(i, v) in col {
-                cell.push(i as i32);
-                w.push(v);
-            }
-            ptr.push(cell.len() as i64);
-        }
-        // At least one entry, so an empty matrix still has an address.
-        cell.push(0);
-        w.push(0.0);
-        Ok(Cols {
-            ptr: gpu.upload(&ptr)?,
-            cell: gpu.upload(&cell)?,
-            w: gpu.upload(&w)?,
-        })
+        Self::upload_host(gpu, &HostCols::of(cols))
+    }
+
+    fn upload_transposed(gpu: &Gpu, cols: &[SpVec], n: usize) -> Result<Self> {
+        Self::upload_host(gpu, &HostCols::transposed(cols, n))
     }
 }
 
@@ -456,5 +475,46 @@ impl<'a> Solver<'a> {
             kb,
             steps: taken,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solvers::seacells::sparse::transpose;
+
+    /// The counting-sort transpose the GPU A and B updates upload is the library's transpose
+    /// in CSR form, empty rows and columns included.
+    #[test]
+    fn transposed_upload_is_the_transpose() {
+        let cols: Vec<SpVec> = vec![
+            vec![(0, 1.0), (3, 2.0), (6, 3.0)],
+            vec![],
+            vec![(3, 4.0), (5, 5.0)],
+            vec![(0, 6.0), (6, 7.0)],
+        ];
+        for n in [7usize, 9] {
+            assert_eq!(
+                HostCols::transposed(&cols, n),
+                HostCols::of(&transpose(&cols, n))
+            );
+        }
+        assert_eq!(
+            HostCols::transposed(&[], 3),
+            HostCols::of(&[vec![], vec![], vec![]])
+        );
+    }
+
+    /// The gradient chunk narrows as cells grow so three n x chunk f64 buffers stay within
+    /// 32 MiB each, and never below 16 columns.
+    #[test]
+    fn b_chunk_at_its_bounds() {
+        let cells_at = |c: usize| (32usize << 20) / (c * 8);
+        assert_eq!(b_chunk(1), B_CHUNK);
+        assert_eq!(b_chunk(cells_at(64)), 64);
+        assert_eq!(b_chunk(cells_at(64) + 1), 32);
+        assert_eq!(b_chunk(cells_at(32)), 32);
+        assert_eq!(b_chunk(cells_at(32) + 1), 16);
+        assert_eq!(b_chunk(10_000_000), 16);
     }
 }
