@@ -173,7 +173,9 @@ fn acceptance_f64() {
 }
 
 /// Every kernel the policy can pick, forced on matrices with long rows, empty rows and a row
-/// count that is not a multiple of any block, at a ragged N for the kernel.
+/// count that is not a multiple of any block, at ragged N for the kernel (one column, one
+/// short of a full pass, and past one pass), with B and C both aligned for 16-byte segments and
+/// both not.
 fn every_path<T: Scalar>() {
     let g = gpu();
     let device = Device::Cuda(g.clone());
@@ -187,13 +189,22 @@ fn every_path<T: Scalar>() {
             continue;
         }
         for path in GpuPath::all() {
+            let vec = 16 / std::mem::size_of::<T>();
             let ns: Vec<usize> = match path {
-                GpuPath::NnzSplit { nmax, .. } => (1..=nmax as usize).collect(),
-                GpuPath::ColWarp { .. } => vec![1, 9, 31, 45, 130],
+                GpuPath::Stream => vec![1],
+                GpuPath::RowVec { cols, tiles, .. } => {
+                    let w = cols as usize * vec * tiles as usize;
+                    vec![1, (w - 1).max(2), w + 3]
+                }
             };
-            for n in ns {
-                let b = gen::dense::<T>(a.ncols(), n, n + 2, 3).unwrap();
-                let mut c = Dense::filled(a.nrows(), n, n + 3, T::from_f64(f64::NAN)).unwrap();
+            for (n, aligned) in ns.into_iter().flat_map(|n| [(n, true), (n, false)]) {
+                let (ldb, ldc) = if aligned {
+                    ((n + 1).next_multiple_of(vec), (n + 2).next_multiple_of(vec))
+                } else {
+                    ((n + 2) | 1, (n + 3) | 1)
+                };
+                let b = gen::dense::<T>(a.ncols(), n, ldb, 3).unwrap();
+                let mut c = Dense::filled(a.nrows(), n, ldc, T::from_f64(f64::NAN)).unwrap();
                 let (want, scale) = spmm_oracle::spmm(T::from_f64(-1.0), a, &b, T::ZERO, &c);
                 Spmm::new()
                     .alpha(T::from_f64(-1.0))
@@ -202,7 +213,17 @@ fn every_path<T: Scalar>() {
                     .unwrap();
                 let got: Vec<f64> = c.to_packed().data().iter().map(|v| v.to_f64()).collect();
                 let cmp = compare(&got, &want, &scale, tolerance::<T>());
-                assert!(cmp.pass, "{path:?} N={n} {}: {cmp:?}", T::NAME);
+                assert!(
+                    cmp.pass,
+                    "{path:?} N={n} ld {ldb}/{ldc} {}: {cmp:?}",
+                    T::NAME
+                );
+                let pad_ok = (0..c.nrows()).all(|i| {
+                    c.data()[i * ldc + n..(i * ldc + ldc).min(c.data().len())]
+                        .iter()
+                        .all(|v| v.to_f64().is_nan())
+                });
+                assert!(pad_ok, "{path:?} N={n} wrote C's padding");
             }
         }
     }
@@ -256,13 +277,14 @@ fn small_cluster_launch_and_refused_shapes() {
     let (want, scale) = spmm_oracle::spmm(1.0, &a, &b, 0.0, &c0);
     let da = DeviceCsr::upload(&g, &a).unwrap();
     let db = DeviceDense::upload(&g, &b).unwrap();
-    let path = GpuPath::ColWarp {
-        lanes: 32,
-        per_lane: 1,
+    let path = GpuPath::RowVec {
+        cols: 8,
+        ksplit: 4,
+        tiles: 1,
     };
     let name = path.kernel_name("f32");
     let k = g.kernel(&SPMM, &name).unwrap();
-    let base = path.shape(a.nrows()).unwrap();
+    let base = path.shape(&a.row_stats()).unwrap();
     assert_eq!(base.grid[0], 512);
     for cluster in [None, Some(2), Some(8), Some(16)] {
         if cluster.is_some_and(|w| w > g.limits().max_cluster) {
@@ -286,7 +308,8 @@ fn small_cluster_launch_and_refused_shapes() {
             .ptr(g.ptr(&dc.buf))
             .i64(n as i64)
             .f32(1.0)
-            .f32(0.0);
+            .f32(0.0)
+            .i32(3);
         g.launch(&k, shape, &mut args).unwrap();
         let got: Vec<f64> = dc
             .download(&g)
@@ -350,10 +373,82 @@ fn small_long_row_bound() {
         let mut cm = Dense::filled(4, n, n, f32::NAN).unwrap();
         let (want, scale) = spmm_oracle::spmm(1.0, &a, &b, 0.0, &cm);
         let plan = Spmm::new().run(&device, &a, &b, &mut cm).unwrap();
-        assert!(plan.kernel.unwrap().contains("chunks"));
+        let kernel = plan.kernel.unwrap();
+        assert!(
+            kernel.contains(if n == 1 { "stream" } else { "chunks" }),
+            "{kernel}"
+        );
         let got: Vec<f64> = cm.data().iter().map(|&x| x as f64).collect();
         let cmp = compare(&got, &want, &scale, 1e-5);
         assert!(cmp.pass, "N={n}: {cmp:?}");
+    }
+}
+
+/// SpMV's planned blocks at their bounds: rows of exactly STREAM_ITEMS entries (a run) and one
+/// more (a one-chunk row), rows over several STREAM_CHUNK chunks (the last chunk to finish adds
+/// the partials), empty rows and short rows; repeated calls on the same matrix give the oracle's
+/// answer bit for bit each time, so the arrival counters reset and the order is fixed.
+#[test]
+fn small_spmv_stream_blocks() {
+    use sparrow::matrix::work::{STREAM_CHUNK, STREAM_ITEMS};
+    let g = gpu();
+    let ncols = 4 * STREAM_CHUNK;
+    let lens = [
+        STREAM_ITEMS,
+        STREAM_ITEMS + 1,
+        3 * STREAM_CHUNK + 5,
+        0,
+        7,
+        2 * STREAM_CHUNK,
+        1,
+        STREAM_CHUNK + 1,
+    ];
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rng = sparrow::matrix::Rng::new(21);
+    let mut row = 0usize;
+    for rep in 0..300 {
+        for &len in &lens {
+            let len = if rep % 2 == 1 && len > 10 {
+                len % 29
+            } else {
+                len
+            };
+            let start = rng.below((ncols - len) as u64 + 1) as usize;
+            for j in 0..len {
+                r.push(row);
+                c.push(start + j);
+                v.push(rng.range_f64(-1.0, 1.0));
+            }
+            row += 1;
+        }
+        if rep > 3 && r.len() > 4_000_000 {
+            break;
+        }
+    }
+    let a = Csr::<f64>::from_triplets(row, ncols, &r, &c, &v).unwrap();
+    let st = a.row_stats();
+    assert!(st.stream_blocks > a.nrows() / 10, "{st:?}");
+    let x = gen::dense::<f64>(ncols, 1, 1, 5).unwrap().into_data();
+    let y0 = gen::dense::<f64>(row, 1, 1, 6).unwrap().into_data();
+    let (want, scale) = sparrow::ops::spmv::oracle::spmv(0.5, &a, &x, -2.0, &y0);
+    let da = DeviceCsr::upload(&g, &a).unwrap();
+    let dx = g.upload(&x).unwrap();
+    let mut first: Option<Vec<f64>> = None;
+    for _ in 0..4 {
+        let dy = g.upload(&y0).unwrap();
+        Spmv::new()
+            .alpha(0.5)
+            .beta(-2.0)
+            .force_path(GpuPath::Stream)
+            .run_device(&g, &da, &dx, &dy)
+            .unwrap();
+        let y = g.download(&dy, row).unwrap();
+        let cmp = compare(&y, &want, &scale, tolerance::<f64>());
+        assert!(cmp.pass, "{cmp:?}");
+        match &first {
+            None => first = Some(y),
+            Some(f) => assert!(f.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits())),
+        }
     }
 }
 
@@ -363,11 +458,8 @@ fn small_disk_cache_serves_the_second_load() {
     let dir = std::env::temp_dir().join(format!("sparrow-cache-test-{}", std::process::id()));
     std::env::set_var("SPARROW_CACHE_DIR", &dir);
     let g1 = Gpu::open(0).unwrap();
-    g1.kernel(
-        &SPMM,
-        &GpuPath::NnzSplit { nmax: 1, group: 4 }.kernel_name("f32"),
-    )
-    .unwrap();
+    g1.kernel(&SPMM, &GpuPath::Stream.kernel_name("f32"))
+        .unwrap();
     let st = g1.compile_stats();
     assert_eq!(st.compiled.len(), 1, "{st:?}");
     assert!(std::fs::read_dir(&dir).unwrap().any(|e| e
@@ -376,11 +468,8 @@ fn small_disk_cache_serves_the_second_load() {
         .extension()
         .is_some_and(|x| x == "cubin")));
     let g2 = Gpu::open(0).unwrap();
-    g2.kernel(
-        &SPMM,
-        &GpuPath::NnzSplit { nmax: 1, group: 4 }.kernel_name("f32"),
-    )
-    .unwrap();
+    g2.kernel(&SPMM, &GpuPath::Stream.kernel_name("f32"))
+        .unwrap();
     let st = g2.compile_stats();
     assert_eq!((st.compiled.len(), st.from_disk.len()), (0, 1), "{st:?}");
     eprintln!(

@@ -209,74 +209,48 @@ fn plan_on_cpu_says_so() {
 
 #[test]
 fn gpu_policy_picks_by_n_and_row_length() {
-    let stats = |mean: f64| sparrow::matrix::RowStats {
+    let stats = |mean: f64, empty: usize| sparrow::matrix::RowStats {
         nrows: 1000,
-        nnz: (mean * 1000.0) as usize,
+        nnz: (mean * (1000 - empty) as f64) as usize,
         max_len: 100,
-        mean_len: mean,
-        empty_rows: 0,
+        mean_len: mean * (1000 - empty) as f64 / 1000.0,
+        empty_rows: empty,
         long_rows: 0,
         long_chunks: 0,
+        stream_blocks: 7,
     };
-    assert_eq!(
-        plan::choose(&stats(3.0), 1).0,
-        GpuPath::NnzSplit { nmax: 1, group: 4 }
-    );
-    assert_eq!(
-        plan::choose(&stats(16.0), 3).0,
-        GpuPath::NnzSplit { nmax: 4, group: 16 }
-    );
-    assert_eq!(
-        plan::choose(&stats(64.0), 8).0,
-        GpuPath::NnzSplit { nmax: 8, group: 32 }
-    );
-    assert_eq!(
-        plan::choose(&stats(64.0), 9).0,
-        GpuPath::ColWarp {
-            lanes: 16,
-            per_lane: 1
-        }
-    );
-    assert_eq!(
-        plan::choose(&stats(64.0), 32).0,
-        GpuPath::ColWarp {
-            lanes: 32,
-            per_lane: 1
-        }
-    );
-    assert_eq!(
-        plan::choose(&stats(64.0), 33).0,
-        GpuPath::ColWarp {
-            lanes: 32,
-            per_lane: 2
-        }
-    );
-    assert_eq!(
-        plan::choose(&stats(64.0), 256).0,
-        GpuPath::ColWarp {
-            lanes: 32,
-            per_lane: 4
-        }
-    );
-    // Every path the policy can pick is in the list the tests force.
-    let all = GpuPath::all();
-    for n in 1..300 {
-        for mean in [0.5, 3.0, 7.0, 15.0, 31.0, 100.0] {
-            let (p, _) = plan::choose(&stats(mean), n);
-            assert!(all.contains(&p) && p.supports(n), "{p:?} for N = {n}");
-        }
-    }
-    assert!(!GpuPath::NnzSplit { nmax: 4, group: 8 }.supports(5));
-    assert_eq!(
-        GpuPath::ColWarp {
-            lanes: 16,
-            per_lane: 1
-        }
-        .shape(1000)
-        .unwrap()
-        .grid,
-        [63, 1, 1]
-    );
+    let rv = |cols, ksplit, tiles| GpuPath::RowVec {
+        cols,
+        ksplit,
+        tiles,
+    };
+    // SpMV: even rows take one column lane, about 8 entries per entry lane.
+    assert_eq!(plan::choose(&stats(3.0, 0), 1, 4).0, rv(1, 1, 1));
+    assert_eq!(plan::choose(&stats(64.0, 0), 1, 8).0, rv(1, 8, 1));
+    // Skewed rows take the planned blocks: mostly empty, or a row far above the mean.
+    assert_eq!(plan::choose(&stats(30.0, 600), 1, 4).0, GpuPath::Stream);
+    assert!(plan::choose(&stats(30.0, 600), 1, 4)
+        .1
+        .contains("7 planned blocks"));
+    let mut skew = stats(4.0, 0);
+    skew.max_len = 200;
+    assert_eq!(plan::choose(&skew, 1, 4).0, GpuPath::Stream);
+    // f32: 4 columns per segment, at most 64 columns per pass (128 from 32 entries per row);
+    // about 8 entries per entry lane for N <= 8, 32 above.
+    assert_eq!(plan::choose(&stats(16.0, 0), 3, 4).0, rv(1, 2, 1));
+    assert_eq!(plan::choose(&stats(64.0, 0), 8, 4).0, rv(2, 8, 1));
+    assert_eq!(plan::choose(&stats(64.0, 0), 9, 4).0, rv(4, 2, 1));
+    assert_eq!(plan::choose(&stats(64.0, 0), 32, 4).0, rv(8, 2, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 64, 4).0, rv(16, 1, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 256, 4).0, rv(16, 1, 1));
+    assert_eq!(plan::choose(&stats(64.0, 0), 128, 4).0, rv(32, 1, 1));
+    assert_eq!(plan::choose(&stats(64.0, 0), 1000, 4).0, rv(32, 1, 1));
+    // f64: 2 columns per segment.
+    assert_eq!(plan::choose(&stats(16.0, 0), 32, 8).0, rv(16, 1, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 256, 8).0, rv(32, 1, 1));
+    // Empty rows do not shrink the entry split of the rows that have entries.
+    assert_eq!(plan::choose(&stats(32.0, 900), 8, 4).0, rv(2, 4, 1));
+    assert_eq!(plan::choose(&stats(0.0, 1000), 8, 4).0, rv(2, 1, 1));
 }
 
 #[test]
@@ -314,7 +288,9 @@ fn device_bytes_counts_every_buffer() {
         + 8 * 3
         + 16 * st.long_chunks as u64
         + 4 * dense as u64
-        + 4 * (st.long_chunks * n) as u64;
+        + 4 * (st.long_chunks * n) as u64
+        + (48 + 4 + 4) * st.stream_blocks as u64;
+    assert_eq!(st.stream_blocks, 1);
     assert_eq!(sparrow::ops::spmm::device_bytes(&a, &st, dense, n), want);
 }
 

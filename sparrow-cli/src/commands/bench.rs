@@ -33,6 +33,9 @@ pub struct Args {
     /// Also time the CPU backend.
     #[arg(long)]
     cpu: bool,
+    /// Also time every GPU path that computes each case (rows marked `sweep`).
+    #[arg(long)]
+    sweep: bool,
     /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the seven issue shapes).
     #[arg(long)]
     shapes: Option<String>,
@@ -154,6 +157,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         dtypes: list("--dtype", &args.dtype)?,
         reps: args.reps,
         cpu: args.cpu,
+        sweep: args.sweep,
     };
     if cfg.op != "spmm" && cfg.op != "spmv" {
         return Err(Error::invalid(
@@ -190,7 +194,7 @@ fn print_table(records: &[Record]) {
         );
     }
     println!(
-        "{:<9} {:>9} {:>4} {:<4} {:<9} {:<24} {:>9} {:>9} {:>8} {:>8} {:>6} {:>9} {:>9}",
+        "{:<9} {:>9} {:>4} {:<4} {:<9} {:<24} {:>9} {:>9} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9}",
         "matrix",
         "nnz",
         "N",
@@ -203,11 +207,12 @@ fn print_table(records: &[Record]) {
         "GB/s",
         "%copy",
         "vs cuSP",
-        "agree"
+        "agree",
+        "analysis"
     );
     for r in records {
         println!(
-            "{:<9} {:>9} {:>4} {:<4} {:<9} {:<24} {:>9.4} {:>9.4} {:>8.1} {:>8.1} {:>5.1}% {:>9} {:>9}",
+            "{:<9} {:>9} {:>4} {:<4} {:<9} {:<24} {:>9.4} {:>9.4} {:>8.1} {:>8.1} {:>5.1}% {:>9} {:>9} {:>9}",
             r.matrix,
             r.nnz,
             r.n,
@@ -221,6 +226,9 @@ fn print_table(records: &[Record]) {
             100.0 * r.frac_copy_bw,
             r.speedup_vs_cusparse.map(|s| format!("{s:.2}x")).unwrap_or_default(),
             r.agreement.map(|s| format!("{s:.1e}")).unwrap_or_default(),
+            r.analysis_ms
+                .map(|s| format!("{s:.1} ms"))
+                .unwrap_or_default(),
         );
     }
 }
@@ -423,33 +431,36 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
 /// Geometric mean of our speed-up over the best cuSPARSE algorithm, per value type, and the
 /// slowest case.
 fn print_geomeans(records: &[Record]) {
+    let geomean = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
     for dt in ["f32", "f64"] {
         let cases: Vec<&Record> = records
             .iter()
             .filter(|r| r.dtype == dt && r.speedup_vs_cusparse.is_some())
             .collect();
-        if cases.is_empty() {
+        let Some(worst) = cases.iter().min_by(|a, b| {
+            a.speedup_vs_cusparse
+                .unwrap_or(0.0)
+                .total_cmp(&b.speedup_vs_cusparse.unwrap_or(0.0))
+        }) else {
             continue;
-        }
-        let logs: f64 = cases
-            .iter()
-            .map(|r| r.speedup_vs_cusparse.unwrap().ln())
-            .sum();
-        let worst = cases
-            .iter()
-            .min_by(|a, b| {
-                a.speedup_vs_cusparse
-                    .unwrap()
-                    .total_cmp(&b.speedup_vs_cusparse.unwrap())
-            })
-            .unwrap();
+        };
+        let best: Vec<f64> = cases.iter().filter_map(|r| r.speedup_vs_cusparse).collect();
+        let default: Vec<f64> = cases.iter().filter_map(|r| r.speedup_vs_default).collect();
         println!(
-            "{dt}: geometric mean {:.2}x cuSPARSE over {} cases; slowest {:.2}x ({} N={})",
-            (logs / cases.len() as f64).exp(),
-            cases.len(),
-            worst.speedup_vs_cusparse.unwrap(),
+            "{dt}: geometric mean {:.2}x cuSPARSE (its fastest algorithm per case) over {} cases; slowest {:.2}x ({} N={}){}",
+            geomean(&best),
+            best.len(),
+            worst.speedup_vs_cusparse.unwrap_or(0.0),
             worst.matrix,
-            worst.n
+            worst.n,
+            if default.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {:.2}x its default algorithm (torch.sparse.mm's)",
+                    geomean(&default)
+                )
+            }
         );
     }
 }
@@ -544,7 +555,9 @@ mod tests {
             frac_copy_bw: 0.1,
             copy_bw_gbs: 4000.0,
             speedup_vs_cusparse: speedup,
+            speedup_vs_default: speedup,
             agreement: Some(0.0),
+            analysis_ms: None,
         }
     }
 

@@ -9,7 +9,7 @@ use crate::baselines::cusparse::{
 };
 use crate::device::{DeviceCsr, DeviceDense, Gpu};
 use crate::matrix::{gen, Csr, Dense};
-use crate::ops::spmm::{cpu as spmm_cpu, Spmm};
+use crate::ops::spmm::{cpu as spmm_cpu, GpuPath, Spmm};
 use crate::ops::spmv::{cpu as spmv_cpu, Spmv};
 use crate::{Device, Error, Result, Scalar};
 
@@ -28,6 +28,8 @@ pub struct BenchConfig {
     pub reps: usize,
     /// Also time the CPU backend.
     pub cpu: bool,
+    /// Also time every GPU path that computes the case (backend `sweep`), to tune the policy.
+    pub sweep: bool,
 }
 
 /// One measured row.
@@ -67,8 +69,13 @@ pub struct Record {
     pub copy_bw_gbs: f64,
     /// Best cuSPARSE median over ours (above 1: we are faster); on sparrow rows only.
     pub speedup_vs_cusparse: Option<f64>,
+    /// cuSPARSE's default algorithm (what `torch.sparse.mm` calls) over ours; sparrow rows only.
+    pub speedup_vs_default: Option<f64>,
     /// Largest |ours - cuSPARSE| / max |cuSPARSE| (cross-backend agreement); sparrow rows only.
     pub agreement: Option<f64>,
+    /// Host time of the matrix's one-off analysis (statistics, long-row chunks, SpMV work
+    /// blocks), ms; sparrow rows only.
+    pub analysis_ms: Option<f64>,
 }
 
 fn min_bytes<T: Scalar>(a: &Csr<T>, n: usize) -> f64 {
@@ -140,7 +147,9 @@ fn record<T: Scalar>(
         frac_copy_bw: gbs / bw,
         copy_bw_gbs: bw,
         speedup_vs_cusparse: None,
+        speedup_vs_default: None,
         agreement: None,
+        analysis_ms: None,
     }
 }
 
@@ -220,6 +229,20 @@ fn run_typed<T: Scalar>(
                 )
             };
             out.push(record(cfg, name, &a, n, "sparrow", &variant, ours_t, bw));
+            out[first].analysis_ms = Some(da.analysis_ms);
+            if cfg.sweep {
+                for path in GpuPath::all().into_iter().filter(|p| p.supports(n)) {
+                    let t = if cfg.op == "spmm" {
+                        let op = Spmm::<T>::new().force_path(path);
+                        time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db, &mut dc))?
+                    } else {
+                        let op = Spmv::<T>::new().force_path(path);
+                        time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db.buf, &dc.buf))?
+                    };
+                    let v = path.kernel_name(T::NAME);
+                    out.push(record(cfg, name, &a, n, "sweep", &v, t, bw));
+                }
+            }
             // cuSPARSE, every algorithm it accepts for this layout.
             let mut best: Option<f64> = None;
             let mut best_c: Option<Vec<T>> = None;
@@ -250,6 +273,9 @@ fn run_typed<T: Scalar>(
                 };
                 let Some(t) = t else { continue };
                 out.push(record(cfg, name, &a, n, "cusparse", alg_name, t, bw));
+                if alg_name == "default" {
+                    out[first].speedup_vs_default = Some(t.median_ms / ours_t.median_ms);
+                }
                 if best.is_none_or(|b| t.median_ms < b) {
                     best = Some(t.median_ms);
                     best_c = Some(dc2.download(gpu)?.into_data());

@@ -3,6 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
+use crate::matrix::work::stream_partition;
 use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
@@ -52,8 +53,36 @@ impl LongRows {
     }
 }
 
-/// A CSR matrix on the GPU, with the row statistics plans need and its long rows' chunks
-/// (both computed on upload).
+/// The SpMV work blocks of a matrix ([`stream_partition`]) with the scratch their long-row
+/// chunks share: one partial sum per block and one arrival counter per long row, which the
+/// last chunk of the row to finish resets, so one matrix serves one SpMV at a time.
+pub struct StreamWork<T> {
+    /// Number of work blocks.
+    pub nblocks: usize,
+    /// Six i64 per block.
+    pub work: CudaSlice<i64>,
+    /// One partial sum per block.
+    pub partial: CudaSlice<T>,
+    /// Zero between calls.
+    pub counters: CudaSlice<u32>,
+}
+
+impl<T: Scalar> StreamWork<T> {
+    fn build(gpu: &Gpu, row_ptr: &[i64]) -> Result<Self> {
+        let mut work = Vec::new();
+        let nblocks = stream_partition(row_ptr, |b| work.extend_from_slice(&b));
+        Ok(StreamWork {
+            nblocks,
+            work: gpu.upload(&work)?,
+            partial: gpu.alloc_zeroed(nblocks)?,
+            counters: gpu.alloc_zeroed(nblocks)?,
+        })
+    }
+}
+
+/// A CSR matrix on the GPU with its analysis, done once on upload like cuSPARSE's
+/// preprocessing: the row statistics plans read, the long rows' chunks and the SpMV work
+/// blocks.
 pub struct DeviceCsr<T> {
     /// Rows.
     pub nrows: usize,
@@ -69,25 +98,42 @@ pub struct DeviceCsr<T> {
     pub values: CudaSlice<T>,
     /// Rows longer than [`LONG_ROW`](crate::matrix::LONG_ROW), split into chunks; None when there are none.
     pub long_rows: Option<LongRows>,
+    /// The SpMV work blocks.
+    pub stream: StreamWork<T>,
+    /// Host time of the analysis (statistics, long rows, work blocks), milliseconds.
+    pub analysis_ms: f64,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
     /// Copies `a` to the GPU.
     pub fn upload(gpu: &Gpu, a: &Csr<T>) -> Result<Self> {
-        Self::upload_with_stats(gpu, a, a.row_stats())
+        let t = std::time::Instant::now();
+        let stats = a.row_stats();
+        let mut d = Self::upload_with_stats(gpu, a, stats)?;
+        d.analysis_ms += t.elapsed().as_secs_f64() * 1e3;
+        Ok(d)
     }
 
     /// Copies `a` to the GPU with statistics the caller already has (`a.row_stats()`), so a
     /// host-side op reads the row pointers once for its plan, its memory check and the upload.
+    /// The analysis time counts only the long rows and work blocks then.
     pub fn upload_with_stats(gpu: &Gpu, a: &Csr<T>, stats: RowStats) -> Result<Self> {
+        let row_ptr = gpu.upload(a.row_ptr())?;
+        let col_idx = gpu.upload(a.col_idx())?;
+        let values = gpu.upload(a.values())?;
+        let t = std::time::Instant::now();
+        let long_rows = LongRows::build(gpu, a.row_ptr())?;
+        let stream = StreamWork::build(gpu, a.row_ptr())?;
         Ok(DeviceCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
             stats,
-            row_ptr: gpu.upload(a.row_ptr())?,
-            col_idx: gpu.upload(a.col_idx())?,
-            values: gpu.upload(a.values())?,
-            long_rows: LongRows::build(gpu, a.row_ptr())?,
+            row_ptr,
+            col_idx,
+            values,
+            long_rows,
+            stream,
+            analysis_ms: t.elapsed().as_secs_f64() * 1e3,
         })
     }
 }

@@ -29,30 +29,43 @@ pub const SPMM: KernelModule = KernelModule {
     entry_points: spmm_entry_points,
 };
 
-/// Group widths of the nnz-split kernels.
-pub const NNZSPLIT_GROUPS: [u32; 4] = [4, 8, 16, 32];
-/// Column capacities of the nnz-split kernels.
-pub const NNZSPLIT_NMAX: [u32; 4] = [1, 2, 4, 8];
-/// (lanes per row, columns per lane) of the column-warp kernels.
-pub const COLWARP_SHAPES: [(u32, u32); 4] = [(16, 1), (32, 1), (32, 2), (32, 4)];
-
-/// Name of an nnz-split SpMM entry point.
-pub fn nnzsplit_name(ty: &str, nmax: u32, group: u32) -> String {
-    format!("spmm_nnzsplit_{ty}_n{nmax}_g{group}")
-}
-
-/// Name of a column-warp SpMM entry point.
-pub fn colwarp_name(ty: &str, lanes: u32, per_lane: u32) -> String {
-    format!("spmm_colwarp_{ty}_l{lanes}_t{per_lane}")
-}
-
-/// Name of the long-row chunk kernel that matches a main path's column shape: nnz-split chunks
-/// with the same column capacity, or 32-lane column chunks with the same columns per lane.
-pub fn chunks_name(ty: &str, nnzsplit_nmax: Option<u32>, per_lane: u32) -> String {
-    match nnzsplit_nmax {
-        Some(nmax) => format!("spmm_chunks_nnzsplit_{ty}_n{nmax}"),
-        None => format!("spmm_chunks_colwarp_{ty}_t{per_lane}"),
+/// (column lanes, entry lanes, segments per column lane) of every row-vector SpMM kernel:
+/// every pair of powers of two with at most 32 lanes in all, and 2 or 4 segments per lane
+/// for 32 column lanes.
+pub fn rowvec_shapes() -> Vec<(u32, u32, u32)> {
+    let mut v = Vec::new();
+    for c in [1u32, 2, 4, 8, 16, 32] {
+        for k in [1u32, 2, 4, 8, 16, 32] {
+            if c * k <= 32 {
+                v.push((c, k, 1));
+            }
+        }
     }
+    v.push((32, 1, 2));
+    v.push((32, 1, 4));
+    v
+}
+
+/// (column lanes, segments per lane) of the long-row chunk kernels (a full warp per chunk).
+pub const ROWVEC_CHUNK_SHAPES: [(u32, u32); 8] = [
+    (1, 1),
+    (2, 1),
+    (4, 1),
+    (8, 1),
+    (16, 1),
+    (32, 1),
+    (32, 2),
+    (32, 4),
+];
+
+/// Name of a row-vector SpMM entry point.
+pub fn rowvec_name(ty: &str, cols: u32, ksplit: u32, tiles: u32) -> String {
+    format!("spmm_rowvec_{ty}_c{cols}_k{ksplit}_t{tiles}")
+}
+
+/// Name of the long-row chunk kernel with a main path's column shape.
+pub fn chunks_name(ty: &str, cols: u32, tiles: u32) -> String {
+    format!("spmm_chunks_rowvec_{ty}_c{cols}_t{tiles}")
 }
 
 /// Name of the kernel that combines long rows' chunk partials.
@@ -60,23 +73,21 @@ pub fn combine_name(ty: &str) -> String {
     format!("spmm_combine_{ty}")
 }
 
+/// Name of the planned-block SpMV kernel.
+pub fn stream_name(ty: &str) -> String {
+    format!("spmv_stream_{ty}")
+}
+
 fn spmm_entry_points() -> Vec<String> {
     let mut v = Vec::new();
     for ty in ["f32", "f64"] {
-        for nmax in NNZSPLIT_NMAX {
-            v.push(chunks_name(ty, Some(nmax), 1));
-        }
-        for per_lane in [1, 2, 4] {
-            v.push(chunks_name(ty, None, per_lane));
+        for (c, t) in ROWVEC_CHUNK_SHAPES {
+            v.push(chunks_name(ty, c, t));
         }
         v.push(combine_name(ty));
-        for n in NNZSPLIT_NMAX {
-            for g in NNZSPLIT_GROUPS {
-                v.push(nnzsplit_name(ty, n, g));
-            }
-        }
-        for (l, t) in COLWARP_SHAPES {
-            v.push(colwarp_name(ty, l, t));
+        v.push(stream_name(ty));
+        for (c, k, t) in rowvec_shapes() {
+            v.push(rowvec_name(ty, c, k, t));
         }
     }
     v

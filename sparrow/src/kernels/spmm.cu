@@ -1,18 +1,96 @@
 // CSR times dense: C = alpha * A * B + beta * C, B and C row-major with leading dimensions.
 // Row pointers are 64-bit, column indices 32-bit. Two families:
-//   nnzsplit: a group of G lanes per row splits the row's entries; each lane keeps NMAX
-//             partial sums (one per column of B, N <= NMAX), reduced by shuffles. For small N
-//             and SpMV (N = 1), where lanes-over-columns would leave most lanes idle.
-//   colwarp:  a group of L lanes per row; lanes own columns of B (coalesced reads of a row of
-//             B), TN columns each per pass; the row's entries are loaded L at a time and
-//             broadcast by shuffles. For N above 8.
-// Long rows: a row longer than long_len would keep one group busy long after the rest of the
-// grid is done, so the row kernels skip it; the chunk entry points (CHUNKS = true) process the
-// long rows' entries in fixed chunks, one chunk per group, writing partial sums (alpha 1,
-// beta 0) to a scratch buffer, and spmm_combine adds each row's partials in chunk order and
-// applies alpha and beta. The result is deterministic.
+//   rowvec:  a group of G = CK lanes per row: C column lanes each own VEC = 16 / sizeof(T)
+//            consecutive columns of B (one 16-byte load per entry, TN such segments per
+//            pass), and K entry lanes split the row's entries, summed by shuffles at the end.
+//            Each lane keeps several rows of B in flight, so the kernel is bound by the
+//            memory system rather than by instruction issue. Launch flag `vec`: bit 0 says B,
+//            bit 1 says C, is 16-byte aligned with a leading dimension of whole 16-byte
+//            segments; without it the kernel reads (writes) that matrix an element at a time.
+//   stream:  SpMV (N = 1) over work blocks a plan computed on the host: a block of short
+//            rows with at most STREAM_ITEMS entries (all of them loaded at once, products
+//            staged in shared memory, then each row summed by a group of lanes), or one
+//            chunk of a long row (a block-wide sum; the last chunk of a row to finish adds
+//            the row's partials in chunk order, so the result does not depend on timing).
+// Long rows in rowvec: a row longer than long_len would keep one group busy long after the
+// rest of the grid is done, so the row kernels skip it; the chunk entry points (CHUNKS = true)
+// process the long rows' entries in fixed chunks, one chunk per warp, writing partial sums
+// (alpha 1, beta 0) to a scratch buffer, and spmm_combine adds each row's partials in chunk
+// order and applies alpha and beta. The result is deterministic.
 // Every thread reaches every shuffle: items past the end compute zeros and store nothing.
 #include "common.cuh"
+
+template <typename T>
+struct VecOf;
+template <>
+struct VecOf<float> {
+    static constexpr int N = 4;
+};
+template <>
+struct VecOf<double> {
+    static constexpr int N = 2;
+};
+
+// ld.global.nc.v4.f32 / .v2.f64: one 16-byte read-only load (p 16-byte aligned).
+__device__ __forceinline__ void ld_vec(const float* p, float* r) {
+    asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(r[0]), "=f"(r[1]), "=f"(r[2]), "=f"(r[3]) : "l"(p));
+}
+__device__ __forceinline__ void ld_vec(const double* p, double* r) {
+    asm("ld.global.nc.v2.f64 {%0, %1}, [%2];" : "=d"(r[0]), "=d"(r[1]) : "l"(p));
+}
+// ld.global.v4.f32 / .v2.f64: a plain 16-byte load, for C (written by this kernel).
+__device__ __forceinline__ void ld_vec_rw(const float* p, float* r) {
+    asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(r[0]), "=f"(r[1]), "=f"(r[2]), "=f"(r[3])
+                 : "l"(p)
+                 : "memory");
+}
+__device__ __forceinline__ void ld_vec_rw(const double* p, double* r) {
+    asm volatile("ld.global.v2.f64 {%0, %1}, [%2];" : "=d"(r[0]), "=d"(r[1]) : "l"(p) : "memory");
+}
+// st.global.v4.f32 / .v2.f64: one 16-byte store.
+__device__ __forceinline__ void st_vec(float* p, const float* r) {
+    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(r[0]), "f"(r[1]), "f"(r[2]), "f"(r[3])
+                 : "memory");
+}
+__device__ __forceinline__ void st_vec(double* p, const double* r) {
+    asm volatile("st.global.v2.f64 [%0], {%1, %2};" ::"l"(p), "d"(r[0]), "d"(r[1]) : "memory");
+}
+
+// Columns j..j+VEC of row b (zeros past n): one vector load when V and the segment is whole.
+template <typename T, bool V>
+__device__ __forceinline__ void ld_seg(const T* __restrict__ b, int j, int n, T* r) {
+    constexpr int VEC = VecOf<T>::N;
+    if (V && j + VEC <= n) {
+        ld_vec(b + j, r);
+    } else {
+#pragma unroll
+        for (int v = 0; v < VEC; v++) r[v] = j + v < n ? __ldg(b + j + v) : T(0);
+    }
+}
+
+// out[j..j+VEC] = alpha * acc + beta * out (beta == 0 never reads out), columns below n only;
+// one vector store when vc (C aligned) and the segment is whole.
+template <typename T>
+__device__ __forceinline__ void st_seg(T* out, int j, int n, const T* acc, T alpha, T beta, bool vc) {
+    constexpr int VEC = VecOf<T>::N;
+    if (vc && j + VEC <= n) {
+        T r[VEC];
+#pragma unroll
+        for (int v = 0; v < VEC; v++) r[v] = alpha * acc[v];
+        if (beta != T(0)) {
+            T old[VEC];
+            ld_vec_rw(out + j, old);
+#pragma unroll
+            for (int v = 0; v < VEC; v++) r[v] += beta * old[v];
+        }
+        st_vec(out + j, r);
+    } else {
+#pragma unroll
+        for (int v = 0; v < VEC; v++)
+            if (j + v < n) axpby_store(out + j + v, acc[v], alpha, beta);
+    }
+}
 
 // The entry range of item `item`: row `item` (skipped, as active = false, when longer than
 // long_len), or chunk `item` of the long rows.
@@ -36,120 +114,109 @@ __device__ __forceinline__ bool item_range(i64 item, i64 nitems, const i64* __re
     return true;
 }
 
-template <typename T, int NMAX, int G, bool CHUNKS>
-__device__ __forceinline__ void spmm_nnzsplit(i64 nrows, int n, const i64* __restrict__ row_ptr,
-                                              const i64* __restrict__ ends, i64 long_len,
-                                              const int* __restrict__ col, const T* __restrict__ val,
-                                              const T* __restrict__ B, i64 ldb, T* __restrict__ C,
-                                              i64 ldc, T alpha, T beta) {
-    const int lane = threadIdx.x % G;
-    const i64 row = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
+template <typename T, int C, int K, int TN, bool CHUNKS, bool V>
+__device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restrict__ row_ptr,
+                                            const i64* __restrict__ ends, i64 long_len,
+                                            const int* __restrict__ col, const T* __restrict__ val,
+                                            const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
+                                            T alpha, T beta, bool vc) {
+    constexpr int VEC = VecOf<T>::N;
+    constexpr int G = C * K;
+    constexpr int W = C * VEC * TN;  // columns per pass
+    constexpr int U = TN == 1 ? 4 : 2;  // entries in flight per lane
+    const int lane = threadIdx.x % G, cl = lane % C, kl = lane / C;
+    const i64 item = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
     i64 s, e;
-    const bool active = item_range<CHUNKS>(row, nrows, row_ptr, ends, long_len, s, e);
-    T acc[NMAX];
+    const bool active = item_range<CHUNKS>(item, nrows, row_ptr, ends, long_len, s, e);
+    // n is the same for every thread, so every lane runs the same passes and shuffles.
+    for (int col0 = 0; col0 < n; col0 += W) {
+        const int jb = col0 + cl * VEC;
+        T acc[TN][VEC];
 #pragma unroll
-    for (int j = 0; j < NMAX; j++) acc[j] = T(0);
-    if (active) {
-#pragma unroll 4
-        for (i64 p = s + lane; p < e; p += G) {
-            const int c = ld_stream(col + p);
-            const T a = ld_stream(val + p);
-            const T* b = B + (i64)c * ldb;
+        for (int t = 0; t < TN; t++)
 #pragma unroll
-            for (int j = 0; j < NMAX; j++)
-                if (j < n) acc[j] += a * __ldg(b + j);
-        }
-    }
-    // Butterfly within the group: every lane ends with the full sums.
-#pragma unroll
-    for (int j = 0; j < NMAX; j++)
-#pragma unroll
-        for (int off = G / 2; off > 0; off >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off, G);
-    if (active) {
-#pragma unroll
-        for (int j = 0; j < NMAX; j++)
-            if (j < n && j % G == lane) axpby_store(C + row * ldc + j, acc[j], alpha, beta);
-    }
-}
-
-template <typename T, int L, int TN, bool CHUNKS>
-__device__ __forceinline__ void spmm_colwarp(i64 nrows, int n, const i64* __restrict__ row_ptr,
-                                             const i64* __restrict__ ends, i64 long_len,
-                                             const int* __restrict__ col, const T* __restrict__ val,
-                                             const T* __restrict__ B, i64 ldb, T* __restrict__ C,
-                                             i64 ldc, T alpha, T beta) {
-    const int lane = threadIdx.x % L;
-    const i64 row = (i64)blockIdx.x * (blockDim.x / L) + threadIdx.x / L;
-    const u32 mask = group_mask<L>();
-    i64 s, e;
-    const bool active = item_range<CHUNKS>(row, nrows, row_ptr, ends, long_len, s, e);
-    // n is the same for every thread, so every lane runs the same passes.
-    for (int col0 = 0; col0 < n; col0 += L * TN) {
-        T acc[TN];
-#pragma unroll
-        for (int t = 0; t < TN; t++) acc[t] = T(0);
-        // s and e are the same across the group, so the group runs these loops in step.
-        for (i64 base = s; base < e; base += L) {
-            int c = 0;
-            T a = T(0);
-            if (base + lane < e) {
-                c = ld_stream(col + base + lane);
-                a = ld_stream(val + base + lane);
-            }
-            const int cnt = (int)((e - base) < L ? (e - base) : L);
-            // Unrolled so several rows of B are in flight at once; the shuffles are uniform
-            // across the group because cnt is.
-#pragma unroll 4
-            for (int k = 0; k < cnt; k++) {
-                const int ck = __shfl_sync(mask, c, k, L);
-                const T ak = __shfl_sync(mask, a, k, L);
-                const T* b = B + (i64)ck * ldb + col0 + lane;
-#pragma unroll
-                for (int t = 0; t < TN; t++)
-                    if (col0 + lane + t * L < n) acc[t] += ak * __ldg(b + t * L);
-            }
-        }
+            for (int v = 0; v < VEC; v++) acc[t][v] = T(0);
         if (active) {
+            i64 p = s + kl;
+            for (; p + (U - 1) * K < e; p += U * K) {
+                int c[U];
+                T a[U];
 #pragma unroll
-            for (int t = 0; t < TN; t++) {
-                const int j = col0 + lane + t * L;
-                if (j < n) axpby_store(C + row * ldc + j, acc[t], alpha, beta);
+                for (int u = 0; u < U; u++) {
+                    c[u] = __ldg(col + p + u * K);
+                    a[u] = __ldg(val + p + u * K);
+                }
+                T bv[U][TN][VEC];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int t = 0; t < TN; t++) ld_seg<T, V>(B + (i64)c[u] * ldb, jb + t * C * VEC, n, bv[u][t]);
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int t = 0; t < TN; t++)
+#pragma unroll
+                        for (int v = 0; v < VEC; v++) acc[t][v] += a[u] * bv[u][t][v];
             }
+            for (; p < e; p += K) {
+                const int c = __ldg(col + p);
+                const T a = __ldg(val + p);
+#pragma unroll
+                for (int t = 0; t < TN; t++) {
+                    T bv[VEC];
+                    ld_seg<T, V>(B + (i64)c * ldb, jb + t * C * VEC, n, bv);
+#pragma unroll
+                    for (int v = 0; v < VEC; v++) acc[t][v] += a * bv[v];
+                }
+            }
+        }
+        // Entry lane kl holds the sum over entries s + kl + i K; lanes cl, cl + C, ... of the
+        // group add theirs by a butterfly over the bits above C.
+#pragma unroll
+        for (int off = C; off < G; off <<= 1)
+#pragma unroll
+            for (int t = 0; t < TN; t++)
+#pragma unroll
+                for (int v = 0; v < VEC; v++) acc[t][v] += __shfl_xor_sync(0xffffffffu, acc[t][v], off);
+        if (active && kl == 0) {
+#pragma unroll
+            for (int t = 0; t < TN; t++) st_seg<T>(Cm + item * ldc, jb + t * C * VEC, n, acc[t], alpha, beta, vc);
         }
     }
 }
 
-#define SPMM_ARGS(T)                                                                              \
+#define SPMM_ARGS(T)                                                                                    \
     i64 nrows, int n, const i64 *row_ptr, const i64 *ends, i64 long_len, const int *col, const T *val, \
-        const T *B, i64 ldb, T *C, i64 ldc, T alpha, T beta
-#define SPMM_PASS nrows, n, row_ptr, ends, long_len, col, val, B, ldb, C, ldc, alpha, beta
+        const T *B, i64 ldb, T *C, i64 ldc, T alpha, T beta, int vec
+#define SPMM_PASS nrows, n, row_ptr, ends, long_len, col, val, B, ldb, C, ldc, alpha, beta, (vec & 2) != 0
 
-#define NNZSPLIT(T, TNAME, NMAX, G)                                                                     \
-    extern "C" __global__ void __launch_bounds__(256) spmm_nnzsplit_##TNAME##_n##NMAX##_g##G(SPMM_ARGS(T)) { \
-        spmm_nnzsplit<T, NMAX, G, false>(SPMM_PASS);                                                    \
+#define ROWVEC(T, TNAME, C, K, TN)                                                                      \
+    extern "C" __global__ void __launch_bounds__(256) spmm_rowvec_##TNAME##_c##C##_k##K##_t##TN(SPMM_ARGS(T)) { \
+        if (vec & 1)                                                                                    \
+            spmm_rowvec<T, C, K, TN, false, true>(SPMM_PASS);                                           \
+        else                                                                                            \
+            spmm_rowvec<T, C, K, TN, false, false>(SPMM_PASS);                                          \
     }
-#define NNZSPLIT_G(T, TNAME, NMAX) \
-    NNZSPLIT(T, TNAME, NMAX, 4) NNZSPLIT(T, TNAME, NMAX, 8) NNZSPLIT(T, TNAME, NMAX, 16) NNZSPLIT(T, TNAME, NMAX, 32)
-#define NNZSPLIT_CHUNKS(T, TNAME, NMAX)                                                                      \
-    extern "C" __global__ void __launch_bounds__(256) spmm_chunks_nnzsplit_##TNAME##_n##NMAX(SPMM_ARGS(T)) { \
-        spmm_nnzsplit<T, NMAX, 32, true>(SPMM_PASS);                                                         \
+#define ROWVEC_CHUNKS(T, TNAME, C, TN)                                                                   \
+    extern "C" __global__ void __launch_bounds__(256) spmm_chunks_rowvec_##TNAME##_c##C##_t##TN(SPMM_ARGS(T)) { \
+        if (vec & 1)                                                                                     \
+            spmm_rowvec<T, C, 32 / C, TN, true, true>(SPMM_PASS);                                        \
+        else                                                                                             \
+            spmm_rowvec<T, C, 32 / C, TN, true, false>(SPMM_PASS);                                       \
     }
-#define NNZSPLIT_ALL(T, TNAME)                                                                           \
-    NNZSPLIT_G(T, TNAME, 1) NNZSPLIT_G(T, TNAME, 2) NNZSPLIT_G(T, TNAME, 4) NNZSPLIT_G(T, TNAME, 8)       \
-    NNZSPLIT_CHUNKS(T, TNAME, 1) NNZSPLIT_CHUNKS(T, TNAME, 2) NNZSPLIT_CHUNKS(T, TNAME, 4)                \
-    NNZSPLIT_CHUNKS(T, TNAME, 8)
-
-#define COLWARP(T, TNAME, L, TN)                                                                         \
-    extern "C" __global__ void __launch_bounds__(256) spmm_colwarp_##TNAME##_l##L##_t##TN(SPMM_ARGS(T)) { \
-        spmm_colwarp<T, L, TN, false>(SPMM_PASS);                                                        \
-    }
-#define COLWARP_CHUNKS(T, TNAME, TN)                                                                          \
-    extern "C" __global__ void __launch_bounds__(256) spmm_chunks_colwarp_##TNAME##_t##TN(SPMM_ARGS(T)) {     \
-        spmm_colwarp<T, 32, TN, true>(SPMM_PASS);                                                             \
-    }
-#define COLWARP_ALL(T, TNAME)                                                                              \
-    COLWARP(T, TNAME, 16, 1) COLWARP(T, TNAME, 32, 1) COLWARP(T, TNAME, 32, 2) COLWARP(T, TNAME, 32, 4)     \
-    COLWARP_CHUNKS(T, TNAME, 1) COLWARP_CHUNKS(T, TNAME, 2) COLWARP_CHUNKS(T, TNAME, 4)
+#define ROWVEC_C(T, TNAME, C) ROWVEC_CHUNKS(T, TNAME, C, 1)
+#define ROWVEC_ALL(T, TNAME) \
+    ROWVEC(T, TNAME, 1, 1, 1) ROWVEC(T, TNAME, 1, 2, 1) ROWVEC(T, TNAME, 1, 4, 1) \
+    ROWVEC(T, TNAME, 1, 8, 1) ROWVEC(T, TNAME, 1, 16, 1) ROWVEC(T, TNAME, 1, 32, 1) \
+    ROWVEC(T, TNAME, 2, 1, 1) ROWVEC(T, TNAME, 2, 2, 1) ROWVEC(T, TNAME, 2, 4, 1) \
+    ROWVEC(T, TNAME, 2, 8, 1) ROWVEC(T, TNAME, 2, 16, 1) ROWVEC(T, TNAME, 4, 1, 1) \
+    ROWVEC(T, TNAME, 4, 2, 1) ROWVEC(T, TNAME, 4, 4, 1) ROWVEC(T, TNAME, 4, 8, 1) \
+    ROWVEC(T, TNAME, 8, 1, 1) ROWVEC(T, TNAME, 8, 2, 1) ROWVEC(T, TNAME, 8, 4, 1) \
+    ROWVEC(T, TNAME, 16, 1, 1) ROWVEC(T, TNAME, 16, 2, 1) ROWVEC(T, TNAME, 32, 1, 1) \
+    ROWVEC(T, TNAME, 32, 1, 2) ROWVEC(T, TNAME, 32, 1, 4)
+#define ROWVEC_CHUNKS_ALL(T, TNAME)                                                                      \
+    ROWVEC_C(T, TNAME, 1) ROWVEC_C(T, TNAME, 2) ROWVEC_C(T, TNAME, 4) ROWVEC_C(T, TNAME, 8)               \
+    ROWVEC_C(T, TNAME, 16) ROWVEC_C(T, TNAME, 32) ROWVEC_CHUNKS(T, TNAME, 32, 2) ROWVEC_CHUNKS(T, TNAME, 32, 4)
 
 // C[rows[i], j] = alpha * (sum over the chunks of long row i, in order, of partial[chunk, j])
 // + beta * C[rows[i], j]; one thread per (long row, column).
@@ -173,9 +240,114 @@ __device__ __forceinline__ void spmm_combine(i64 nlong, int n, const i64* __rest
         spmm_combine<T>(nlong, n, rows, chunk_ptr, partial, C, ldc, alpha, beta);                      \
     }
 
-NNZSPLIT_ALL(float, f32)
-NNZSPLIT_ALL(double, f64)
-COLWARP_ALL(float, f32)
-COLWARP_ALL(double, f64)
+// ---- SpMV over planned work blocks ----
+// STREAM_BLOCK threads; a block of short rows holds at most STREAM_ITEMS entries. Each work
+// block is six i64: first row, one past the last row, first entry, one past the last entry,
+// and for a chunk of a long row the index of the row's first chunk block and the row's
+// number of chunks (0 for a block of short rows).
+#define STREAM_BLOCK 256
+#define STREAM_PER_THREAD 8
+#define STREAM_ITEMS (STREAM_BLOCK * STREAM_PER_THREAD)
+
+template <typename T>
+__device__ __forceinline__ T block_sum(T s, T* wsum) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) wsum[warp] = s;
+    __syncthreads();
+    T t = T(0);
+    if (threadIdx.x == 0)
+        for (int w = 0; w < STREAM_BLOCK / 32; w++) t += wsum[w];
+    return t;  // valid in thread 0
+}
+
+template <typename T>
+__device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const i64* __restrict__ row_ptr,
+                                            const int* __restrict__ col, const T* __restrict__ val,
+                                            const T* __restrict__ x, i64 ldx, T* __restrict__ y, i64 ldy,
+                                            T alpha, T beta, T* partial, u32* counters) {
+    __shared__ T prod[STREAM_ITEMS];
+    __shared__ T wsum[STREAM_BLOCK / 32];
+    __shared__ int last;
+    const i64* w = work + 6 * (i64)blockIdx.x;
+    const i64 r0 = w[0], r1 = w[1], p0 = w[2], p1 = w[3], first = w[4], count = w[5];
+    if (count == 0) {
+        const int m = (int)(p1 - p0);
+        // Every load of the block is issued before any product is used.
+#pragma unroll
+        for (int i = 0; i < STREAM_PER_THREAD; i++) {
+            const int k = threadIdx.x + i * STREAM_BLOCK;
+            if (k < m) prod[k] = ld_stream(val + p0 + k) * __ldg(x + ld_stream(col + p0 + k) * ldx);
+        }
+        __syncthreads();
+        const int nr = (int)(r1 - r0);
+        // Lanes per row: the largest power of two not above the block's mean row length.
+        int V = 1;
+        const int mean = nr > 0 ? m / nr : 0;
+        while (V < 32 && 2 * V <= mean) V *= 2;
+        const int lane = threadIdx.x % V;
+        for (int base = 0; base < nr; base += STREAM_BLOCK / V) {
+            const int g = base + threadIdx.x / V;
+            T s = T(0);
+            if (g < nr) {
+                const int rs = (int)(row_ptr[r0 + g] - p0), re = (int)(row_ptr[r0 + g + 1] - p0);
+                for (int k = rs + lane; k < re; k += V) s += prod[k];
+            }
+            for (int off = V / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+            if (g < nr && lane == 0) axpby_store(y + (r0 + g) * ldy, s, alpha, beta);
+        }
+        return;
+    }
+    T s = T(0);
+    i64 k = p0 + threadIdx.x;
+    for (; k + 3 * STREAM_BLOCK < p1; k += 4 * STREAM_BLOCK) {
+        int c[4];
+        T a[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            c[u] = ld_stream(col + k + u * STREAM_BLOCK);
+            a[u] = ld_stream(val + k + u * STREAM_BLOCK);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) s += a[u] * __ldg(x + c[u] * ldx);
+    }
+    for (; k < p1; k += STREAM_BLOCK) s += ld_stream(val + k) * __ldg(x + ld_stream(col + k) * ldx);
+    const T t = block_sum(s, wsum);
+    if (count == 1) {
+        if (threadIdx.x == 0) axpby_store(y + r0 * ldy, t, alpha, beta);
+        return;
+    }
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = t;
+        __threadfence();
+        last = atomicAdd(counters + first, 1u) == (u32)(count - 1);
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        __threadfence();
+        T sum = T(0);
+        // Volatile: the other chunks' partials were written by other blocks after this
+        // block started, so they must not come from a stale cache line.
+        const volatile T* vp = partial;
+        for (i64 b = first; b < first + count; b++) sum += vp[b];
+        axpby_store(y + r0 * ldy, sum, alpha, beta);
+        counters[first] = 0u;  // ready for the next call
+    }
+}
+#define STREAM(T, TNAME)                                                                              \
+    extern "C" __global__ void __launch_bounds__(STREAM_BLOCK)                                        \
+        spmv_stream_##TNAME(const i64 *work, const i64 *row_ptr, const int *col, const T *val,         \
+                            const T *x, i64 ldx, T *y, i64 ldy, T alpha, T beta, T *partial,           \
+                            u32 *counters) {                                                           \
+        spmv_stream<T>(work, row_ptr, col, val, x, ldx, y, ldy, alpha, beta, partial, counters);     \
+    }
+
+ROWVEC_ALL(float, f32)
+ROWVEC_ALL(double, f64)
+ROWVEC_CHUNKS_ALL(float, f32)
+ROWVEC_CHUNKS_ALL(double, f64)
 COMBINE(float, f32)
 COMBINE(double, f64)
+STREAM(float, f32)
+STREAM(double, f64)

@@ -43,6 +43,8 @@ pub struct RowStats {
     pub long_rows: usize,
     /// Number of [`CHUNK`]-entry chunks those rows split into.
     pub long_chunks: usize,
+    /// Number of SpMV work blocks ([`work::stream_partition`](super::work::stream_partition)).
+    pub stream_blocks: usize,
 }
 
 impl<T: Scalar> Csr<T> {
@@ -248,6 +250,7 @@ impl<T: Scalar> Csr<T> {
             empty_rows: empty,
             long_rows,
             long_chunks,
+            stream_blocks: super::work::stream_partition(&self.row_ptr, |_| {}),
         }
     }
 

@@ -6,6 +6,7 @@ mod dense;
 pub mod gen;
 pub mod io;
 mod rng;
+pub mod work;
 
 pub use csr::{Csr, RowStats, CHUNK, LONG_ROW};
 pub use dense::Dense;

@@ -45,18 +45,11 @@ fn matrices<T: Scalar>() -> Result<Vec<(&'static str, Csr<T>)>> {
 
 /// A ragged N for each path: not a multiple of its group or column tile.
 fn n_for(path: GpuPath) -> usize {
+    // A ragged N that fills all but part of the path's last column segment (4 columns of f32,
+    // 2 of f64 per segment; the same N serves both).
     match path {
-        GpuPath::NnzSplit { nmax, .. } => {
-            if nmax > 2 {
-                nmax as usize - 1
-            } else {
-                nmax as usize
-            }
-        }
-        GpuPath::ColWarp { lanes: 16, .. } => 13,
-        GpuPath::ColWarp { per_lane: 1, .. } => 31,
-        GpuPath::ColWarp { per_lane: 2, .. } => 57,
-        GpuPath::ColWarp { .. } => 203,
+        GpuPath::Stream => 1,
+        GpuPath::RowVec { cols, tiles, .. } => (cols * 4 * tiles) as usize - 1,
     }
 }
 
@@ -107,12 +100,19 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
             .flat_map(|p| splits.iter().map(move |s| (*p, s)))
         {
             let n = path.map(n_for).unwrap_or(37);
+            // beta 0 with leading dimensions of whole 16-byte segments (vector loads and
+            // stores), beta -0.5 with odd ones (element by element).
             for (beta, seed) in [(0.0, 1u64), (-0.5, 2)] {
-                let b = gen::dense::<T>(a.ncols(), n, n + 3, seed)?;
-                let mut c = if beta == 0.0 {
-                    Dense::filled(a.nrows(), n, n + 5, T::from_f64(f64::NAN))?
+                let (ldb, ldc) = if beta == 0.0 {
+                    ((n + 3).next_multiple_of(4), (n + 5).next_multiple_of(4))
                 } else {
-                    gen::dense::<T>(a.nrows(), n, n + 5, seed + 10)?
+                    ((n + 3) | 1, (n + 5) | 1)
+                };
+                let b = gen::dense::<T>(a.ncols(), n, ldb, seed)?;
+                let mut c = if beta == 0.0 {
+                    Dense::filled(a.nrows(), n, ldc, T::from_f64(f64::NAN))?
+                } else {
+                    gen::dense::<T>(a.nrows(), n, ldc, seed + 10)?
                 };
                 let mut op = Spmm::<T>::new()
                     .alpha(T::from_f64(1.5))
@@ -159,11 +159,14 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
         let paths: Vec<Option<GpuPath>> = match device {
             Device::Cpu => vec![None],
             Device::Cuda(_) => {
-                let mut v = vec![None];
-                v.extend(
-                    crate::kernels::NNZSPLIT_GROUPS
-                        .map(|group| Some(GpuPath::NnzSplit { nmax: 1, group })),
-                );
+                let mut v = vec![None, Some(GpuPath::Stream)];
+                v.extend([1, 4, 32].map(|ksplit| {
+                    Some(GpuPath::RowVec {
+                        cols: 1,
+                        ksplit,
+                        tiles: 1,
+                    })
+                }));
                 v
             }
         };

@@ -7,12 +7,20 @@ use crate::kernels::{chunks_name, combine_name, SPMM};
 use crate::matrix::LONG_ROW;
 use crate::{Error, Result, Scalar};
 
-/// The chunk kernel for a main path: the same column shape, 32 lanes per chunk.
-pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> String {
+/// The chunk kernel for a main path: the same column shape, a full warp per chunk. SpMV's
+/// stream path chunks its long rows itself.
+pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
     match path {
-        GpuPath::NnzSplit { nmax, .. } => chunks_name(ty, Some(nmax), 1),
-        GpuPath::ColWarp { per_lane, .. } => chunks_name(ty, None, per_lane),
+        GpuPath::RowVec { cols, tiles, .. } => Some(chunks_name(ty, cols, tiles)),
+        GpuPath::Stream => None,
     }
+}
+
+/// Whether 16-byte loads and stores may serve a matrix at device address `ptr` with leading
+/// dimension `ld` elements of `T`.
+fn aligned<T>(ptr: u64, ld: usize) -> bool {
+    let s = std::mem::size_of::<T>();
+    ptr.is_multiple_of(16) && (ld * s).is_multiple_of(16)
 }
 
 fn blocks(items: usize, per_block: usize) -> Result<LaunchShape> {
@@ -41,9 +49,34 @@ pub(crate) fn launch<T: Scalar>(
     if a.nrows == 0 || n == 0 {
         return Ok(());
     }
+    if path == GpuPath::Stream {
+        if n != 1 {
+            return Err(Error::invalid(
+                "path",
+                format!("the stream path computes SpMV only, not N = {n}"),
+            ));
+        }
+        let st = &a.stream;
+        let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
+        let mut args = Args::new();
+        args.ptr(gpu.ptr(&st.work))
+            .ptr(gpu.ptr(&a.row_ptr))
+            .ptr(gpu.ptr(&a.col_idx))
+            .ptr(gpu.ptr(&a.values))
+            .ptr(b)
+            .i64(ldb as i64)
+            .ptr(c)
+            .i64(ldc as i64)
+            .scalar(alpha)
+            .scalar(beta)
+            .ptr(gpu.ptr(&st.partial))
+            .ptr(gpu.ptr(&st.counters));
+        return gpu.launch(&kernel, path.shape(&a.stats)?, &mut args);
+    }
     let long = a.long_rows.as_ref().filter(|_| split);
     let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
-    let shape = path.shape(a.nrows)?;
+    let shape = path.shape(&a.stats)?;
+    let b_ok = aligned::<T>(b, ldb);
     let mut args = Args::new();
     args.i64(a.nrows as i64)
         .i32(n as i32)
@@ -61,13 +94,16 @@ pub(crate) fn launch<T: Scalar>(
         .ptr(c)
         .i64(ldc as i64)
         .scalar(alpha)
-        .scalar(beta);
+        .scalar(beta)
+        .i32(b_ok as i32 | (aligned::<T>(c, ldc) as i32) << 1);
     gpu.launch(&kernel, shape, &mut args)?;
     let Some(long) = long else { return Ok(()) };
     // Partial sums of every chunk (alpha 1, beta 0), then the ordered combine. The scratch is
     // freed in stream order after both kernels.
     let partial = gpu.alloc_zeroed::<T>(long.nchunks * n)?;
-    let chunks = gpu.kernel(&SPMM, &chunk_kernel(path, T::NAME))?;
+    let name = chunk_kernel(path, T::NAME)
+        .ok_or_else(|| Error::unsupported(format!("{path:?} has no chunk kernel")))?;
+    let chunks = gpu.kernel(&SPMM, &name)?;
     let mut args = Args::new();
     args.i64(long.nchunks as i64)
         .i32(n as i32)
@@ -81,7 +117,8 @@ pub(crate) fn launch<T: Scalar>(
         .ptr(gpu.ptr(&partial))
         .i64(n as i64)
         .scalar(T::from_f64(1.0))
-        .scalar(T::ZERO);
+        .scalar(T::ZERO)
+        .i32(b_ok as i32 | (aligned::<T>(gpu.ptr(&partial), n) as i32) << 1);
     gpu.launch(
         &chunks,
         blocks(long.nchunks, (BLOCK / 32) as usize)?,

@@ -133,20 +133,22 @@ impl<T: Scalar> Spmm<T> {
     ) -> Result<()> {
         check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
         self.check_scalars()?;
-        let Some((path, _)) = gpu_path(self.force, &a.stats, b.ncols)? else {
+        let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, b.ncols)? else {
             return Ok(());
         };
         cuda::spmm(gpu, path, self.split, self.alpha, a, b, self.beta, c)
     }
 }
 
-/// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists,
-/// `dense_elems` elements of B and C, and the long rows' partial sums for N columns.
+/// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists and SpMV
+/// work blocks, `dense_elems` elements of B and C, and the long rows' partial sums for N
+/// columns.
 pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
     let a_bytes = 8 * (a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
     let long = 8 * (2 * st.long_rows as u64 + 1) + 16 * st.long_chunks as u64;
-    a_bytes + long + s * dense_elems as u64 + s * (st.long_chunks * n) as u64
+    let stream = (48 + s + 4) * st.stream_blocks as u64;
+    a_bytes + long + stream + s * dense_elems as u64 + s * (st.long_chunks * n) as u64
 }
 
 /// Checks that B is k x n and C is m x n for an m x k A.
@@ -168,7 +170,7 @@ pub fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) ->
 
 /// The GPU path for this request with the reason, or None when there is nothing to launch.
 /// The plan and the launch both ask here, so what `--explain` prints is what runs.
-pub(crate) fn gpu_path(
+pub(crate) fn gpu_path<T: Scalar>(
     force: Option<GpuPath>,
     stats: &RowStats,
     n: usize,
@@ -182,7 +184,7 @@ pub(crate) fn gpu_path(
             format!("forced path {p:?} cannot compute N = {n} columns"),
         )),
         Some(p) => Ok(Some((p, format!("path forced to {p:?}")))),
-        None => Ok(Some(plan::choose(stats, n))),
+        None => Ok(Some(plan::choose(stats, n, std::mem::size_of::<T>()))),
     }
 }
 
@@ -203,7 +205,7 @@ pub(crate) fn plan_for<T: Scalar>(
             reason: "the device is the CPU: rayon over rows".into(),
         }),
         Device::Cuda(_) => {
-            let Some((path, mut reason)) = gpu_path(force, stats, n)? else {
+            let Some((path, mut reason)) = gpu_path::<T>(force, stats, n)? else {
                 return Ok(Plan {
                     op,
                     backend: Backend::Cuda,
@@ -213,10 +215,11 @@ pub(crate) fn plan_for<T: Scalar>(
                 });
             };
             let mut kernel = path.kernel_name(T::NAME);
-            if split && stats.long_rows > 0 {
+            if let Some(chunks) =
+                cuda::chunk_kernel(path, T::NAME).filter(|_| split && stats.long_rows > 0)
+            {
                 kernel = format!(
-                    "{kernel} + {} + {}",
-                    cuda::chunk_kernel(path, T::NAME),
+                    "{kernel} + {chunks} + {}",
                     crate::kernels::combine_name(T::NAME)
                 );
                 reason = format!(
@@ -231,7 +234,7 @@ pub(crate) fn plan_for<T: Scalar>(
                 op,
                 backend: Backend::Cuda,
                 kernel: Some(kernel),
-                shape: Some(path.shape(stats.nrows)?),
+                shape: Some(path.shape(stats)?),
                 reason,
             })
         }

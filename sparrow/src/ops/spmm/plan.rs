@@ -1,115 +1,156 @@
 //! Every path SpMM can take, and the rule that picks one.
 //!
 //! On the CPU there is one backend. On a GPU:
-//! - N <= 8 (SpMV included): `nnzsplit`, a group of G lanes splits each row's entries and keeps
-//!   one partial sum per column; G is the smallest of 4, 8, 16, 32 that covers the mean row
-//!   length, so short rows do not idle lanes and long rows get a full warp.
-//! - N > 8: `colwarp`, lanes own columns of B, so each entry of A is read once per pass and
-//!   B's rows are read coalesced; 16 lanes for N <= 16, else 32 lanes with 1, 2 or 4 columns
-//!   per lane (up to 128 columns per pass over the row).
+//! - N = 1 (SpMV) on skewed rows: `stream`, work blocks planned on the host from the row
+//!   pointers: runs of short rows holding at most [`STREAM_ITEMS`] entries, whose loads are all
+//!   issued at once and whose rows are then summed from shared memory, and chunks of long rows.
+//! - N > 1: `rowvec`, a group of lanes per row: `cols` column lanes own 16-byte segments of
+//!   B's columns (`tiles` segments each per pass), `ksplit` entry lanes split the row's
+//!   entries. The column lanes are the fewest that cover N; the entry lanes aim at about four
+//!   entries per lane on the mean non-empty row, so short rows do not idle lanes and each
+//!   lane keeps several rows of B in flight.
 
 use crate::device::LaunchShape;
-use crate::kernels::{colwarp_name, nnzsplit_name, COLWARP_SHAPES, NNZSPLIT_GROUPS, NNZSPLIT_NMAX};
+use crate::kernels::{rowvec_name, rowvec_shapes, stream_name};
 use crate::matrix::RowStats;
 use crate::{Error, Result};
 
 /// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
 pub const BLOCK: u32 = 256;
 
+pub use crate::matrix::work::STREAM_ITEMS;
+
 /// A GPU kernel family with its compile-time shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum GpuPath {
-    /// G lanes split a row's entries, up to `nmax` columns of B.
-    NnzSplit {
-        /// Columns of B the kernel can hold (N <= nmax).
-        nmax: u32,
-        /// Lanes per row.
-        group: u32,
+    /// A group of `cols * ksplit` lanes per row.
+    RowVec {
+        /// Lanes that own 16-byte column segments of B.
+        cols: u32,
+        /// Lanes that split a row's entries.
+        ksplit: u32,
+        /// Segments per column lane per pass over the row.
+        tiles: u32,
     },
-    /// `lanes` lanes per row own `per_lane` columns each per pass.
-    ColWarp {
-        /// Lanes per row.
-        lanes: u32,
-        /// Columns per lane per pass.
-        per_lane: u32,
-    },
+    /// SpMV over the planned work blocks (N = 1 only).
+    Stream,
 }
 
 impl GpuPath {
     /// The kernel entry point for value type `ty`.
     pub fn kernel_name(&self, ty: &str) -> String {
         match *self {
-            GpuPath::NnzSplit { nmax, group } => nnzsplit_name(ty, nmax, group),
-            GpuPath::ColWarp { lanes, per_lane } => colwarp_name(ty, lanes, per_lane),
-        }
-    }
-
-    /// Rows one block of [`BLOCK`] threads covers.
-    pub fn rows_per_block(&self) -> u32 {
-        match *self {
-            GpuPath::NnzSplit { group, .. } => BLOCK / group,
-            GpuPath::ColWarp { lanes, .. } => BLOCK / lanes,
+            GpuPath::RowVec {
+                cols,
+                ksplit,
+                tiles,
+            } => rowvec_name(ty, cols, ksplit, tiles),
+            GpuPath::Stream => stream_name(ty),
         }
     }
 
     /// Whether this path computes N columns.
     pub fn supports(&self, n: usize) -> bool {
         match *self {
-            GpuPath::NnzSplit { nmax, .. } => n <= nmax as usize,
-            GpuPath::ColWarp { .. } => true,
+            GpuPath::RowVec { .. } => true,
+            GpuPath::Stream => n == 1,
         }
     }
 
     /// Every path there is, for tests that force each one.
     pub fn all() -> Vec<GpuPath> {
-        let mut v = Vec::new();
-        for nmax in NNZSPLIT_NMAX {
-            for group in NNZSPLIT_GROUPS {
-                v.push(GpuPath::NnzSplit { nmax, group });
-            }
-        }
-        for (lanes, per_lane) in COLWARP_SHAPES {
-            v.push(GpuPath::ColWarp { lanes, per_lane });
-        }
+        let mut v: Vec<GpuPath> = rowvec_shapes()
+            .into_iter()
+            .map(|(cols, ksplit, tiles)| GpuPath::RowVec {
+                cols,
+                ksplit,
+                tiles,
+            })
+            .collect();
+        v.push(GpuPath::Stream);
         v
     }
 
-    /// The launch shape for `nrows` rows.
-    pub fn shape(&self, nrows: usize) -> Result<LaunchShape> {
-        let blocks = nrows.div_ceil(self.rows_per_block() as usize);
-        let blocks = u32::try_from(blocks)
-            .map_err(|_| Error::unsupported(format!("{nrows} rows need more than 2^32 blocks")))?;
+    /// The launch shape for a matrix with these statistics.
+    pub fn shape(&self, stats: &RowStats) -> Result<LaunchShape> {
+        let blocks = match *self {
+            GpuPath::RowVec { cols, ksplit, .. } => {
+                stats.nrows.div_ceil((BLOCK / (cols * ksplit)) as usize)
+            }
+            GpuPath::Stream => stats.stream_blocks,
+        };
+        let blocks = u32::try_from(blocks).map_err(|_| {
+            Error::unsupported(format!("{} rows need more than 2^32 blocks", stats.nrows))
+        })?;
         Ok(LaunchShape::linear(blocks, BLOCK))
     }
 }
 
-/// The path the policy picks for these row statistics and N, with the reason.
-pub fn choose(stats: &RowStats, n: usize) -> (GpuPath, String) {
-    if n <= 8 {
-        let nmax = NNZSPLIT_NMAX
-            .into_iter()
-            .find(|&m| m as usize >= n)
-            .unwrap_or(8);
-        let group = NNZSPLIT_GROUPS
-            .into_iter()
-            .find(|&g| g as f64 >= stats.mean_len)
-            .unwrap_or(32);
-        let why = format!(
-            "N = {n} <= 8: entries of each row split over {group} lanes (mean row length {:.1}), {nmax} partial sums per lane",
-            stats.mean_len
-        );
-        (GpuPath::NnzSplit { nmax, group }, why)
-    } else {
-        let (lanes, per_lane) = match n {
-            9..=16 => (16, 1),
-            17..=32 => (32, 1),
-            33..=64 => (32, 2),
-            _ => (32, 4),
-        };
-        let passes = n.div_ceil((lanes * per_lane) as usize);
-        let why = format!(
-            "N = {n} > 8: {lanes} lanes per row own columns of B, {per_lane} each, {passes} pass(es) over each row"
-        );
-        (GpuPath::ColWarp { lanes, per_lane }, why)
+/// The largest power of two at most `x` (1 below 2).
+fn pow2_floor(x: f64) -> u32 {
+    let mut p = 1u32;
+    while p < 32 && f64::from(2 * p) <= x {
+        p *= 2;
     }
+    p
+}
+
+/// The path the policy picks for these row statistics, N and value size, with the reason.
+///
+/// The constants come from timing every path on the benchmark panel (`bench --sweep`) on an
+/// H200: more rows per warp beat more lanes per row, so one pass covers at most 64 columns
+/// (128 when the mean row has 32 entries or more) and each entry lane gets about 32 entries
+/// (8 when N <= 8). SpMV takes the planned blocks when rows are skewed (long rows, a row
+/// far above the mean, or mostly empty rows), else one column lane and about 8 entries per
+/// entry lane.
+pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
+    let filled = stats.nrows - stats.empty_rows;
+    let mean = if filled == 0 {
+        0.0
+    } else {
+        stats.nnz as f64 / filled as f64
+    };
+    if n == 1 {
+        let skewed = stats.long_rows > 0
+            || stats.max_len as f64 > 16.0 * stats.mean_len + 64.0
+            || 2 * stats.empty_rows > stats.nrows;
+        if skewed {
+            return (
+                GpuPath::Stream,
+                format!(
+                    "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {STREAM_ITEMS} entries each, summed from shared memory) and long-row chunks",
+                    stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks
+                ),
+            );
+        }
+        let ksplit = pow2_floor(mean / 8.0);
+        return (
+            GpuPath::RowVec {
+                cols: 1,
+                ksplit,
+                tiles: 1,
+            },
+            format!(
+                "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row",
+                stats.max_len
+            ),
+        );
+    }
+    let vec = (16 / elem_bytes).max(1);
+    let wcap = if mean >= 32.0 { 128 } else { 64 };
+    let cols = n.min(wcap).div_ceil(vec).next_power_of_two().min(32) as u32;
+    let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
+    let per_pass = cols as usize * vec;
+    let why = format!(
+        "N = {n}: {cols} lanes own {vec}-column segments of B ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1})",
+        n.div_ceil(per_pass)
+    );
+    (
+        GpuPath::RowVec {
+            cols,
+            ksplit,
+            tiles: 1,
+        },
+        why,
+    )
 }

@@ -127,7 +127,7 @@ impl<T: Scalar> Spmv<T> {
                 format!("has {} elements but A has {} rows", y.len(), a.nrows),
             ));
         }
-        let Some((path, _)) = gpu_path(self.force, &a.stats, 1)? else {
+        let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, 1)? else {
             return Ok(());
         };
         super::spmm::cuda::launch(

@@ -260,7 +260,15 @@ impl<'a> Solver<'a> {
             "the SEACells B update",
         )?;
         let dm = DeviceCsr::upload(gpu, m)?;
-        let (path, _) = choose(&dm.stats, chunk);
+        // One entry lane per row: each column's sum runs in entry order, as the CPU's does.
+        let path = match choose(&dm.stats, chunk, 8).0 {
+            GpuPath::RowVec { cols, tiles, .. } => GpuPath::RowVec {
+                cols,
+                ksplit: 1,
+                tiles,
+            },
+            other => other,
+        };
         Ok(Solver {
             gpu,
             path,

@@ -1,0 +1,113 @@
+//! The SpMV work blocks: the row pointers cut once, on the host, into pieces of nearly equal
+//! work, so the GPU neither idles lanes on short rows nor waits on one group for a long row.
+
+/// Entries of one block of short rows (`STREAM_ITEMS` in `spmm.cu`): each of 256 threads
+/// loads 8 of them at once. A longer row is a long row.
+pub const STREAM_ITEMS: usize = 2048;
+/// Entries of one chunk of a long row (64 per thread).
+pub const STREAM_CHUNK: usize = 16384;
+/// Rows of one block at most, so runs of empty rows still spread over the GPU.
+pub const STREAM_MAX_ROWS: usize = 2048;
+
+/// Calls `emit` with each work block in order, as `[first row, end row, first entry, end
+/// entry, first chunk block of the row, chunks of the row]`: a run of short rows (the last two
+/// 0) holding at most [`STREAM_ITEMS`] entries and [`STREAM_MAX_ROWS`] rows, or one chunk of a
+/// row longer than [`STREAM_ITEMS`] (chunk blocks of one row are consecutive, the first at
+/// the index given). Returns the number of blocks.
+pub fn stream_partition(row_ptr: &[i64], mut emit: impl FnMut([i64; 6])) -> usize {
+    let nrows = row_ptr.len().saturating_sub(1);
+    let mut count = 0usize;
+    let mut r0 = 0usize;
+    let flush = |r0: usize, r1: usize, count: &mut usize, emit: &mut dyn FnMut([i64; 6])| {
+        if r1 > r0 {
+            emit([r0 as i64, r1 as i64, row_ptr[r0], row_ptr[r1], 0, 0]);
+            *count += 1;
+        }
+    };
+    for r in 0..nrows {
+        let (s, e) = (row_ptr[r], row_ptr[r + 1]);
+        if (e - s) as usize > STREAM_ITEMS {
+            flush(r0, r, &mut count, &mut emit);
+            let chunks = ((e - s) as usize).div_ceil(STREAM_CHUNK) as i64;
+            let first = count as i64;
+            let mut p = s;
+            while p < e {
+                let q = (p + STREAM_CHUNK as i64).min(e);
+                emit([r as i64, r as i64 + 1, p, q, first, chunks]);
+                count += 1;
+                p = q;
+            }
+            r0 = r + 1;
+        } else if (e - row_ptr[r0]) as usize > STREAM_ITEMS || r - r0 >= STREAM_MAX_ROWS {
+            flush(r0, r, &mut count, &mut emit);
+            r0 = r;
+        }
+    }
+    flush(r0, nrows, &mut count, &mut emit);
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(row_ptr: &[i64]) -> Vec<[i64; 6]> {
+        let mut v = Vec::new();
+        let n = stream_partition(row_ptr, |b| v.push(b));
+        assert_eq!(n, v.len());
+        v
+    }
+
+    /// Every row lands in exactly one run or in the chunks of its own row, in order, entries
+    /// covered once, and no block exceeds its limits.
+    #[test]
+    fn blocks_cover_every_row_and_entry_once() {
+        let mut rng = crate::matrix::Rng::new(3);
+        let mut rp = vec![0i64];
+        for i in 0..20_000 {
+            let len = match i % 97 {
+                0 => 40_000 + rng.below(5) as i64,
+                1 => STREAM_ITEMS as i64,
+                2 => STREAM_ITEMS as i64 + 1,
+                3..=40 => 0,
+                _ => rng.below(40) as i64,
+            };
+            rp.push(rp.last().unwrap() + len);
+        }
+        let bl = blocks(&rp);
+        let (mut row, mut entry) = (0i64, 0i64);
+        for (i, b) in bl.iter().enumerate() {
+            assert_eq!(b[2], entry, "block {i}");
+            if b[5] == 0 {
+                assert_eq!(b[0], row);
+                assert!(b[1] > b[0]);
+                assert!((b[3] - b[2]) as usize <= STREAM_ITEMS);
+                assert!((b[1] - b[0]) as usize <= STREAM_MAX_ROWS);
+                assert_eq!((b[2], b[3]), (rp[b[0] as usize], rp[b[1] as usize]));
+                row = b[1];
+            } else {
+                assert_eq!(b[1], b[0] + 1);
+                assert!((rp[b[1] as usize] - rp[b[0] as usize]) as usize > STREAM_ITEMS);
+                assert!((b[3] - b[2]) as usize <= STREAM_CHUNK);
+                let first = b[4] as usize;
+                assert_eq!(bl[first][0], b[0]);
+                assert_eq!(bl[first][2], rp[b[0] as usize]);
+                if b[3] == rp[b[1] as usize] {
+                    assert_eq!(i + 1 - first, b[5] as usize);
+                    row = b[1];
+                }
+            }
+            entry = b[3];
+        }
+        assert_eq!(row as usize, rp.len() - 1);
+        assert_eq!(entry, *rp.last().unwrap());
+    }
+
+    #[test]
+    fn empty_matrices_make_runs_of_rows() {
+        assert!(blocks(&[0]).is_empty());
+        let bl = blocks(&vec![0i64; 5001]);
+        assert_eq!(bl.len(), 3);
+        assert!(bl.iter().all(|b| b[5] == 0 && b[2] == 0 && b[3] == 0));
+    }
+}
