@@ -281,7 +281,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             .map(|(n, s)| format!("{n} {s:.2}"))
             .collect();
         println!(
-            "{} x {}, {} metacells ({} clusters): {:.2} s [{}], {} iterations{} (B steps {:?}), purity {:.4}, peak {}",
+            "{} x {}, {} metacells ({} clusters): {:.2} s [{}], {} iterations{} (B steps {:?}; diffusion map {} subspace iterations), purity {:.4}, peak {}",
             r.cells,
             r.dims,
             r.metacells,
@@ -291,6 +291,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             r.iterations,
             if r.converged { " (converged)" } else { "" },
             r.b_steps,
+            r.diffusion_iterations,
             r.purity_mean,
             r.peak_mb.map_or("n/a".into(), |m| format!("{m:.0} MB"))
         );

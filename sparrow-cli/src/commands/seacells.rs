@@ -113,6 +113,7 @@ fn summary(
         "seconds": stages,
         "seconds_total": total,
         "b_update_steps": f.b_steps,
+        "diffusion_iterations": f.diffusion_iterations,
         "initial_archetypes": f.initial_archetypes,
         "compactness": compactness(&f.assignments, &f.components, nm),
         "separation": separation(&f.assignments, &f.components, nm),

@@ -32,6 +32,8 @@ pub struct SeacellsRecord {
     pub iterations: usize,
     /// Frank-Wolfe steps of each B update.
     pub b_steps: Vec<usize>,
+    /// Subspace iterations of the diffusion map.
+    pub diffusion_iterations: usize,
     /// Whether the RSS converged.
     pub converged: bool,
     /// Mean purity of the metacells against the mixture's labels.
@@ -78,6 +80,7 @@ pub fn run(
             stages: f.stage_seconds.clone(),
             iterations: f.iterations,
             b_steps: f.b_steps.clone(),
+            diffusion_iterations: f.diffusion_iterations,
             converged: f.converged,
             purity_mean: mean_purity(&p),
             peak_mb: peak_rss_mb(),

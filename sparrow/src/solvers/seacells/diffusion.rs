@@ -57,9 +57,98 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// Rows per parallel piece of the n x b blocks; fixed, so sums over pieces run in one order
+/// whatever the thread count.
+const PIECE: usize = 2048;
+
+/// Q^T P for row-major n x b blocks, as the sum over row pieces in piece order.
+fn gram(q: &[f64], p: &[f64], b: usize) -> Vec<f64> {
+    let parts: Vec<Vec<f64>> = q
+        .par_chunks(PIECE * b)
+        .zip(p.par_chunks(PIECE * b))
+        .map(|(qc, pc)| {
+            let mut g = vec![0.0; b * b];
+            for (qr, pr) in qc.chunks_exact(b).zip(pc.chunks_exact(b)) {
+                for i in 0..b {
+                    let qi = qr[i];
+                    for j in 0..b {
+                        g[i * b + j] += qi * pr[j];
+                    }
+                }
+            }
+            g
+        })
+        .collect();
+    let mut g = vec![0.0; b * b];
+    for part in parts {
+        g.iter_mut().zip(&part).for_each(|(x, y)| *x += y);
+    }
+    g
+}
+
+/// Y = X C for a row-major n x b block X and a b x b matrix C (entry (i, j) at i b + j).
+fn times(x: &[f64], c: &[f64], b: usize) -> Vec<f64> {
+    let mut y = vec![0.0; x.len()];
+    y.par_chunks_mut(PIECE * b)
+        .zip(x.par_chunks(PIECE * b))
+        .for_each(|(yc, xc)| {
+            for (yr, xr) in yc.chunks_exact_mut(b).zip(xc.chunks_exact(b)) {
+                for (i, &xi) in xr.iter().enumerate() {
+                    for j in 0..b {
+                        yr[j] += xi * c[i * b + j];
+                    }
+                }
+            }
+        });
+    y
+}
+
+/// Orthonormalises the columns of a row-major n x b block by Cholesky QR, twice: G = Q^T Q =
+/// R^T R, Q <- Q R^-1. Returns false (Q unchanged by the failing pass) when a pivot is not
+/// clearly positive, i.e. the columns are nearly dependent.
+fn chol_qr(q: &mut [f64], b: usize) -> bool {
+    for _pass in 0..2 {
+        let g = gram(q, q, b);
+        // Upper-triangular R with R^T R = G.
+        let mut r = vec![0.0; b * b];
+        let scale = (0..b).map(|i| g[i * b + i]).fold(0.0, f64::max);
+        for j in 0..b {
+            let mut d = g[j * b + j];
+            for k in 0..j {
+                d -= r[k * b + j] * r[k * b + j];
+            }
+            if d.is_nan() || d <= 1e-20 * scale {
+                return false;
+            }
+            let rjj = d.sqrt();
+            r[j * b + j] = rjj;
+            for i in j + 1..b {
+                let mut v = g[j * b + i];
+                for k in 0..j {
+                    v -= r[k * b + j] * r[k * b + i];
+                }
+                r[j * b + i] = v / rjj;
+            }
+        }
+        // Each row x of Q becomes the solution of y R = x.
+        q.par_chunks_mut(PIECE * b).for_each(|qc| {
+            for row in qc.chunks_exact_mut(b) {
+                for j in 0..b {
+                    let mut v = row[j];
+                    for k in 0..j {
+                        v -= row[k] * r[k * b + j];
+                    }
+                    row[j] = v / r[j * b + j];
+                }
+            }
+        });
+    }
+    true
+}
+
 /// Orthonormalises the columns in place (modified Gram-Schmidt, twice); a column that
-/// vanishes is replaced by a fresh random one.
-fn orthonormalize(q: &mut [Vec<f64>], rng: &mut Rng) {
+/// vanishes is replaced by a fresh random one. The fallback for [`chol_qr`].
+fn gram_schmidt(q: &mut [Vec<f64>], rng: &mut Rng) {
     for j in 0..q.len() {
         for _pass in 0..2 {
             for i in 0..j {
@@ -82,8 +171,29 @@ fn orthonormalize(q: &mut [Vec<f64>], rng: &mut Rng) {
     }
 }
 
+/// Orthonormalises the columns of a row-major n x b block: Cholesky QR when the columns are
+/// well conditioned, else Gram-Schmidt with random replacement of vanished columns.
+fn orthonormalize(q: &mut [f64], b: usize, rng: &mut Rng) {
+    if chol_qr(q, b) {
+        return;
+    }
+    let n = q.len() / b;
+    let mut cols: Vec<Vec<f64>> = (0..b)
+        .map(|j| (0..n).map(|i| q[i * b + j]).collect())
+        .collect();
+    gram_schmidt(&mut cols, rng);
+    for (j, col) in cols.iter().enumerate() {
+        for (i, &v) in col.iter().enumerate() {
+            q[i * b + j] = v;
+        }
+    }
+}
+
 /// The `count` leading eigenpairs of D^-1 W for a symmetric non-negative W, eigenvectors of
-/// unit norm; deterministic for a seed.
+/// unit norm; deterministic for a seed (whatever the thread count).
+///
+/// The block of b = count + 8 vectors is held row-major (n x b), so one pass over W applies
+/// the operator to all of them and the orthonormalisation is parallel over rows.
 pub fn diffusion_map(w: &Csr<f64>, count: usize, seed: u64) -> Result<Diffusion> {
     let n = w.nrows();
     if count == 0 || count > n {
@@ -99,54 +209,67 @@ pub fn diffusion_map(w: &Csr<f64>, count: usize, seed: u64) -> Result<Diffusion>
         .iter()
         .map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 })
         .collect();
-    let (cols, vals) = (w.col_idx(), w.values());
+    let cols = w.col_idx();
+    // S's entries: D^-1/2 W D^-1/2 without the row factor, applied below.
+    let sv: Vec<f64> = (0..n)
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            w.row_range(i)
+                .map(|p| w.values()[p] * dis[cols[p] as usize])
+        })
+        .collect();
+    let b = (count + 8).min(n);
     // (S + I) / 2: the same eigenvectors, eigenvalues in [0, 1], so the wanted ones lead.
     let apply = |x: &[f64]| -> Vec<f64> {
-        (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let s: f64 = w
-                    .row_range(i)
-                    .map(|p| vals[p] * dis[cols[p] as usize] * x[cols[p] as usize])
-                    .sum();
-                0.5 * (dis[i] * s + x[i])
-            })
-            .collect()
+        let mut y = vec![0.0; n * b];
+        y.par_chunks_mut(PIECE * b)
+            .enumerate()
+            .for_each(|(piece, yc)| {
+                for (r, yr) in yc.chunks_exact_mut(b).enumerate() {
+                    let i = piece * PIECE + r;
+                    for p in w.row_range(i) {
+                        let (v, c) = (sv[p], cols[p] as usize);
+                        let xr = &x[c * b..(c + 1) * b];
+                        yr.iter_mut().zip(xr).for_each(|(s, &xv)| *s += v * xv);
+                    }
+                    let xi = &x[i * b..(i + 1) * b];
+                    yr.iter_mut()
+                        .zip(xi)
+                        .for_each(|(s, &xv)| *s = 0.5 * (dis[i] * *s + xv));
+                }
+            });
+        y
     };
-    let b = (count + 8).min(n);
     let mut rng = Rng::new(seed ^ 0x5EAC_E115);
-    let mut q: Vec<Vec<f64>> = (0..b)
-        .map(|_| (0..n).map(|_| rng.uniform() - 0.5).collect())
-        .collect();
-    orthonormalize(&mut q, &mut rng);
+    // Column by column, as the random start has always been drawn.
+    let mut q = vec![0.0; n * b];
+    for j in 0..b {
+        for i in 0..n {
+            q[i * b + j] = rng.uniform() - 0.5;
+        }
+    }
+    orthonormalize(&mut q, b, &mut rng);
     let (mut theta, mut ritz) = (Vec::new(), Vec::new());
     let mut iterations = 0;
     for it in 1..=2000 {
-        let aq: Vec<Vec<f64>> = q.iter().map(|c| apply(c)).collect();
+        let aq = apply(&q);
         if it % 10 == 0 || it == 2000 {
             // Rayleigh-Ritz on span(Q), and the residuals of the wanted Ritz pairs.
-            let h = Mat::<f64>::from_fn(b, b, |i, j| dot(&q[i], &aq[j]));
+            let g = gram(&q, &aq, b);
+            let h = Mat::<f64>::from_fn(b, b, |i, j| 0.5 * (g[i * b + j] + g[j * b + i]));
             let e = h
                 .self_adjoint_eigen(Side::Lower)
                 .map_err(|e| Error::device("eigendecomposition (faer)", format!("{e:?}")))?;
-            let order: Vec<usize> = (0..b).rev().collect();
-            theta = order.iter().map(|&k| e.S()[k]).collect();
+            // Eigenvalues descending: column k of U (b x b, row-major) is pair b - 1 - k.
+            theta = (0..b).rev().map(|k| e.S()[k]).collect();
             let u = e.U();
-            let comb = |basis: &[Vec<f64>], k: usize| -> Vec<f64> {
-                let mut v = vec![0.0; n];
-                for (i, col) in basis.iter().enumerate() {
-                    let c = u[(i, k)];
-                    v.iter_mut().zip(col).for_each(|(x, y)| *x += c * y);
-                }
-                v
-            };
-            ritz = order.iter().map(|&k| comb(&q, k)).collect::<Vec<_>>();
+            let ud: Vec<f64> = (0..b * b).map(|x| u[(x / b, b - 1 - x % b)]).collect();
+            ritz = times(&q, &ud, b);
+            let av = times(&aq, &ud, b);
             let worst = (0..count)
                 .map(|j| {
-                    let av = comb(&aq, order[j]);
-                    av.iter()
-                        .zip(&ritz[j])
-                        .map(|(a, v)| (a - theta[j] * v).powi(2))
+                    (0..n)
+                        .map(|i| (av[i * b + j] - theta[j] * ritz[i * b + j]).powi(2))
                         .sum::<f64>()
                         .sqrt()
                 })
@@ -155,19 +278,17 @@ pub fn diffusion_map(w: &Csr<f64>, count: usize, seed: u64) -> Result<Diffusion>
             if worst < 1e-6 {
                 break;
             }
-            q = ritz.clone();
-            let aq2: Vec<Vec<f64>> = q.iter().map(|c| apply(c)).collect();
-            q = aq2;
+            q = apply(&ritz);
         } else {
             q = aq;
         }
-        orthonormalize(&mut q, &mut rng);
+        orthonormalize(&mut q, b, &mut rng);
     }
     let mut values = Vec::with_capacity(count);
     let mut vectors = Vec::with_capacity(count);
     for j in 0..count {
         values.push(2.0 * theta[j] - 1.0);
-        let mut v: Vec<f64> = ritz[j].iter().zip(&dis).map(|(u, d)| u * d).collect();
+        let mut v: Vec<f64> = (0..n).map(|i| ritz[i * b + j] * dis[i]).collect();
         let nrm = dot(&v, &v).sqrt();
         if nrm > 0.0 {
             v.iter_mut().for_each(|x| *x /= nrm);
@@ -208,4 +329,111 @@ pub fn multiscale(d: &Diffusion) -> Vec<Vec<f64>> {
             v.iter().map(|x| x * s).collect()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connected symmetric graph with random positive weights: a ring plus random chords.
+    fn graph(n: usize, seed: u64) -> Csr<f64> {
+        let mut rng = Rng::new(seed);
+        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        let mut edge = |i: usize, j: usize, w: f64| {
+            r.extend([i, j]);
+            c.extend([j, i]);
+            v.extend([w, w]);
+        };
+        for i in 0..n {
+            edge(i, (i + 1) % n, 0.5 + rng.uniform());
+        }
+        for _ in 0..3 * n {
+            let (i, j) = (rng.below(n as u64) as usize, rng.below(n as u64) as usize);
+            if i != j && (i + 1) % n != j && (j + 1) % n != i {
+                edge(i, j, rng.uniform());
+            }
+        }
+        // Duplicate chords are summed, which keeps W symmetric.
+        let mut t: Vec<(usize, usize, f64)> = r
+            .into_iter()
+            .zip(c)
+            .zip(v)
+            .map(|((a, b), w)| (a, b, w))
+            .collect();
+        t.sort_by_key(|e| (e.0, e.1));
+        let mut d: Vec<(usize, usize, f64)> = Vec::new();
+        for (a, b, w) in t {
+            match d.last_mut() {
+                Some(l) if l.0 == a && l.1 == b => l.2 += w,
+                _ => d.push((a, b, w)),
+            }
+        }
+        let (rows, rest): (Vec<usize>, Vec<(usize, f64)>) =
+            d.into_iter().map(|(a, b, w)| (a, (b, w))).unzip();
+        let (cols, vals): (Vec<usize>, Vec<f64>) = rest.into_iter().unzip();
+        Csr::from_triplets(n, n, &rows, &cols, &vals).unwrap()
+    }
+
+    /// The leading eigenpairs of D^-1 W against a dense eigendecomposition of D^-1/2 W D^-1/2:
+    /// eigenvalues to 1e-9, unit eigenvectors up to sign to 1e-5.
+    #[test]
+    fn diffusion_map_matches_a_dense_eigendecomposition() {
+        let n = 300;
+        let w = graph(n, 4);
+        let count = 6;
+        let d = diffusion_map(&w, count, 0).unwrap();
+        let deg: Vec<f64> = (0..n)
+            .map(|i| w.row_range(i).map(|p| w.values()[p]).sum())
+            .collect();
+        let mut s = Mat::<f64>::zeros(n, n);
+        for i in 0..n {
+            for p in w.row_range(i) {
+                let j = w.col_idx()[p] as usize;
+                s[(i, j)] = w.values()[p] / (deg[i] * deg[j]).sqrt();
+            }
+        }
+        let e = s.self_adjoint_eigen(Side::Lower).unwrap();
+        for k in 0..count {
+            let idx = n - 1 - k;
+            let lam = e.S()[idx];
+            assert!(
+                (d.values[k] - lam).abs() < 1e-9,
+                "value {k}: {} vs {lam}",
+                d.values[k]
+            );
+            let mut v: Vec<f64> = (0..n).map(|i| e.U()[(i, idx)] / deg[i].sqrt()).collect();
+            let nrm = dot(&v, &v).sqrt();
+            v.iter_mut().for_each(|x| *x /= nrm);
+            let c = dot(&v, &d.vectors[k]).abs();
+            assert!((1.0 - c).abs() < 1e-5, "vector {k}: |cos| {c}");
+        }
+        assert!(d.iterations >= 10);
+    }
+
+    /// Columns that are dependent fall back to Gram-Schmidt, which replaces a vanished column.
+    #[test]
+    fn orthonormalize_handles_dependent_columns() {
+        let (n, b) = (5000, 4);
+        let mut rng = Rng::new(1);
+        let mut q = vec![0.0; n * b];
+        for i in 0..n {
+            let x = rng.uniform();
+            q[i * b] = x;
+            q[i * b + 1] = 2.0 * x; // dependent on column 0
+            q[i * b + 2] = rng.uniform();
+            q[i * b + 3] = rng.uniform() - x;
+        }
+        orthonormalize(&mut q, b, &mut rng);
+        let g = gram(&q, &q, b);
+        for i in 0..b {
+            for j in 0..b {
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!(
+                    (g[i * b + j] - want).abs() < 1e-10,
+                    "({i}, {j}) = {}",
+                    g[i * b + j]
+                );
+            }
+        }
+    }
 }

@@ -83,6 +83,8 @@ pub struct Fit {
     pub components: Vec<Vec<f64>>,
     /// Frank-Wolfe steps of each B update.
     pub b_steps: Vec<usize>,
+    /// Subspace iterations of the diffusion map's eigensolver.
+    pub diffusion_iterations: usize,
 }
 
 /// Fits SEACells to an n x d embedding on the CPU; `progress(iteration, rss)` is called after
@@ -272,6 +274,7 @@ pub fn fit_on<T: Scalar>(
         stage_seconds: stages,
         components,
         b_steps,
+        diffusion_iterations: dm.iterations,
     })
 }
 
