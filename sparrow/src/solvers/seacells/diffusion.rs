@@ -209,15 +209,7 @@ pub fn diffusion_map(w: &Csr<f64>, count: usize, seed: u64) -> Result<Diffusion>
         .iter()
         .map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 })
         .collect();
-    let cols = w.col_idx();
-    // S's entries: D^-1/2 W D^-1/2 without the row factor, applied below.
-    let sv: Vec<f64> = (0..n)
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            w.row_range(i)
-                .map(|p| w.values()[p] * dis[cols[p] as usize])
-        })
-        .collect();
+    let (cols, vals) = (w.col_idx(), w.values());
     let b = (count + 8).min(n);
     // (S + I) / 2: the same eigenvectors, eigenvalues in [0, 1], so the wanted ones lead.
     let apply = |x: &[f64]| -> Vec<f64> {
@@ -228,7 +220,9 @@ pub fn diffusion_map(w: &Csr<f64>, count: usize, seed: u64) -> Result<Diffusion>
                 for (r, yr) in yc.chunks_exact_mut(b).enumerate() {
                     let i = piece * PIECE + r;
                     for p in w.row_range(i) {
-                        let (v, c) = (sv[p], cols[p] as usize);
+                        // S's entry without the row factor, applied below.
+                        let c = cols[p] as usize;
+                        let v = vals[p] * dis[c];
                         let xr = &x[c * b..(c + 1) * b];
                         yr.iter_mut().zip(xr).for_each(|(s, &xv)| *s += v * xv);
                     }

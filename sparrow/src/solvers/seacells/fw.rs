@@ -267,24 +267,22 @@ pub fn update_b(
             break;
         }
         let gamma = 2.0 / (t as f64 + 2.0);
-        let updated: Vec<(SpVec, SpVec)> = (0..nm)
-            .into_par_iter()
-            .map_init(
+        // In place, so each column's old K B is dropped as its new one is made (the peak
+        // holds one extra column per thread, not a second K B).
+        b.par_iter_mut()
+            .zip(kb.par_iter_mut())
+            .zip(picks.par_iter())
+            .for_each_init(
                 || Accum::new(n),
-                |acc, c| {
-                    let i = picks[c].0;
+                |acc, ((bc, kc), pick)| {
+                    let i = pick.0;
                     let e = [(i, 1.0)];
-                    let nb = blend(&b[c], &e, gamma);
+                    *bc = blend(bc, &e, gamma);
                     add_k_col(m, i as usize, 1.0, acc);
                     let kcol = acc.take();
-                    (nb, blend(&kb[c], &kcol, gamma))
+                    *kc = blend(kc, &kcol, gamma);
                 },
-            )
-            .collect();
-        for (c, (nb, nk)) in updated.into_iter().enumerate() {
-            b[c] = nb;
-            kb[c] = nk;
-        }
+            );
         taken = t + 1;
     }
     BUpdate {
