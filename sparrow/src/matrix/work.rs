@@ -103,6 +103,21 @@ mod tests {
         assert_eq!(entry, *rp.last().unwrap());
     }
 
+    /// The kernel's block of short rows holds exactly STREAM_ITEMS entries.
+    #[test]
+    fn stream_items_match_the_kernel() {
+        let src = crate::kernels::SPMM.source;
+        let def = |name: &str| -> usize {
+            let prefix = format!("#define {name} ");
+            src.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str()))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("spmm.cu defines no {name}"))
+        };
+        assert_eq!(def("STREAM_BLOCK"), crate::ops::spmm::plan::BLOCK as usize);
+        assert_eq!(def("STREAM_BLOCK") * def("STREAM_PER_THREAD"), STREAM_ITEMS);
+    }
+
     #[test]
     fn empty_matrices_make_runs_of_rows() {
         assert!(blocks(&[0]).is_empty());
