@@ -172,10 +172,60 @@ fn acceptance_f64() {
     acceptance::<f64>();
 }
 
+/// `C = -A B` on `path`, forced, with B and C aligned for 16-byte segments or with odd leading
+/// dimensions, long rows split or not, against the oracle; C's padding must stay NaN.
+fn forced<T: Scalar>(
+    device: &Device,
+    a: &Csr<T>,
+    path: GpuPath,
+    n: usize,
+    aligned: bool,
+    split: bool,
+) {
+    let vec = 16 / std::mem::size_of::<T>();
+    let (ldb, ldc) = if aligned {
+        ((n + 1).next_multiple_of(vec), (n + 2).next_multiple_of(vec))
+    } else {
+        ((n + 2) | 1, (n + 3) | 1)
+    };
+    let b = gen::dense::<T>(a.ncols(), n, ldb, 3).unwrap();
+    let mut c = Dense::filled(a.nrows(), n, ldc, T::from_f64(f64::NAN)).unwrap();
+    let (want, scale) = spmm_oracle::spmm(T::from_f64(-1.0), a, &b, T::ZERO, &c);
+    Spmm::new()
+        .alpha(T::from_f64(-1.0))
+        .force_path(path)
+        .split_long_rows(split)
+        .run(device, a, &b, &mut c)
+        .unwrap();
+    let got: Vec<f64> = c.to_packed().data().iter().map(|v| v.to_f64()).collect();
+    let cmp = compare(&got, &want, &scale, tolerance::<T>());
+    assert!(
+        cmp.pass,
+        "{path:?} N={n} ld {ldb}/{ldc} split {split} {}: {cmp:?}",
+        T::NAME
+    );
+    let pad_ok = (0..c.nrows()).all(|i| {
+        c.data()[i * ldc + n..(i * ldc + ldc).min(c.data().len())]
+            .iter()
+            .all(|v| v.to_f64().is_nan())
+    });
+    assert!(pad_ok, "{path:?} N={n} wrote C's padding");
+}
+
+/// Columns one pass of `path` covers for `T`.
+fn pass_width<T: Scalar>(path: GpuPath) -> usize {
+    match path {
+        GpuPath::Stream => 1,
+        GpuPath::RowVec { cols, tiles, .. } => {
+            cols as usize * (16 / std::mem::size_of::<T>()) * tiles as usize
+        }
+    }
+}
+
 /// Every kernel the policy can pick, forced on matrices with long rows, empty rows and a row
 /// count that is not a multiple of any block, at ragged N for the kernel (one column, one
 /// short of a full pass, and past one pass), with B and C both aligned for 16-byte segments and
-/// both not.
+/// both not, long rows split into chunks and (for the row kernels) not.
 fn every_path<T: Scalar>() {
     let g = gpu();
     let device = Device::Cuda(g.clone());
@@ -189,44 +239,57 @@ fn every_path<T: Scalar>() {
             continue;
         }
         for path in GpuPath::all() {
-            let vec = 16 / std::mem::size_of::<T>();
-            let ns: Vec<usize> = match path {
-                GpuPath::Stream => vec![1],
-                GpuPath::RowVec { cols, tiles, .. } => {
-                    let w = cols as usize * vec * tiles as usize;
-                    vec![1, (w - 1).max(2), w + 3]
-                }
+            let w = pass_width::<T>(path);
+            let ns = if w == 1 {
+                vec![1]
+            } else {
+                vec![1, (w - 1).max(2), w + 3]
             };
-            for (n, aligned) in ns.into_iter().flat_map(|n| [(n, true), (n, false)]) {
-                let (ldb, ldc) = if aligned {
-                    ((n + 1).next_multiple_of(vec), (n + 2).next_multiple_of(vec))
-                } else {
-                    ((n + 2) | 1, (n + 3) | 1)
-                };
-                let b = gen::dense::<T>(a.ncols(), n, ldb, 3).unwrap();
-                let mut c = Dense::filled(a.nrows(), n, ldc, T::from_f64(f64::NAN)).unwrap();
-                let (want, scale) = spmm_oracle::spmm(T::from_f64(-1.0), a, &b, T::ZERO, &c);
-                Spmm::new()
-                    .alpha(T::from_f64(-1.0))
-                    .force_path(path)
-                    .run(&device, a, &b, &mut c)
-                    .unwrap();
-                let got: Vec<f64> = c.to_packed().data().iter().map(|v| v.to_f64()).collect();
-                let cmp = compare(&got, &want, &scale, tolerance::<T>());
-                assert!(
-                    cmp.pass,
-                    "{path:?} N={n} ld {ldb}/{ldc} {}: {cmp:?}",
-                    T::NAME
-                );
-                let pad_ok = (0..c.nrows()).all(|i| {
-                    c.data()[i * ldc + n..(i * ldc + ldc).min(c.data().len())]
-                        .iter()
-                        .all(|v| v.to_f64().is_nan())
-                });
-                assert!(pad_ok, "{path:?} N={n} wrote C's padding");
+            for n in ns {
+                for aligned in [true, false] {
+                    forced(&device, a, path, n, aligned, split);
+                }
             }
         }
     }
+}
+
+/// Every path forced on each structure of the benchmark panel, scaled down: banded, dense
+/// 32 x 32 blocks, uniform, power law, rows of thousands beside rows of 4, 90% empty rows, the
+/// 5- and 27-point stencils and the FEM-like matrix.
+fn every_path_on_the_panel<T: Scalar>() {
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    let mats: Vec<Csr<T>> = vec![
+        gen::banded(3_001, 64, 31).unwrap(),
+        gen::block_diagonal(97, 32, 32).unwrap(),
+        gen::uniform(6_007, 6_007, 16, 33).unwrap(),
+        gen::power_law(6_007, 6_007, 16.0, 3_000, 1.5, 34).unwrap(),
+        gen::long_rows(6_007, 6_007, 2, 5_000, 4, 35).unwrap(),
+        gen::sparse_rows(6_007, 6_007, 0.9, 32, 36).unwrap(),
+        gen::stencil_2d(61, 53, 37).unwrap(),
+        gen::stencil_3d(17, 38).unwrap(),
+        gen::fem_like(4_001, 6_000, 39).unwrap(),
+    ];
+    for a in &mats {
+        for path in GpuPath::all() {
+            forced(&device, a, path, 1, false, true);
+            let w = pass_width::<T>(path);
+            if w > 1 {
+                forced(&device, a, path, w - 1, true, true);
+            }
+        }
+    }
+}
+
+#[test]
+fn small_every_path_on_the_panel_f32() {
+    every_path_on_the_panel::<f32>();
+}
+
+#[test]
+fn small_every_path_on_the_panel_f64() {
+    every_path_on_the_panel::<f64>();
 }
 
 #[test]

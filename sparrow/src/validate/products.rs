@@ -116,7 +116,8 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                 };
                 let mut op = Spmm::<T>::new()
                     .alpha(T::from_f64(1.5))
-                    .beta(T::from_f64(beta));
+                    .beta(T::from_f64(beta))
+                    .split_long_rows(split);
                 if let Some(p) = path {
                     op = op.force_path(p);
                 }
