@@ -4,11 +4,11 @@
 //! - N = 1 (SpMV) on skewed rows: `stream`, work blocks planned on the host from the row
 //!   pointers: runs of short rows holding at most [`STREAM_ITEMS`] entries, whose loads are all
 //!   issued at once and whose rows are then summed from shared memory, and chunks of long rows.
-//! - N > 1: `rowvec`, a group of lanes per row: `cols` column lanes own 16-byte segments of
-//!   B's columns (`tiles` segments each per pass), `ksplit` entry lanes split the row's
-//!   entries. The column lanes are the fewest that cover N; the entry lanes aim at about four
-//!   entries per lane on the mean non-empty row, so short rows do not idle lanes and each
-//!   lane keeps several rows of B in flight.
+//! - N > 1, and SpMV on even rows: `rowvec`, a group of lanes per row: `cols` column lanes own
+//!   16-byte segments of B's columns (`tiles` segments each per pass), `ksplit` entry lanes
+//!   split the row's entries; each lane keeps several rows of B in flight. The column lanes
+//!   cover N up to a pass width and the entry lanes get many entries each (see [`choose`]),
+//!   so a warp holds several rows: on the H200 that beat more lanes per row.
 
 use crate::device::LaunchShape;
 use crate::kernels::{rowvec_name, rowvec_shapes, stream_name};

@@ -73,7 +73,7 @@ pub fn btkb(kb: &[SpVec], b_rows: &[SpVec]) -> Vec<f64> {
 }
 
 /// The A update: for every cell, `steps` Frank-Wolfe steps on the archetypes,
-/// argmin_c (w[c] - (K B)[cell, c]) with w = t1 a (ties to the lowest c), atoms pruned below
+/// `argmin_c (w[c] - (K B)[cell, c])` with `w = t1 a` (ties to the lowest c), atoms pruned below
 /// [`PRUNE`]. `prev` is the previous A (per cell); `None` starts every cell from uniform
 /// weights over the archetypes.
 pub fn update_a(
