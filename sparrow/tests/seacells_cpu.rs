@@ -260,6 +260,53 @@ mod fit {
         (kernel(&x, 8, Symmetrize::Union).unwrap(), 90)
     }
 
+    /// K B by two sparse products with M against the dense K B: every value to 1e-13 of the
+    /// column's scale, and exactly the cells two hops from the column's atoms (a column with
+    /// no atoms stays empty).
+    #[test]
+    fn kb_cols_match_dense_k_b() {
+        let (m, n) = small();
+        // Enough columns that each thread's scratch serves several in turn.
+        let mut b: Vec<SpVec> = vec![
+            vec![(0, 0.5), (1, 0.25), (2, 0.25)],
+            vec![(40, 1.0)],
+            vec![],
+            (0..n as u32).step_by(7).map(|i| (i, 1.0 / 13.0)).collect(),
+        ];
+        for c in 0..60u32 {
+            b.push(if c % 9 == 4 {
+                vec![]
+            } else {
+                vec![((c * 7) % n as u32, 0.7), ((c * 13 + 5) % n as u32, 0.3)]
+            });
+        }
+        b.iter_mut().for_each(|col| col.sort_by_key(|e| e.0));
+        b.iter_mut().for_each(|col| col.dedup_by_key(|e| e.0));
+        let kb = kb_cols(&m, &b);
+        let md = dense(&m);
+        let kd = mul(&md, &md);
+        let bd = cols_dense(&b, n);
+        let want = mul(&kd, &bd); // n x nm
+        for (c, col) in kb.iter().enumerate() {
+            let scale = (0..n).map(|i| want[i][c].abs()).fold(0.0, f64::max);
+            assert!(
+                col.windows(2).all(|w| w[0].0 < w[1].0),
+                "column {c} not sorted"
+            );
+            for i in 0..n {
+                let got = col.iter().find(|e| e.0 as usize == i).map(|e| e.1);
+                // Two hops from an atom: some k with M[i, k] and M[k, atom] both stored.
+                let reached = b[c]
+                    .iter()
+                    .any(|&(a, _)| (0..n).any(|k| md[i][k] != 0.0 && md[k][a as usize] != 0.0));
+                assert_eq!(got.is_some(), reached, "column {c} cell {i}");
+                let d = (got.unwrap_or(0.0) - want[i][c]).abs();
+                assert!(d <= 1e-13 * scale.max(1e-300), "column {c} cell {i}: {d}");
+            }
+        }
+        assert!(kb[2].is_empty() && kb[8].is_empty());
+    }
+
     /// The A update against the reference's dense formulas: t2 = (K B)^T, t1 = t2 B,
     /// G = t1 A - t2, A += 2 / (t + 2) (e_argmin - A), 50 steps.
     #[test]
