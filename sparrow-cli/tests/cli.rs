@@ -620,6 +620,15 @@ fn seacells_writes_every_output() {
         got,
         f.assignments.iter().map(|&a| a as i64).collect::<Vec<_>>()
     );
+    assert!(f.diffusion_iterations >= 10);
+    assert_eq!(
+        sm["diffusion_iterations"].as_u64(),
+        Some(f.diffusion_iterations as u64)
+    );
+    assert_eq!(
+        sm["b_update_steps"].as_array().map(|v| v.len()),
+        Some(f.b_steps.len())
+    );
     let read = |name: &str| {
         io::read_npy(dir.join(name))
             .unwrap()

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use sparrow::device::{Args, DeviceCsr, DeviceDense, DeviceSpec, Gpu, LaunchShape};
 use sparrow::kernels::SPMM;
 use sparrow::matrix::{gen, Csr, Dense};
-use sparrow::ops::check::{compare, tolerance};
+use sparrow::ops::check::{compare, padding_is_nan, tolerance};
 use sparrow::ops::spmm::{oracle as spmm_oracle, GpuPath, Spmm};
 use sparrow::ops::spmv::Spmv;
 use sparrow::{Device, Scalar};
@@ -204,12 +204,7 @@ fn forced<T: Scalar>(
         "{path:?} N={n} ld {ldb}/{ldc} split {split} {}: {cmp:?}",
         T::NAME
     );
-    let pad_ok = (0..c.nrows()).all(|i| {
-        c.data()[i * ldc + n..(i * ldc + ldc).min(c.data().len())]
-            .iter()
-            .all(|v| v.to_f64().is_nan())
-    });
-    assert!(pad_ok, "{path:?} N={n} wrote C's padding");
+    assert!(padding_is_nan(&c), "{path:?} N={n} wrote C's padding");
 }
 
 /// Columns one pass of `path` covers for `T`.

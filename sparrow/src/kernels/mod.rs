@@ -46,17 +46,15 @@ pub fn rowvec_shapes() -> Vec<(u32, u32, u32)> {
     v
 }
 
-/// (column lanes, segments per lane) of the long-row chunk kernels (a full warp per chunk).
-pub const ROWVEC_CHUNK_SHAPES: [(u32, u32); 8] = [
-    (1, 1),
-    (2, 1),
-    (4, 1),
-    (8, 1),
-    (16, 1),
-    (32, 1),
-    (32, 2),
-    (32, 4),
-];
+/// (column lanes, segments per lane) of the long-row chunk kernels: the shapes of
+/// [`rowvec_shapes`] that fill a warp, since a chunk takes a full warp.
+pub fn rowvec_chunk_shapes() -> Vec<(u32, u32)> {
+    rowvec_shapes()
+        .into_iter()
+        .filter(|&(c, k, _)| c * k == 32)
+        .map(|(c, _, t)| (c, t))
+        .collect()
+}
 
 /// Name of a row-vector SpMM entry point.
 pub fn rowvec_name(ty: &str, cols: u32, ksplit: u32, tiles: u32) -> String {
@@ -81,7 +79,7 @@ pub fn stream_name(ty: &str) -> String {
 fn spmm_entry_points() -> Vec<String> {
     let mut v = Vec::new();
     for ty in ["f32", "f64"] {
-        for (c, t) in ROWVEC_CHUNK_SHAPES {
+        for (c, t) in rowvec_chunk_shapes() {
             v.push(chunks_name(ty, c, t));
         }
         v.push(combine_name(ty));

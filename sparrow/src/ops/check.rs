@@ -76,3 +76,35 @@ pub fn tolerance<T: crate::Scalar>() -> f64 {
         1e-12
     }
 }
+
+/// Whether every element of `c` between its last column and its leading dimension is still
+/// NaN: outputs are filled with NaN before a product, so a kernel that wrote past its columns
+/// shows here.
+pub fn padding_is_nan<T: crate::Scalar>(c: &crate::matrix::Dense<T>) -> bool {
+    let (n, ld, data) = (c.ncols(), c.ld(), c.data());
+    (0..c.nrows()).all(|i| {
+        data[(i * ld + n).min(data.len())..(i * ld + ld).min(data.len())]
+            .iter()
+            .all(|v| v.to_f64().is_nan())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Dense;
+
+    #[test]
+    fn padding_is_nan_sees_a_write_past_the_columns() {
+        let mut c = Dense::<f32>::filled(3, 2, 5, f32::NAN).unwrap();
+        for i in 0..3 {
+            for j in 0..2 {
+                c.data_mut()[i * 5 + j] = 1.0;
+            }
+        }
+        assert!(padding_is_nan(&c));
+        c.data_mut()[5 + 4] = 0.0;
+        assert!(!padding_is_nan(&c));
+        assert!(padding_is_nan(&Dense::<f64>::filled(4, 3, 3, 2.0).unwrap()));
+    }
+}

@@ -23,6 +23,44 @@ fn aligned<T>(ptr: u64, ld: usize) -> bool {
     ptr.is_multiple_of(16) && (ld * s).is_multiple_of(16)
 }
 
+/// The arguments of a row-vector kernel (`SPMM_ARGS` in spmm.cu): `nitems` rows (entry ranges
+/// from `starts`, rows over `long_len` skipped) or chunks (`starts` and `ends`), and the vector
+/// flags for B and C.
+#[allow(clippy::too_many_arguments)]
+fn rowvec_args<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    nitems: usize,
+    n: usize,
+    starts: u64,
+    ends: u64,
+    long_len: i64,
+    b: u64,
+    ldb: usize,
+    c: u64,
+    ldc: usize,
+    alpha: T,
+    beta: T,
+) -> Args {
+    let vec = aligned::<T>(b, ldb) as i32 | (aligned::<T>(c, ldc) as i32) << 1;
+    let mut args = Args::new();
+    args.i64(nitems as i64)
+        .i32(n as i32)
+        .ptr(starts)
+        .ptr(ends)
+        .i64(long_len)
+        .ptr(gpu.ptr(&a.col_idx))
+        .ptr(gpu.ptr(&a.values))
+        .ptr(b)
+        .i64(ldb as i64)
+        .ptr(c)
+        .i64(ldc as i64)
+        .scalar(alpha)
+        .scalar(beta)
+        .i32(vec);
+    args
+}
+
 fn blocks(items: usize, per_block: usize) -> Result<LaunchShape> {
     let b = u32::try_from(items.div_ceil(per_block)).map_err(|_| {
         Error::unsupported(format!("{items} work items need more than 2^32 blocks"))
@@ -76,26 +114,15 @@ pub(crate) fn launch<T: Scalar>(
     let long = a.long_rows.as_ref().filter(|_| split);
     let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
     let shape = path.shape(&a.stats)?;
-    let b_ok = aligned::<T>(b, ldb);
-    let mut args = Args::new();
-    args.i64(a.nrows as i64)
-        .i32(n as i32)
-        .ptr(gpu.ptr(&a.row_ptr))
-        .ptr(0)
-        .i64(if long.is_some() {
-            LONG_ROW as i64
-        } else {
-            i64::MAX
-        })
-        .ptr(gpu.ptr(&a.col_idx))
-        .ptr(gpu.ptr(&a.values))
-        .ptr(b)
-        .i64(ldb as i64)
-        .ptr(c)
-        .i64(ldc as i64)
-        .scalar(alpha)
-        .scalar(beta)
-        .i32(b_ok as i32 | (aligned::<T>(c, ldc) as i32) << 1);
+    let long_len = if long.is_some() {
+        LONG_ROW as i64
+    } else {
+        i64::MAX
+    };
+    let rows = gpu.ptr(&a.row_ptr);
+    let mut args = rowvec_args(
+        gpu, a, a.nrows, n, rows, 0, long_len, b, ldb, c, ldc, alpha, beta,
+    );
     gpu.launch(&kernel, shape, &mut args)?;
     let Some(long) = long else { return Ok(()) };
     // Partial sums of every chunk (alpha 1, beta 0), then the ordered combine. The scratch is
@@ -104,21 +131,27 @@ pub(crate) fn launch<T: Scalar>(
     let name = chunk_kernel(path, T::NAME)
         .ok_or_else(|| Error::unsupported(format!("{path:?} has no chunk kernel")))?;
     let chunks = gpu.kernel(&SPMM, &name)?;
-    let mut args = Args::new();
-    args.i64(long.nchunks as i64)
-        .i32(n as i32)
-        .ptr(gpu.ptr(&long.starts))
-        .ptr(gpu.ptr(&long.ends))
-        .i64(i64::MAX)
-        .ptr(gpu.ptr(&a.col_idx))
-        .ptr(gpu.ptr(&a.values))
-        .ptr(b)
-        .i64(ldb as i64)
-        .ptr(gpu.ptr(&partial))
-        .i64(n as i64)
-        .scalar(T::from_f64(1.0))
-        .scalar(T::ZERO)
-        .i32(b_ok as i32 | (aligned::<T>(gpu.ptr(&partial), n) as i32) << 1);
+    let (starts, ends, pp) = (
+        gpu.ptr(&long.starts),
+        gpu.ptr(&long.ends),
+        gpu.ptr(&partial),
+    );
+    let (one, zero) = (T::from_f64(1.0), T::ZERO);
+    let mut args = rowvec_args(
+        gpu,
+        a,
+        long.nchunks,
+        n,
+        starts,
+        ends,
+        i64::MAX,
+        b,
+        ldb,
+        pp,
+        n,
+        one,
+        zero,
+    );
     gpu.launch(
         &chunks,
         blocks(long.nchunks, (BLOCK / 32) as usize)?,
