@@ -361,11 +361,11 @@ mod fit {
 
     /// The B update against the dense reference: G = K B (A A^T) - K A^T, argmin over cells
     /// per column, the duality-gap stop after 10 steps; with fewer archetypes than one group of
-    /// gradient columns, and with a full group and a partial one.
+    /// (four) gradient columns, exactly two groups, and full groups with a partial one.
     #[test]
     fn b_update_matches_dense_frank_wolfe() {
         let (m, n) = small();
-        for nm in [5, 11] {
+        for nm in [3, 5, 8, 11] {
             let a: Vec<SpVec> = (0..n)
                 .map(|i| vec![((i % nm) as u32, 0.7), (((i + 1) % nm) as u32, 0.3)])
                 .collect();
