@@ -39,6 +39,13 @@ pub struct Args {
     /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the seven issue shapes).
     #[arg(long)]
     shapes: Option<String>,
+    /// Comma-separated top-k key patterns: uniform, all-equal, two-values, heavy-ties,
+    /// ascending, shared-high-bits (bench topk; keys are chosen with --dtype f32 or bf16).
+    #[arg(long, default_value = "uniform")]
+    pattern: String,
+    /// Comma-separated top-k tie-breaks: fast, smaller-index, larger-index (bench topk).
+    #[arg(long, default_value = "fast")]
+    tie_break: String,
     /// Compressed-sensing shape as MxNxKxBATCH (bench cs).
     #[arg(long, default_value = "1024x4096x50x10000")]
     cs_shape: String,
@@ -86,6 +93,51 @@ fn emit_json<R: serde::Serialize>(
         }
     }
     Ok(())
+}
+
+/// Every combination of the key types, patterns and tie-breaks asked for.
+fn topk_cases(args: &Args) -> Result<Vec<sparrow::bench::topk::Case>> {
+    use sparrow::bench::topk::{Case, KEYS};
+    use sparrow::ops::topk::TieBreak;
+    let mut keys = Vec::new();
+    for k in list("--dtype", &args.dtype)? {
+        match KEYS.iter().find(|&&n| n == k) {
+            Some(&n) => keys.push(n),
+            None => {
+                return Err(Error::invalid(
+                    "--dtype",
+                    format!("bench topk times f32 or bf16 keys, not {k:?}"),
+                ))
+            }
+        }
+    }
+    let mut patterns = Vec::new();
+    for p in list("--pattern", &args.pattern)? {
+        patterns.push(sparrow::bench::topk::pattern(&p)?.0);
+    }
+    let mut ties = Vec::new();
+    for t in list("--tie-break", &args.tie_break)? {
+        ties.push(match t.as_str() {
+            "fast" => TieBreak::Fast,
+            "smaller-index" => TieBreak::SmallerIndex,
+            "larger-index" => TieBreak::LargerIndex,
+            other => {
+                return Err(Error::invalid(
+                    "--tie-break",
+                    format!("{other:?} is not fast, smaller-index or larger-index"),
+                ))
+            }
+        });
+    }
+    let mut cases = Vec::new();
+    for &key in &keys {
+        for &pattern in &patterns {
+            for &tie in &ties {
+                cases.push(Case { key, pattern, tie });
+            }
+        }
+    }
+    Ok(cases)
 }
 
 fn list(arg: &str, s: &str) -> Result<Vec<String>> {
@@ -397,7 +449,8 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             })
             .collect::<Result<Vec<_>>>()?,
     };
-    let records = sparrow::bench::topk::run(gpu, &shapes, args.reps, bw, &mut |m| {
+    let cases = topk_cases(args)?;
+    let records = sparrow::bench::topk::run(gpu, &shapes, &cases, args.reps, bw, &mut |m| {
         pb.set_message(m.to_string())
     })?;
     pb.finish_and_clear();
@@ -406,16 +459,26 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     if ctx.json {
         return Ok(ExitCode::SUCCESS);
     }
+    println!("copy bandwidth measured in this run: {bw:.0} GB/s; largest, unsorted");
     println!(
-        "copy bandwidth measured in this run: {bw:.0} GB/s; f32 uniform keys, largest, unsorted"
-    );
-    println!(
-        "{:>11} {:>6} {:>8} {:>10} {:>10} {:>9} {:>6}  kernels",
-        "length", "k", "segments", "median ms", "min ms", "key GB/s", "%copy"
+        "{:>4} {:>16} {:>12} {:>11} {:>6} {:>8} {:>10} {:>10} {:>9} {:>6}  kernels",
+        "key",
+        "pattern",
+        "tie-break",
+        "length",
+        "k",
+        "segments",
+        "median ms",
+        "min ms",
+        "key GB/s",
+        "%copy"
     );
     for r in &records {
         println!(
-            "{:>11} {:>6} {:>8} {:>10.4} {:>10.4} {:>9.1} {:>5.1}%  {}",
+            "{:>4} {:>16} {:>12} {:>11} {:>6} {:>8} {:>10.4} {:>10.4} {:>9.1} {:>5.1}%  {}",
+            r.key,
+            r.pattern,
+            r.tie,
             r.len,
             r.k,
             r.segments,

@@ -1,12 +1,15 @@
-//! Benchmark of segmented top-k: f32 keys uniform in [1, 2), largest, unsorted, fast
-//! tie-break, on the shapes torch.topk and CUB were measured on; time per call with CUDA
-//! events around the enqueued kernels (inputs already on the GPU).
+//! Benchmark of segmented top-k, largest, unsorted, on the shapes torch.topk and CUB were
+//! measured on; time per call with CUDA events around the enqueued kernels (inputs already on
+//! the GPU). The targets are f32 keys uniform in [1, 2) with the fast tie-break; the other
+//! cases (tie-breaks, adversarial patterns, bf16) are held to those times.
 
 use super::timing::time_gpu;
 use crate::device::Gpu;
 use crate::ops::topk::data::{keys, Pattern};
-use crate::ops::topk::{GpuTopK, Segments, TopK};
-use crate::{Device, Result};
+use crate::ops::topk::key::Key;
+use crate::ops::topk::{GpuTopK, Segments, TieBreak, TopK};
+use crate::{Device, Error, Result};
+use half::bf16;
 
 /// (segment length, k, segments): the shapes of the top-k performance targets.
 pub const SHAPES: [(usize, usize, usize); 7] = [
@@ -19,9 +22,64 @@ pub const SHAPES: [(usize, usize, usize); 7] = [
     (268_435_456, 1_024, 1),
 ];
 
+/// Key types the benchmark times.
+pub const KEYS: [&str; 2] = ["f32", "bf16"];
+
+/// Patterns the benchmark generates, by name.
+pub const PATTERNS: [(&str, Pattern); 6] = [
+    ("uniform", Pattern::Uniform),
+    ("all-equal", Pattern::AllEqual),
+    ("two-values", Pattern::TwoValues),
+    ("heavy-ties", Pattern::HeavyTies),
+    ("ascending", Pattern::Ascending),
+    ("shared-high-bits", Pattern::SharedHighBits),
+];
+
+/// The entry of [`PATTERNS`] named `name`.
+pub fn pattern(name: &str) -> Result<(&'static str, Pattern)> {
+    PATTERNS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .copied()
+        .ok_or_else(|| {
+            let names: Vec<&str> = PATTERNS.iter().map(|(n, _)| *n).collect();
+            Error::invalid(
+                "--pattern",
+                format!("unknown pattern {name:?}; choose from {}", names.join(", ")),
+            )
+        })
+}
+
+/// What is timed besides the shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    /// Key type, one of [`KEYS`].
+    pub key: &'static str,
+    /// Key pattern name, one of [`PATTERNS`].
+    pub pattern: &'static str,
+    /// Tie-break.
+    pub tie: TieBreak,
+}
+
+impl Default for Case {
+    fn default() -> Self {
+        Case {
+            key: "f32",
+            pattern: "uniform",
+            tie: TieBreak::Fast,
+        }
+    }
+}
+
 /// One measured shape.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct TopkRecord {
+    /// Key type.
+    pub key: String,
+    /// Key pattern.
+    pub pattern: String,
+    /// Tie-break.
+    pub tie: String,
     /// Keys per segment.
     pub len: usize,
     /// k.
@@ -42,40 +100,85 @@ pub struct TopkRecord {
     pub frac_copy_bw: f64,
 }
 
-/// Times every shape in `shapes` on `gpu`.
+/// Times every shape in `shapes` for every case in `cases` on `gpu`.
 pub fn run(
     gpu: &std::sync::Arc<Gpu>,
     shapes: &[(usize, usize, usize)],
+    cases: &[Case],
     reps: usize,
     bw: f64,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<TopkRecord>> {
-    let device = Device::Cuda(gpu.clone());
     let mut out = Vec::new();
-    for &(len, k, segments) in shapes {
-        progress(&format!("topk len {len} k {k} x {segments}"));
-        let data: Vec<f32> = keys(len * segments, Pattern::Uniform, 21);
-        let req = TopK::largest(k);
-        let segs = Segments::Fixed {
-            count: segments,
-            len,
-        };
-        let layout = req.layout(data.len(), segs, None)?;
-        let plan = req.plan::<f32>(&device, &layout)?;
-        let t = GpuTopK::<f32, f32>::new(gpu, &req, &data, &layout, None)?;
-        let timing = time_gpu(gpu, 2, reps.max(10), || t.enqueue())?;
-        let gbs = (data.len() * 4) as f64 / (timing.median_ms * 1e-3) / 1e9;
-        out.push(TopkRecord {
-            len,
-            k,
-            segments,
-            variant: plan.kernel.unwrap_or_default(),
-            median_ms: timing.median_ms,
-            min_ms: timing.min_ms,
-            reps: timing.reps,
-            key_gbs: gbs,
-            frac_copy_bw: gbs / bw,
-        });
+    for &shape in shapes {
+        for case in cases {
+            let (len, k, segments) = shape;
+            progress(&format!(
+                "topk {} {} len {len} k {k} x {segments}",
+                case.key, case.pattern
+            ));
+            let n = len * segments;
+            let (_, pat) = pattern(case.pattern)?;
+            let r = match case.key {
+                "f32" => one(gpu, shape, *case, reps, bw, &keys::<f32>(n, pat, 21))?,
+                "bf16" => one(gpu, shape, *case, reps, bw, &bf16_keys(n, pat))?,
+                other => {
+                    return Err(Error::invalid(
+                        "--dtype",
+                        format!("bench topk times f32 or bf16 keys, not {other:?}"),
+                    ))
+                }
+            };
+            out.push(r);
+        }
     }
     Ok(out)
+}
+
+/// bf16 keys of `pattern`; uniform ones are f32 uniform in [0, 1) rounded to bf16 (as a
+/// framework's random bf16 tensor), since bf16 holds only 128 values in [1, 2).
+fn bf16_keys(n: usize, pat: Pattern) -> Vec<bf16> {
+    if pat == Pattern::Uniform {
+        keys::<f32>(n, pat, 21)
+            .into_iter()
+            .map(|x| bf16::from_f32(x - 1.0))
+            .collect()
+    } else {
+        keys::<bf16>(n, pat, 21)
+    }
+}
+
+fn one<K: Key>(
+    gpu: &std::sync::Arc<Gpu>,
+    (len, k, segments): (usize, usize, usize),
+    case: Case,
+    reps: usize,
+    bw: f64,
+    data: &[K],
+) -> Result<TopkRecord> {
+    let device = Device::Cuda(gpu.clone());
+    let req = TopK::largest(k).tie_break(case.tie);
+    let segs = Segments::Fixed {
+        count: segments,
+        len,
+    };
+    let layout = req.layout(data.len(), segs, None)?;
+    let plan = req.plan::<K>(&device, &layout)?;
+    let t = GpuTopK::<K, K>::new(gpu, &req, data, &layout, None)?;
+    let timing = time_gpu(gpu, 2, reps.max(10), || t.enqueue())?;
+    let gbs = std::mem::size_of_val(data) as f64 / (timing.median_ms * 1e-3) / 1e9;
+    Ok(TopkRecord {
+        key: case.key.to_string(),
+        pattern: case.pattern.to_string(),
+        tie: format!("{:?}", case.tie),
+        len,
+        k,
+        segments,
+        variant: plan.kernel.unwrap_or_default(),
+        median_ms: timing.median_ms,
+        min_ms: timing.min_ms,
+        reps: timing.reps,
+        key_gbs: gbs,
+        frac_copy_bw: gbs / bw,
+    })
 }

@@ -680,9 +680,18 @@ extern "C" __global__ void __launch_bounds__(256)
     const i64 ns = len < SAMPLE ? len : SAMPLE;
     // Runs of 32 adjacent keys spread evenly over the segment (one memory line per warp
     // load), or every key of a segment shorter than SAMPLE.
-    for (i64 j = threadIdx.x; j < ns; j += blockDim.x) {
+    // All SAMPLE / 256 loads of a thread are issued before any is used.
+    K v[SAMPLE / 256];
+#pragma unroll
+    for (int r = 0; r < SAMPLE / 256; r++) {
+        const i64 j = r * 256 + threadIdx.x;
         const i64 pos = ns < SAMPLE ? j : (j >> 5) * (len / (SAMPLE / 32)) + (j & 31);
-        rad[j] = directed(keys[st + pos], largest);
+        v[r] = j < ns ? keys[st + pos] : (K)0;
+    }
+#pragma unroll
+    for (int r = 0; r < SAMPLE / 256; r++) {
+        const i64 j = r * 256 + threadIdx.x;
+        if (j < ns) rad[j] = directed(v[r], largest);
     }
     __syncthreads();
     const Sel sel = block_radix_select(SmemRad{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
@@ -692,25 +701,63 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 // Blocks stride over the tiles, loading the next tile's keys before filtering the current
-// one so loads stay in flight; warp w holds the tile's keys w * 512 + r * 32 + lane, so
-// ballots order a warp's candidates and one barrier orders the warps.
+// one so loads stay in flight. Thread t holds the tile's FR keys t * FR .. t * FR + FR - 1
+// (16-byte loads when the tile is full and aligned), so a candidate's slot is the block's
+// count of candidates in earlier threads plus its rank in its own run: one warp scan and one
+// barrier order the whole tile, and threads without candidates store nothing.
 #define FR (TILE / 256)
+#define FW ((FR * (int)sizeof(K) + 3) / 4)
+#define FV ((FW + 3) / 4)
+
+// The FR keys of this thread's run, as 32-bit words (key j is word_key(w, j)).
+__device__ __forceinline__ void load_run(const K* __restrict__ keys, i64 a, i64 n, int first, u32* w) {
+    if (n == TILE && (((unsigned long long)(keys + a)) & 15ull) == 0) {
+        const uint4* p = (const uint4*)(keys + a + first);
+#pragma unroll
+        for (int v = 0; v < FV; v++) {
+            const uint4 x = p[v];
+            w[4 * v] = x.x;
+            if (4 * v + 1 < FW) w[4 * v + 1] = x.y;
+            if (4 * v + 2 < FW) w[4 * v + 2] = x.z;
+            if (4 * v + 3 < FW) w[4 * v + 3] = x.w;
+        }
+    } else {
+#pragma unroll
+        for (int q = 0; q < FW; q++) w[q] = 0;
+#pragma unroll
+        for (int j = 0; j < FR; j++) {
+            const u64 k = first + j < n ? (u64)keys[a + first + j] : 0ull;
+            if (sizeof(K) == 8) {
+                w[2 * j] = (u32)k;
+                w[2 * j + 1] = (u32)(k >> 32);
+            } else {
+                const int b = j * (int)sizeof(K) * 8;
+                w[b >> 5] |= (u32)k << (b & 31);
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ K word_key(const u32* w, int j) {
+    if (sizeof(K) == 8) return (K)(((u64)w[2 * j + 1] << 32) | (u64)w[2 * j]);
+    const int b = j * (int)sizeof(K) * 8;
+    return (K)(w[b >> 5] >> (b & 31));
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
                   const i64* __restrict__ tile_end, const u64* __restrict__ thresh, i64 ntiles, int ct,
                   K* cand_key, u16* cand_off, u32* tile_cnt, int largest) {
     __shared__ u32 wtot[8];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const u32 lt = (1u << lane) - 1u;
-    const int first = w * (FR * 32) + lane;
+    const int first = threadIdx.x * FR;
     i64 t = blockIdx.x, a = 0, n = 0;
     if (t < ntiles) {
         a = tile_start[t];
         n = tile_end[t] - a;
     }
-    K cur[FR];
-#pragma unroll
-    for (int r = 0; r < FR; r++) cur[r] = first + r * 32 < n ? keys[a + first + r * 32] : (K)0;
+    u32 cur[FW];
+    load_run(keys, a, n, first, cur);
     for (; t < ntiles; t += gridDim.x) {
         const i64 tn = t + gridDim.x;
         i64 an = 0, nn = 0;
@@ -718,56 +765,60 @@ extern "C" __global__ void __launch_bounds__(256)
             an = tile_start[tn];
             nn = tile_end[tn] - an;
         }
-        K nxt[FR];
-#pragma unroll
-        for (int r = 0; r < FR; r++) nxt[r] = first + r * 32 < nn ? keys[an + first + r * 32] : (K)0;
+        u32 nxt[FW];
+        load_run(keys, an, nn, first, nxt);
         const u64 th64 = thresh[tile_seg[t]];
         const R th = th64 > (u64)width_mask() ? width_mask() : (R)th64;
-        const bool none = th64 > (u64)width_mask();
         u32 m = 0;
-        if (n == TILE) {
+        if (th64 <= (u64)width_mask()) {
 #pragma unroll
-            for (int r = 0; r < FR; r++) m |= (u32)(directed(cur[r], largest) >= th) << r;
-        } else {
-#pragma unroll
-            for (int r = 0; r < FR; r++) m |= (u32)(first + r * 32 < n && directed(cur[r], largest) >= th) << r;
+            for (int j = 0; j < FR; j++) m |= (u32)(first + j < n && directed(word_key(cur, j), largest) >= th) << j;
         }
-        if (none) m = 0;
-        const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
-        if (lane == 0) wtot[w] = mine;
+        const u32 c = __popc(m);
+        u32 x = c;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+            if (lane >= off) x += y;
+        }
+        if (lane == 31) wtot[w] = x;
         __syncthreads();
-        u32 base = 0, total = 0;
+        u32 base = x - c, total = 0;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const u32 x = wtot[j];
-            base += j < w ? x : 0u;
-            total += x;
+            const u32 v = wtot[j];
+            base += j < w ? v : 0u;
+            total += v;
         }
+        if (m) {
 #pragma unroll
-        for (int r = 0; r < FR; r++) {
-            if (mine == 0) break;  // the same in the whole warp
-            const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
-            if ((m >> r) & 1u) {
-                const u32 o = base + __popc(b & lt);
-                if (o < (u32)ct) {
-                    cand_key[t * ct + o] = cur[r];
-                    cand_off[t * ct + o] = (u16)(first + r * 32);
+            for (int j = 0; j < FR; j++) {
+                if ((m >> j) & 1u) {
+                    if (base < (u32)ct) {
+                        cand_key[t * ct + base] = word_key(cur, j);
+                        cand_off[t * ct + base] = (u16)(first + j);
+                    }
+                    base++;
                 }
             }
-            base += __popc(b);
         }
         if (threadIdx.x == 0) tile_cnt[t] = total;
         __syncthreads();
 #pragma unroll
-        for (int r = 0; r < FR; r++) cur[r] = nxt[r];
+        for (int q = 0; q < FW; q++) cur[q] = nxt[q];
         a = an;
         n = nn;
     }
 }
 
 // One block per segment: candidates gathered in tile order (radixes and slot numbers in
-// dynamic shared memory, cap * 12 bytes), then selected on chip; or, when the candidates
-// cannot hold the answer, the whole segment selected in memory.
+// dynamic shared memory, then selected on chip; or, when the candidates cannot hold the
+// answer, the whole segment selected in memory. Keys of up to 32 bits keep the key and its
+// position in the segment on chip too (cap * (4 + 4 + sizeof(K)) bytes at most 12 per
+// candidate), so the ordered compaction writes from shared memory; wider keys keep a slot
+// number (cap * 12 bytes) and read key and position back from the candidate buffers. A
+// filter segment holds fewer than 2^32 keys (its expected candidates fit on chip).
+#define CAND_KEYS_ON_CHIP (sizeof(K) <= 4)
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(cand)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
                                             const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr,
@@ -778,6 +829,7 @@ extern "C" __global__ void __launch_bounds__(256)
     extern __shared__ u64 smem_raw[];
     R* rad = (R*)smem_raw;
     u32* slot = (u32*)(rad + cap);
+    K* skey = (K*)(slot + cap);
     __shared__ u32 tbase[256], tcnt[256];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
@@ -813,8 +865,14 @@ extern "C" __global__ void __launch_bounds__(256)
             if (total + tbase[x] + cx <= (u64)cap) {
                 for (u32 q = lane; q < cx; q += 32) {
                     const u64 j = total + tbase[x] + q;
-                    rad[j] = directed(cand_key[tt * ct + q], largest);
-                    slot[j] = (u32)((tt - t0) * ct + q);
+                    const K kv = cand_key[tt * ct + q];
+                    rad[j] = directed(kv, largest);
+                    if (CAND_KEYS_ON_CHIP) {
+                        slot[j] = (u32)((tt - t0) * TILE + cand_off[tt * ct + q]);
+                        skey[j] = kv;
+                    } else {
+                        slot[j] = (u32)((tt - t0) * ct + q);
+                    }
                 }
             }
         }
@@ -830,9 +888,13 @@ extern "C" __global__ void __launch_bounds__(256)
         block_compact(
             SmemRad{rad}, (i64)total, sel, lo, 0, 0,
             [&](i64 j, u64 o) {
-                const i64 t = t0 + slot[j] / ct;
-                const i64 g = t * ct + slot[j] % ct;
-                e.put_key(cand_key[g], tile_start[t] + cand_off[g] - st, row + (i64)o);
+                if (CAND_KEYS_ON_CHIP) {
+                    e.put_key(skey[j], (i64)slot[j], row + (i64)o);
+                } else {
+                    const i64 t = t0 + slot[j] / ct;
+                    const i64 g = t * ct + slot[j] % ct;
+                    e.put_key(cand_key[g], tile_start[t] + cand_off[g] - st, row + (i64)o);
+                }
             },
             cnt, sums);
     } else {

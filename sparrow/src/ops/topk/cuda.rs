@@ -6,7 +6,8 @@ use cudarc::driver::CudaSlice;
 
 use super::key::directed;
 use super::plan::{
-    filter_blocks, gpu_path, radix_bytes, split_stages, tiles, FilterShape, GpuPath, SORT_MAX,
+    cand_bytes, filter_blocks, gpu_path, radix_bytes, split_stages, tiles, FilterShape, GpuPath,
+    SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
@@ -386,6 +387,10 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         (keys, idx, vals): (&CudaSlice<u8>, &CudaSlice<u8>, &CudaSlice<u8>),
     ) -> Result<()> {
         let (n, w) = (self.layout.count(), self.layout.width);
+        // Rows whose k is the row width have nothing to pad: no launch.
+        if self.layout.kk.iter().all(|&k| k as usize == w) {
+            return Ok(());
+        }
         let gpu = self.gpu;
         let pad_bits = padding::<K>(self.req.is_largest()).to_bits();
         run.launch(
@@ -567,7 +572,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         }
         run.launch(
             "cand",
-            per_segment(n, b.filter.cap * (radix_bytes::<K>() + 4))?,
+            per_segment(n, b.filter.cap * cand_bytes::<K>())?,
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))

@@ -60,7 +60,19 @@ pub fn block_max(limits: &crate::device::Limits) -> usize {
     fit.min(16_384) / 256 * 256
 }
 
-/// Most candidates the filter path selects among on chip (12 bytes each in shared memory).
+/// Shared memory per candidate of the filter's selection: its radix and position, and the
+/// key itself when it has at most 32 bits (`CAND_KEYS_ON_CHIP` in topk.cu); at most 12.
+pub fn cand_bytes<K: Key>() -> usize {
+    let key = if K::BITS <= 32 {
+        K::BITS as usize / 8
+    } else {
+        0
+    };
+    radix_bytes::<K>() + 4 + key
+}
+
+/// Most candidates the filter path selects among on chip (at most 12 bytes each in shared
+/// memory, [`cand_bytes`]).
 pub fn cand_cap(limits: &crate::device::Limits) -> usize {
     let fit = (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SMEM) / 12;
     fit.min(16_384) / 256 * 256
@@ -542,6 +554,29 @@ mod tests {
 
     /// The filter path is taken exactly while the expected candidates fit half of what one
     /// block selects on chip, and its shared memory holds twice the expected count.
+    /// The filter's candidates, at their widest layout, fit the opt-in shared memory beside
+    /// the static scratch for every key type; keys of up to 32 bits stay on chip.
+    #[test]
+    fn candidate_layout_fits_shared_memory() {
+        use half::{bf16, f16};
+        let l = limits();
+        let budget = l.smem_per_block_optin as usize - STATIC_SMEM;
+        let widths = [
+            cand_bytes::<u8>(),
+            cand_bytes::<i16>(),
+            cand_bytes::<f16>(),
+            cand_bytes::<bf16>(),
+            cand_bytes::<f32>(),
+            cand_bytes::<u32>(),
+            cand_bytes::<f64>(),
+            cand_bytes::<i64>(),
+        ];
+        assert_eq!(widths, [9, 10, 10, 10, 12, 12, 12, 12]);
+        for w in widths {
+            assert!(cand_cap(&l) * w <= budget, "{w} bytes per candidate");
+        }
+    }
+
     #[test]
     fn filter_path_bound() {
         let l = limits();
