@@ -729,6 +729,63 @@ mod topk {
         every_pattern::<u64>(&d);
     }
 
+    /// The register on-chip kernels at each of their sizes (8, 16 and 32 keys per thread) and
+    /// just past the largest (the shared-memory kernel): segments from 1,025 keys to the bound,
+    /// one exactly at it, an empty one and one shorter than k; aligned and unaligned starts;
+    /// every pattern, both directions, every tie-break, k that stops early, that keeps every
+    /// tie, and that takes whole segments.
+    fn register_block<K: Key>(d: &Device) {
+        use sparrow::ops::topk::plan::{rblock_items, RBLOCK_MAX};
+        let mut rng = Rng::new(K::BITS as u64 + 11);
+        for max_len in [2048usize, 4096, RBLOCK_MAX, RBLOCK_MAX + 1] {
+            for (pi, pattern) in Pattern::ALL.into_iter().enumerate() {
+                let mut o = vec![0i64, max_len as i64, max_len as i64, max_len as i64 + 5];
+                for _ in 0..5 {
+                    let l = 1025 + rng.below((max_len - 1025) as u64 + 1) as i64;
+                    o.push(o.last().unwrap() + l);
+                }
+                let n = *o.last().unwrap() as usize;
+                let k: Vec<K> = keys(n, pattern, pi as u64 + 70);
+                for largest in [true, false] {
+                    for tie in TIES {
+                        for kk in [1usize, 37, 256, 1025] {
+                            let base = if largest {
+                                TopK::largest(kk)
+                            } else {
+                                TopK::smallest(kk)
+                            };
+                            let req = base.tie_break(tie);
+                            let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
+                            let kernel = plan.kernel.clone().unwrap_or_default();
+                            match rblock_items(max_len) {
+                                Some(items) => assert!(
+                                    kernel.contains("rblock")
+                                        && kernel.ends_with(&format!("_v{items}")),
+                                    "{max_len}: {plan}"
+                                ),
+                                None => assert!(
+                                    kernel.contains("{block,") && !kernel.contains("rblock"),
+                                    "{max_len}: {plan}"
+                                ),
+                            }
+                            check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_topk_register_block_path() {
+        let d = dev();
+        register_block::<f32>(&d);
+        register_block::<f64>(&d);
+        register_block::<bf16>(&d);
+        register_block::<u8>(&d);
+        register_block::<i64>(&d);
+    }
+
     /// Small enough for compute-sanitizer: every kernel (sort and gather included) on segments
     /// that cross tile boundaries, with values and padding.
     #[test]
@@ -745,6 +802,18 @@ mod topk {
                         .tie_break(tie)
                         .force_path(path);
                     check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
+                }
+                // The on-chip path: registers (segments up to 8,192; uniform keys stop early
+                // with every tie taken, heavy ties rank a tie window) and shared memory (a
+                // segment of 9,000).
+                let uniform13k: Vec<f32> = keys(13_000, Pattern::Uniform, 4);
+                let long = [0i64, 9000, 9003, 13_000];
+                for (ks, segs) in [(&k, &o[..]), (&uniform13k, &o[..]), (&k, &long[..])] {
+                    let req = TopK::largest(700)
+                        .sorted(sorted)
+                        .tie_break(tie)
+                        .force_path(Some(GpuPath::OnChip));
+                    check(&d, &req, ks, Segments::Offsets(segs), Some(&v));
                 }
                 // k = 20 takes the warp prefilter: uniform keys select among few
                 // candidates, heavy ties overflow them and fall back.

@@ -94,7 +94,7 @@ fn spmm_entry_points() -> Vec<String> {
 const TOPK_SRC: &str = include_str!("topk.cu");
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 23] = [
+pub const TOPK_KERNELS: [&str; 26] = [
     "init",
     "hist",
     "pick",
@@ -109,6 +109,9 @@ pub const TOPK_KERNELS: [&str; 23] = [
     "gather_v4",
     "gather_v8",
     "block",
+    "rblock_v8",
+    "rblock_v16",
+    "rblock_v32",
     "warp",
     "thresh",
     "remap",
@@ -120,8 +123,8 @@ pub const TOPK_KERNELS: [&str; 23] = [
     "values_v8",
 ];
 
-/// Name of top-k kernel `kernel` (one of [`TOPK_KERNELS`], `gather` and `values` with their
-/// `_v<bytes>` suffix) for key type `ty`.
+/// Name of top-k kernel `kernel` (one of [`TOPK_KERNELS`]: `gather` and `values` with their
+/// `_v<bytes>` suffix, `rblock` with `_v<keys per thread>`) for key type `ty`.
 pub fn topk_name(kernel: &str, ty: &str) -> String {
     match kernel.split_once("_v") {
         Some((k, v)) => format!("topk_{k}_{ty}_v{v}"),

@@ -6,8 +6,8 @@ use cudarc::driver::CudaSlice;
 
 use super::key::directed;
 use super::plan::{
-    cand_bytes, filter_blocks, gpu_path, radix_bytes, split_stages, tiles, FilterShape, GpuPath,
-    SORT_MAX,
+    cand_bytes, filter_blocks, gpu_path, radix_bytes, rblock_items, split_stages, tiles,
+    FilterShape, GpuPath, SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
@@ -509,9 +509,13 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 )?;
             }
             GpuPath::OnChip => {
+                let (name, smem) = match rblock_items(b.max_len) {
+                    Some(items) => (format!("rblock_v{items}"), 0),
+                    None => ("block".to_string(), b.max_len.max(1) * radix_bytes::<K>()),
+                };
                 run.launch(
-                    "block",
-                    per_segment(n, b.max_len.max(1) * radix_bytes::<K>())?,
+                    &name,
+                    per_segment(n, smem)?,
                     Args::new()
                         .ptr(gpu.ptr(&b.keys))
                         .ptr(gpu.ptr(&b.start))

@@ -71,6 +71,16 @@ pub fn cand_bytes<K: Key>() -> usize {
     radix_bytes::<K>() + 4 + key
 }
 
+/// Longest segment the on-chip path holds in registers: 256 threads of 32 keys.
+pub const RBLOCK_MAX: usize = 256 * 32;
+
+/// Keys per thread of the register on-chip kernel (`rblock_v{N}` in topk.cu) for segments
+/// of at most `max_len` keys: the fewest of 8, 16 and 32 that hold them, or None above
+/// [`RBLOCK_MAX`] (the shared-memory kernel takes those).
+pub fn rblock_items(max_len: usize) -> Option<usize> {
+    [8, 16, 32].into_iter().find(|&n| max_len <= 256 * n)
+}
+
 /// Most candidates the filter path selects among on chip (at most 12 bytes each in shared
 /// memory, [`cand_bytes`]).
 pub fn cand_cap(limits: &crate::device::Limits) -> usize {
@@ -335,9 +345,14 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         GpuPath::Warp => format!(
             "warp{forced}: every segment (longest {max_len}) fits one warp's registers (up to {WARP_MAX} keys): one warp per segment, for k <= 32 a prefilter to the keys at or above the k-th largest lane maximum, a bitwise radix select with warp sums from the first bit the keys differ in, early stop, ballot compaction in position order"
         ),
-        GpuPath::OnChip => format!(
-            "on-chip{forced}: every segment (longest {max_len}) fits one block's shared memory (up to {bmax} keys): one block per segment, digit passes on chip from the first bit the keys differ in, early stop, ordered compaction"
-        ),
+        GpuPath::OnChip => match rblock_items(max_len) {
+            Some(items) => format!(
+                "on-chip{forced}: every segment (longest {max_len}) fits one block's registers ({items} keys per thread, up to {RBLOCK_MAX}): one block per segment, digit passes over registers from the first bit the keys differ in, early stop, compaction in position order by block scans"
+            ),
+            None => format!(
+                "on-chip{forced}: every segment (longest {max_len}) fits one block's shared memory (up to {bmax} keys): one block per segment, digit passes on chip from the first bit the keys differ in, early stop, ordered compaction"
+            ),
+        },
         GpuPath::Filter => format!(
             "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, one pass over the keys keeping those that reach it ({} slots per tile of {TILE}), selection among the candidates on chip; segments whose candidates miss are selected from memory",
             fs.expected, fs.cap, fs.ct
@@ -367,7 +382,10 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
     }
     let mut kernel = match path {
         GpuPath::Warp => format!("topk_{{warp,pad}}_{}", K::NAME),
-        GpuPath::OnChip => format!("topk_{{block,pad}}_{}", K::NAME),
+        GpuPath::OnChip => match rblock_items(max_len) {
+            Some(items) => format!("topk_{{rblock,pad}}_{}_v{items}", K::NAME),
+            None => format!("topk_{{block,pad}}_{}", K::NAME),
+        },
         GpuPath::Filter => format!("topk_{{thresh,filter,cand,pad}}_{}", K::NAME),
         GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write,pad}}_{}", K::NAME),
         GpuPath::Split { .. } => format!("two top-k stages + topk_{{remap,pad}}_{}", K::NAME),
@@ -389,6 +407,9 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         kernel: Some(kernel),
         shape: Some(match path {
             GpuPath::Warp => LaunchShape::linear((n * 32).div_ceil(256) as u32, 256),
+            GpuPath::OnChip if rblock_items(max_len).is_some() => {
+                LaunchShape::linear(n as u32, 256)
+            }
             GpuPath::OnChip => LaunchShape::linear(n as u32, 256)
                 .with_smem((max_len.max(1) * radix_bytes::<K>()) as u32),
             GpuPath::Filter => LaunchShape::linear(filter_blocks(ntiles, gpu.limits()) as u32, 256),
@@ -575,6 +596,19 @@ mod tests {
         for w in widths {
             assert!(cand_cap(&l) * w <= budget, "{w} bytes per candidate");
         }
+    }
+
+    #[test]
+    fn register_kernel_sizes() {
+        assert_eq!(rblock_items(1025), Some(8));
+        assert_eq!(rblock_items(2048), Some(8));
+        assert_eq!(rblock_items(2049), Some(16));
+        assert_eq!(rblock_items(4096), Some(16));
+        assert_eq!(rblock_items(4097), Some(32));
+        assert_eq!(rblock_items(RBLOCK_MAX), Some(32));
+        assert_eq!(rblock_items(RBLOCK_MAX + 1), None);
+        // The shared-memory kernel is still reached on this device: it holds more.
+        assert!(block_max(&limits()) > RBLOCK_MAX);
     }
 
     #[test]
