@@ -256,6 +256,10 @@ struct MemRad {
     __device__ __forceinline__ R operator()(i64 i) const { return directed(k[i], largest); }
 };
 
+// Items every thread reads before using any, in the passes below: a segment selected from
+// memory (the filter's fallback) keeps that many loads in flight per thread instead of one.
+#define SEL_UNROLL 16
+
 // Radix selection of the kk-th largest of n radixes by one block, 8-bit digits from the
 // highest bit in which the radixes differ; stops early when a bucket holds exactly the keys
 // still needed. Every thread must call it; every thread returns the same state. ctl holds
@@ -270,10 +274,20 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
     if (kk == 0 || kk >= (u64)n) return st;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     R a = ~(R)0, o = 0;
-    for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-        const R r = src(i);
-        a &= r;
-        o |= r;
+    for (i64 base = 0; base < n; base += SEL_UNROLL * (i64)blockDim.x) {
+        R v[SEL_UNROLL];
+#pragma unroll
+        for (int u = 0; u < SEL_UNROLL; u++) {
+            const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
+            v[u] = i < n ? src(i) : (R)0;
+        }
+#pragma unroll
+        for (int u = 0; u < SEL_UNROLL; u++) {
+            if (base + (i64)u * blockDim.x + threadIdx.x < n) {
+                a &= v[u];
+                o |= v[u];
+            }
+        }
     }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
@@ -312,9 +326,19 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
         const int digit = st.shift - bits;
         for (int b = threadIdx.x; b < 256; b += blockDim.x) h[b] = 0;
         __syncthreads();
-        for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-            const R r = src(i);
-            if (hi(r, st.shift) == st.prefix) atomicAdd(&h[(u32)(r >> digit) & ((1u << bits) - 1u)], 1u);
+        for (i64 base = 0; base < n; base += SEL_UNROLL * (i64)blockDim.x) {
+            R v[SEL_UNROLL];
+#pragma unroll
+            for (int u = 0; u < SEL_UNROLL; u++) {
+                const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
+                v[u] = i < n ? src(i) : (R)0;
+            }
+#pragma unroll
+            for (int u = 0; u < SEL_UNROLL; u++) {
+                const R r = v[u];
+                if (base + (i64)u * blockDim.x + threadIdx.x < n && hi(r, st.shift) == st.prefix)
+                    atomicAdd(&h[(u32)(r >> digit) & ((1u << bits) - 1u)], 1u);
+            }
         }
         __syncthreads();
         if (threadIdx.x < 32) {
@@ -366,13 +390,21 @@ __device__ u64 block_compact(const Src& src, i64 n, const Sel& st, u64 lo, u64 o
         const i64 left = (n - base + blockDim.x - 1) / blockDim.x;
         const int rounds = left < 32 ? (int)left : 32;
         u32 gt = 0, tie = 0;
-#pragma unroll 4
-        for (int r = 0; r < rounds; r++) {
-            const i64 i = base + (i64)r * blockDim.x + threadIdx.x;
-            if (i < n) {
-                const R g = hi(src(i), st.shift);
-                gt |= (u32)(g > st.prefix) << r;
-                tie |= (u32)(g == st.prefix) << r;
+        for (int r0 = 0; r0 < rounds; r0 += SEL_UNROLL) {
+            R v[SEL_UNROLL];
+#pragma unroll
+            for (int u = 0; u < SEL_UNROLL; u++) {
+                const i64 i = base + (i64)(r0 + u) * blockDim.x + threadIdx.x;
+                v[u] = r0 + u < rounds && i < n ? src(i) : (R)0;
+            }
+#pragma unroll
+            for (int u = 0; u < SEL_UNROLL; u++) {
+                const int r = r0 + u;
+                if (r < rounds && base + (i64)r * blockDim.x + threadIdx.x < n) {
+                    const R g = hi(v[u], st.shift);
+                    gt |= (u32)(g > st.prefix) << r;
+                    tie |= (u32)(g == st.prefix) << r;
+                }
             }
         }
         u32 ties_here;
@@ -701,63 +733,25 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 // Blocks stride over the tiles, loading the next tile's keys before filtering the current
-// one so loads stay in flight. Thread t holds the tile's FR keys t * FR .. t * FR + FR - 1
-// (16-byte loads when the tile is full and aligned), so a candidate's slot is the block's
-// count of candidates in earlier threads plus its rank in its own run: one warp scan and one
-// barrier order the whole tile, and threads without candidates store nothing.
+// one so loads stay in flight; warp w holds the tile's keys w * 512 + r * 32 + lane, so
+// ballots order a warp's candidates and one barrier orders the warps.
 #define FR (TILE / 256)
-#define FW ((FR * (int)sizeof(K) + 3) / 4)
-#define FV ((FW + 3) / 4)
-
-// The FR keys of this thread's run, as 32-bit words (key j is word_key(w, j)).
-__device__ __forceinline__ void load_run(const K* __restrict__ keys, i64 a, i64 n, int first, u32* w) {
-    if (n == TILE && (((unsigned long long)(keys + a)) & 15ull) == 0) {
-        const uint4* p = (const uint4*)(keys + a + first);
-#pragma unroll
-        for (int v = 0; v < FV; v++) {
-            const uint4 x = p[v];
-            w[4 * v] = x.x;
-            if (4 * v + 1 < FW) w[4 * v + 1] = x.y;
-            if (4 * v + 2 < FW) w[4 * v + 2] = x.z;
-            if (4 * v + 3 < FW) w[4 * v + 3] = x.w;
-        }
-    } else {
-#pragma unroll
-        for (int q = 0; q < FW; q++) w[q] = 0;
-#pragma unroll
-        for (int j = 0; j < FR; j++) {
-            const u64 k = first + j < n ? (u64)keys[a + first + j] : 0ull;
-            if (sizeof(K) == 8) {
-                w[2 * j] = (u32)k;
-                w[2 * j + 1] = (u32)(k >> 32);
-            } else {
-                const int b = j * (int)sizeof(K) * 8;
-                w[b >> 5] |= (u32)k << (b & 31);
-            }
-        }
-    }
-}
-
-__device__ __forceinline__ K word_key(const u32* w, int j) {
-    if (sizeof(K) == 8) return (K)(((u64)w[2 * j + 1] << 32) | (u64)w[2 * j]);
-    const int b = j * (int)sizeof(K) * 8;
-    return (K)(w[b >> 5] >> (b & 31));
-}
-
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
                   const i64* __restrict__ tile_end, const u64* __restrict__ thresh, i64 ntiles, int ct,
                   K* cand_key, u16* cand_off, u32* tile_cnt, int largest) {
     __shared__ u32 wtot[8];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int first = threadIdx.x * FR;
+    const u32 lt = (1u << lane) - 1u;
+    const int first = w * (FR * 32) + lane;
     i64 t = blockIdx.x, a = 0, n = 0;
     if (t < ntiles) {
         a = tile_start[t];
         n = tile_end[t] - a;
     }
-    u32 cur[FW];
-    load_run(keys, a, n, first, cur);
+    K cur[FR];
+#pragma unroll
+    for (int r = 0; r < FR; r++) cur[r] = first + r * 32 < n ? keys[a + first + r * 32] : (K)0;
     for (; t < ntiles; t += gridDim.x) {
         const i64 tn = t + gridDim.x;
         i64 an = 0, nn = 0;
@@ -765,50 +759,58 @@ extern "C" __global__ void __launch_bounds__(256)
             an = tile_start[tn];
             nn = tile_end[tn] - an;
         }
-        u32 nxt[FW];
-        load_run(keys, an, nn, first, nxt);
+        K nxt[FR];
+#pragma unroll
+        for (int r = 0; r < FR; r++) nxt[r] = first + r * 32 < nn ? keys[an + first + r * 32] : (K)0;
         const u64 th64 = thresh[tile_seg[t]];
         const R th = th64 > (u64)width_mask() ? width_mask() : (R)th64;
+        const bool none = th64 > (u64)width_mask();
         u32 m = 0;
-        if (th64 <= (u64)width_mask()) {
+        if (n == TILE) {
 #pragma unroll
-            for (int j = 0; j < FR; j++) m |= (u32)(first + j < n && directed(word_key(cur, j), largest) >= th) << j;
-        }
-        const u32 c = __popc(m);
-        u32 x = c;
+            for (int r = 0; r < FR; r++) m |= (u32)(directed(cur[r], largest) >= th) << r;
+        } else {
 #pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-            const u32 y = __shfl_up_sync(0xffffffffu, x, off);
-            if (lane >= off) x += y;
+            for (int r = 0; r < FR; r++) m |= (u32)(first + r * 32 < n && directed(cur[r], largest) >= th) << r;
         }
-        if (lane == 31) wtot[w] = x;
+        if (none) m = 0;
+        const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
+        if (lane == 0) wtot[w] = mine;
         __syncthreads();
-        u32 base = x - c, total = 0;
+        u32 base = 0, total = 0;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const u32 v = wtot[j];
-            base += j < w ? v : 0u;
-            total += v;
+            const u32 x = wtot[j];
+            base += j < w ? x : 0u;
+            total += x;
         }
-        if (m) {
 #pragma unroll
-            for (int j = 0; j < FR; j++) {
-                if ((m >> j) & 1u) {
-                    if (base < (u32)ct) {
-                        cand_key[t * ct + base] = word_key(cur, j);
-                        cand_off[t * ct + base] = (u16)(first + j);
-                    }
-                    base++;
+        for (int r = 0; r < FR; r++) {
+            if (mine == 0) break;  // the same in the whole warp
+            const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
+            if ((m >> r) & 1u) {
+                const u32 o = base + __popc(b & lt);
+                if (o < (u32)ct) {
+                    cand_key[t * ct + o] = cur[r];
+                    cand_off[t * ct + o] = (u16)(first + r * 32);
                 }
             }
+            base += __popc(b);
         }
         if (threadIdx.x == 0) tile_cnt[t] = total;
         __syncthreads();
 #pragma unroll
-        for (int q = 0; q < FW; q++) cur[q] = nxt[q];
+        for (int r = 0; r < FR; r++) cur[r] = nxt[r];
         a = an;
         n = nn;
     }
+}
+
+// Key j of a run loaded as 32-bit words (keys packed little-endian).
+__device__ __forceinline__ K word_key(const u32* w, int j) {
+    if (sizeof(K) == 8) return (K)(((u64)w[2 * j + 1] << 32) | (u64)w[2 * j]);
+    const int b = j * (int)sizeof(K) * 8;
+    return (K)(w[b >> 5] >> (b & 31));
 }
 
 // On-chip path for segments of at most 256 * N keys: one block of 256 threads per segment,
