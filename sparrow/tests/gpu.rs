@@ -992,7 +992,9 @@ mod topk {
                 Pattern::Uniform,
                 Pattern::AllEqual,
                 Pattern::TwoValues,
+                Pattern::HeavyTies,
                 Pattern::Ascending,
+                Pattern::Descending,
                 Pattern::SharedHighBits,
             ] {
                 let k: Vec<f32> = keys(len * count + 5, pattern, len as u64);
@@ -1033,6 +1035,52 @@ mod topk {
             assert!(plan.reason.starts_with("filter"), "{plan}");
             check::<f32, f32>(&d, &req, &k, segs, None);
         }
+        // The inverse: sampled keys 1, every other key 2, so the threshold lets through far
+        // more candidates than fit on chip: the block selects from memory.
+        let mut k = vec![2f32; 2 * len];
+        for s in 0..2 {
+            for j in 0..4096 {
+                k[s * len + (j >> 5) * (len / 128) + (j & 31)] = 1.0;
+            }
+        }
+        for tie in TIES {
+            let req = TopK::largest(100).tie_break(tie);
+            check::<f32, f32>(&d, &req, &k, Segments::Fixed { count: 2, len }, None);
+        }
+        // Crowded tiles: every key 0 but runs of 130 keys 2 (never sampled) in `m` tiles of a
+        // 2M-key segment, more than their 64 slots: 20 such tiles are filtered again from
+        // memory, 40 are more than the block re-filters (32), so it selects from memory.
+        let len = 2_097_152usize;
+        for m in [20usize, 40] {
+            let mut k = vec![0f32; len];
+            for t in 0..m {
+                let a = (3 + 7 * t) * 4096 + 1000;
+                for x in &mut k[a..a + 130] {
+                    *x = 2.0;
+                }
+            }
+            let req = TopK::largest(1024);
+            let segs = Segments::Fixed { count: 1, len };
+            let (_, plan) = req.run_keys(&d, &k, segs).unwrap();
+            assert!(plan.reason.contains("64 slots per tile"), "{plan}");
+            for tie in TIES {
+                check::<f32, f32>(&d, &req.clone().tie_break(tie), &k, segs, None);
+            }
+        }
+        // bf16 keys uniform in [0, 1): few distinct values near 1, so the k-th key has
+        // hundreds of ties that complete the candidates.
+        let len = 262_144usize;
+        let k: Vec<bf16> = keys::<f32>(2 * len, Pattern::Uniform, 9)
+            .into_iter()
+            .map(|x| bf16::from_f32(x - 1.0))
+            .collect();
+        for tie in TIES {
+            let req = TopK::largest(2048).tie_break(tie);
+            let segs = Segments::Fixed { count: 2, len };
+            let (_, plan) = req.run_keys(&d, &k, segs).unwrap();
+            assert!(plan.reason.starts_with("filter"), "{plan}");
+            check::<bf16, bf16>(&d, &req, &k, segs, None);
+        }
         // Per-segment k, one of them above its segment's length, and an empty segment.
         let o = [0i64, 100_000, 100_000, 150_000, 400_000];
         let k: Vec<i64> = keys(400_000, Pattern::RandomBits, 3);
@@ -1049,7 +1097,14 @@ mod topk {
         let d = dev();
         let o = [0i64, 20_000, 20_003, 45_000];
         let v: Vec<u16> = keys(45_000, Pattern::RandomBits, 2);
-        for pattern in [Pattern::Uniform, Pattern::TwoValues] {
+        // Uniform: candidates on chip; two values and all equal: the threshold's ties
+        // complete them; ascending: the last tiles overflow and are filtered again.
+        for pattern in [
+            Pattern::Uniform,
+            Pattern::TwoValues,
+            Pattern::AllEqual,
+            Pattern::Ascending,
+        ] {
             let k: Vec<f32> = keys(45_000, pattern, 1);
             for tie in TIES {
                 for path in [GpuPath::Filter, GpuPath::Split { chunk: 4096 }] {

@@ -25,12 +25,15 @@
 // Long segments with few winners take the filter path, which reads the keys from memory once:
 //   thresh: one block per segment radix-selects, among SAMPLE keys spread over the segment,
 //           a threshold that at least k keys reach with near certainty;
-//   filter: each tile keeps its keys at or above the threshold, in position order, in a
-//           fixed run of CT slots;
+//   filter: each tile keeps its keys above the threshold, in position order, in a fixed run
+//           of CT slots, and counts the keys equal to it;
 //   cand:   one block per segment gathers its candidates in position order into shared
-//           memory and selects among them on chip. When a tile overflowed its slots, or fewer
-//           than k keys reached the threshold (adversarial data), the block selects from the
-//           whole segment in memory instead: slower, still exact.
+//           memory (re-filtering from memory the few tiles whose candidates overflowed their
+//           slots, as sorted keys make them) and selects among them on chip; when they are
+//           fewer than k but the keys equal to the threshold make up the rest (ties: few
+//           distinct values, all keys equal), it takes them all and the tie-break's window of
+//           the equal keys, read from only the tiles that hold it. Otherwise (the sample
+//           missed) the block selects from the whole segment in memory: slower, still exact.
 // Every selection skips the high bits that all its keys share before the first digit pass,
 // so keys from one binade do not pile into one histogram bin.
 // Every thread of a block reaches every barrier: blocks whose segment is done still run the
@@ -739,8 +742,8 @@ extern "C" __global__ void __launch_bounds__(256)
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
                   const i64* __restrict__ tile_end, const u64* __restrict__ thresh, i64 ntiles, int ct,
-                  K* cand_key, u16* cand_off, u32* tile_cnt, int largest) {
-    __shared__ u32 wtot[8];
+                  K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, int largest) {
+    __shared__ u32 wtot[8], weq[8];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const u32 lt = (1u << lane) - 1u;
     const int first = w * (FR * 32) + lane;
@@ -765,17 +768,30 @@ extern "C" __global__ void __launch_bounds__(256)
         const u64 th64 = thresh[tile_seg[t]];
         const R th = th64 > (u64)width_mask() ? width_mask() : (R)th64;
         const bool none = th64 > (u64)width_mask();
-        u32 m = 0;
+        u32 m = 0, eq = 0;
         if (n == TILE) {
 #pragma unroll
-            for (int r = 0; r < FR; r++) m |= (u32)(directed(cur[r], largest) >= th) << r;
+            for (int r = 0; r < FR; r++) {
+                const R d = directed(cur[r], largest);
+                m |= (u32)(d > th) << r;
+                eq += d == th;
+            }
         } else {
 #pragma unroll
-            for (int r = 0; r < FR; r++) m |= (u32)(first + r * 32 < n && directed(cur[r], largest) >= th) << r;
+            for (int r = 0; r < FR; r++) {
+                const R d = directed(cur[r], largest);
+                const bool in = first + r * 32 < n;
+                m |= (u32)(in && d > th) << r;
+                eq += in && d == th;
+            }
         }
-        if (none) m = 0;
+        if (none) m = eq = 0;
         const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
-        if (lane == 0) wtot[w] = mine;
+        const u32 eqw = __reduce_add_sync(0xffffffffu, eq);
+        if (lane == 0) {
+            wtot[w] = mine;
+            weq[w] = eqw;
+        }
         __syncthreads();
         u32 base = 0, total = 0;
 #pragma unroll
@@ -797,7 +813,13 @@ extern "C" __global__ void __launch_bounds__(256)
             }
             base += __popc(b);
         }
-        if (threadIdx.x == 0) tile_cnt[t] = total;
+        if (threadIdx.x == 0) {
+            tile_cnt[t] = total;
+            u32 e = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) e += weq[j];
+            tile_eq[t] = e;
+        }
         __syncthreads();
 #pragma unroll
         for (int r = 0; r < FR; r++) cur[r] = nxt[r];
@@ -985,50 +1007,124 @@ RBLOCK(8)
 RBLOCK(16)
 RBLOCK(32)
 
-// One block per segment: candidates gathered in tile order (radixes and slot numbers in
-// dynamic shared memory, then selected on chip; or, when the candidates cannot hold the
-// answer, the whole segment selected in memory. Keys of up to 32 bits keep the key and its
-// position in the segment on chip too (cap * (4 + 4 + sizeof(K)) bytes at most 12 per
-// candidate), so the ordered compaction writes from shared memory; wider keys keep a slot
-// number (cap * 12 bytes) and read key and position back from the candidate buffers. A
-// filter segment holds fewer than 2^32 keys (its expected candidates fit on chip).
+// One block per segment: candidates gathered in tile order into dynamic shared memory (per
+// candidate its radix, its position in the segment and, for keys of up to 32 bits, the key:
+// cap * cand_bytes), then selected on chip, or completed with the threshold's ties, or (when
+// neither holds the answer) the whole segment selected in memory. A filter segment holds
+// fewer than 2^32 keys (its expected candidates fit on chip), so positions fit 32 bits.
 #define CAND_KEYS_ON_CHIP (sizeof(K) <= 4)
+// Tiles per segment whose overflowed candidates are re-filtered from memory; more go to the
+// in-memory selection.
+#define OVF_MAX 32
+
+// Appends the keys of tile [a, a + n) (n <= TILE; a relative to the segment) whose radix
+// passes `take` (gt: above th; else: equal to th with tie rank, counted from rank0 in
+// position order, in [lo, lo + need)) at out0 + their rank among the taken, in position
+// order. Returns the ties seen. Every thread must call it.
+__device__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool gt, u64 rank0, u64 lo, u64 need,
+                           u32 out0, R* rad, u32* pos, K* skey, int largest, u32* cnt, u32* sums) {
+    const int rounds = (n + (int)blockDim.x - 1) / (int)blockDim.x;
+    K v[TILE / 256];
+#pragma unroll
+    for (int r = 0; r < TILE / 256; r++) {
+        const int i = r * blockDim.x + threadIdx.x;
+        v[r] = i < n ? seg[a + i] : (K)0;
+    }
+    u32 m = 0, tie = 0;
+#pragma unroll
+    for (int r = 0; r < TILE / 256; r++) {
+        const int i = r * blockDim.x + threadIdx.x;
+        const R d = directed(v[r], largest);
+        m |= (u32)(i < n && d > th) << r;
+        tie |= (u32)(i < n && d == th) << r;
+    }
+    u32 ties_here = 0;
+    if (!gt) {
+        ordered_bases(tie, rounds, cnt, sums, &ties_here);
+        m = 0;
+#pragma unroll
+        for (int r = 0; r < TILE / 256; r++) {
+            if (r < rounds) {
+                const u64 rank = rank0 + ordered_slot(tie, r, cnt);
+                if (((tie >> r) & 1u) && rank >= lo && rank < lo + need) m |= 1u << r;
+            }
+        }
+        __syncthreads();
+    }
+    u32 taken;
+    ordered_bases(m, rounds, cnt, sums, &taken);
+#pragma unroll
+    for (int r = 0; r < TILE / 256; r++) {
+        if (r < rounds) {
+            const u32 o = out0 + ordered_slot(m, r, cnt);
+            if ((m >> r) & 1u) {
+                rad[o] = directed(v[r], largest);
+                pos[o] = (u32)(a + r * blockDim.x + threadIdx.x);
+                if (CAND_KEYS_ON_CHIP) skey[o] = v[r];
+            }
+        }
+    }
+    __syncthreads();
+    return ties_here;
+}
+
+// Number of the n ascending positions p[0..n) below x.
+__device__ __forceinline__ u32 count_below(const u32* p, u32 n, u32 x) {
+    u32 lo = 0, hi = n;
+    while (lo < hi) {
+        const u32 mid = (lo + hi) >> 1;
+        if (p[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(cand)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
-                                            const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr,
-                                            const i64* __restrict__ tile_start, const u32* __restrict__ tile_cnt,
-                                            const K* __restrict__ cand_key, const u16* __restrict__ cand_off,
-                                            int ct, int cap, K* out_keys, void* out_idx, i64 width, int idx64,
-                                            int largest, int larger_index) {
+                const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start,
+                const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq, const u64* __restrict__ thresh,
+                const K* __restrict__ cand_key, const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,
+                void* out_idx, i64 width, int idx64, int largest, int larger_index) {
     extern __shared__ u64 smem_raw[];
     R* rad = (R*)smem_raw;
-    u32* slot = (u32*)(rad + cap);
-    K* skey = (K*)(slot + cap);
+    u32* pos = (u32*)(rad + cap);
+    K* skey = (K*)(pos + cap);
     __shared__ u32 tbase[256], tcnt[256];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
     __shared__ u32 cnt[256];
     __shared__ u64 ctl[CTL_WORDS];
-    __shared__ int bad;
+    __shared__ u32 ovf_tile[OVF_MAX], ovf_base[OVF_MAX];
+    __shared__ int novf;
     const i64 s = blockIdx.x;
     const i64 st = seg_start[s], len = lens[s];
     const u64 kk = (u64)kk_arr[s];
     const i64 t0 = tile_ptr[s], t1 = tile_ptr[s + 1];
     if (kk == 0) return;  // the whole block: nothing to select, padding comes later
-    if (threadIdx.x == 0) bad = 0;
+    const R th = (R)thresh[s];
+    const K* seg = keys + st;
+    if (threadIdx.x == 0) novf = 0;
     __syncthreads();
-    u64 total = 0;
+    u64 total = 0, eqs = 0;
     for (i64 tb = t0; tb < t1; tb += blockDim.x) {
         const i64 t = tb + threadIdx.x;
-        u32 c = t < t1 ? tile_cnt[t] : 0;
-        if (c > (u32)ct) {
-            atomicOr(&bad, 1);
-            c = ct;
-        }
-        u32 sum;
+        const u32 c = t < t1 ? tile_cnt[t] : 0;
+        const u32 e = t < t1 ? tile_eq[t] : 0;
+        u32 sum, esum;
         const u32 before = block_exclusive_scan(c, sums, &sum);
+        __syncthreads();
+        block_exclusive_scan(e, sums, &esum);
         tbase[threadIdx.x] = before;
         tcnt[threadIdx.x] = c;
+        if (c > (u32)ct) {
+            const int q = atomicAdd(&novf, 1);
+            if (q < OVF_MAX) {
+                ovf_tile[q] = (u32)(t - t0);
+                ovf_base[q] = (u32)(total + before);
+            }
+        }
         __syncthreads();
         // A warp per tile, lanes over its candidates: coalesced reads of the slots.
         const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
@@ -1036,49 +1132,79 @@ extern "C" __global__ void __launch_bounds__(256)
         for (int x = threadIdx.x >> 5; x < ntb; x += nw) {
             const u32 cx = tcnt[x];
             const i64 tt = tb + x;
-            if (total + tbase[x] + cx <= (u64)cap) {
+            if (cx <= (u32)ct && total + tbase[x] + cx <= (u64)cap) {
                 for (u32 q = lane; q < cx; q += 32) {
                     const u64 j = total + tbase[x] + q;
                     const K kv = cand_key[tt * ct + q];
                     rad[j] = directed(kv, largest);
-                    if (CAND_KEYS_ON_CHIP) {
-                        slot[j] = (u32)((tt - t0) * TILE + cand_off[tt * ct + q]);
-                        skey[j] = kv;
-                    } else {
-                        slot[j] = (u32)((tt - t0) * ct + q);
-                    }
+                    pos[j] = (u32)((tt - t0) * TILE + cand_off[tt * ct + q]);
+                    if (CAND_KEYS_ON_CHIP) skey[j] = kv;
                 }
             }
         }
         total += sum;
+        eqs += esum;
         __syncthreads();
     }
-    const bool in_mem = bad || total > (u64)cap || total < kk;
+    const int nov = novf;
+    const bool fits = total <= (u64)cap && nov <= OVF_MAX;
+    // Tiles whose candidates overflowed their slots: filtered again from memory into their
+    // place.
+    if (fits) {
+        for (int q = 0; q < nov; q++) {
+            const i64 a = (i64)ovf_tile[q] * TILE;
+            const int n = (int)(len - a < TILE ? len - a : TILE);
+            tile_append(seg, a, n, th, true, 0, 0, 0, ovf_base[q], rad, pos, skey, largest, cnt, sums);
+        }
+    }
     const i64 row = s * width;
     const Writer e{keys, out_keys, out_idx, idx64};
-    if (!in_mem) {
+    auto key_at = [&](u64 j) { return CAND_KEYS_ON_CHIP ? skey[j] : seg[pos[j]]; };
+    if (fits && kk <= total) {
+        // The answer is among the candidates (ties at the k-th key included: all above th).
         const Sel sel = block_radix_select(SmemRad{rad}, (i64)total, kk, h, ctl);
         const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
         block_compact(
             SmemRad{rad}, (i64)total, sel, lo, 0, 0,
-            [&](i64 j, u64 o) {
-                if (CAND_KEYS_ON_CHIP) {
-                    e.put_key(skey[j], (i64)slot[j], row + (i64)o);
-                } else {
-                    const i64 t = t0 + slot[j] / ct;
-                    const i64 g = t * ct + slot[j] % ct;
-                    e.put_key(cand_key[g], tile_start[t] + cand_off[g] - st, row + (i64)o);
+            [&](i64 j, u64 o) { e.put_key(key_at((u64)j), (i64)pos[j], row + (i64)o); }, cnt, sums);
+    } else if (fits && kk <= total + eqs && kk <= (u64)cap) {
+        // Every candidate, and the tie-break's window of the keys equal to th, appended after
+        // them from the tiles that hold it; then both runs merged by position.
+        const u64 need = kk - total, lo = larger_index ? eqs - need : 0;
+        u64 rank = 0;
+        for (i64 tb = t0; tb < t1; tb += blockDim.x) {
+            const i64 t = tb + threadIdx.x;
+            u32 sum;
+            const u32 before = block_exclusive_scan(t < t1 ? tile_eq[t] : 0u, sums, &sum);
+            tbase[threadIdx.x] = before;
+            tcnt[threadIdx.x] = t < t1 ? tile_eq[t] : 0u;
+            __syncthreads();
+            const int ntb = (int)(t1 - tb < (i64)blockDim.x ? t1 - tb : (i64)blockDim.x);
+            for (int x = 0; x < ntb; x++) {
+                const u64 r0 = rank + tbase[x], r1 = r0 + tcnt[x];
+                if (r1 > lo && r0 < lo + need) {
+                    const i64 a = (tb + x - t0) * TILE;
+                    const int n = (int)(len - a < TILE ? len - a : TILE);
+                    const u32 out0 = (u32)(total + (r0 > lo ? r0 - lo : 0));
+                    tile_append(seg, a, n, th, false, r0, lo, need, out0, rad, pos, skey, largest, cnt, sums);
                 }
-            },
-            cnt, sums);
+            }
+            rank += sum;
+            __syncthreads();
+        }
+        for (u64 j = threadIdx.x; j < kk; j += blockDim.x) {
+            const u32 p = pos[j];
+            const u64 o = j < total ? j + count_below(pos + total, (u32)need, p)
+                                    : (j - total) + count_below(pos, (u32)total, p);
+            e.put_key(key_at(j), (i64)p, row + (i64)o);
+        }
     } else {
-        const MemRad src{keys + st, largest};
+        const MemRad src{seg, largest};
         const Sel sel = block_radix_select(src, len, kk, h, ctl);
         const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
         block_compact(src, len, sel, lo, 0, 0, [&](i64 i, u64 o) { e.put(st + i, i, row + (i64)o); }, cnt, sums);
     }
 }
-
 
 // out_vals[s, j] = vals[segment start + out_idx[s, j]] for j < kk[s]: the value payload of
 // every selected key, after any selection kernel.

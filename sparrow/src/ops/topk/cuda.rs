@@ -153,6 +153,8 @@ struct Buffers {
     cand_key: CudaSlice<u8>,
     cand_off: CudaSlice<u16>,
     tile_cnt: CudaSlice<u32>,
+    /// Keys equal to the threshold, per tile (filter path).
+    tile_eq: CudaSlice<u32>,
 }
 
 impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
@@ -271,6 +273,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             cand_key: gpu.alloc_zeroed(slots * ks)?,
             cand_off: gpu.alloc_zeroed(slots)?,
             tile_cnt: gpu.alloc_zeroed(if path == GpuPath::Filter { nt } else { 0 })?,
+            tile_eq: gpu.alloc_zeroed(if path == GpuPath::Filter { nt } else { 0 })?,
         });
         Ok(me)
     }
@@ -571,6 +574,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                     .ptr(gpu.ptr(&b.cand_key))
                     .ptr(gpu.ptr(&b.cand_off))
                     .ptr(gpu.ptr(&b.tile_cnt))
+                    .ptr(gpu.ptr(&b.tile_eq))
                     .i32(largest),
             )?;
         }
@@ -585,6 +589,8 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .ptr(gpu.ptr(&b.tptr))
                 .ptr(gpu.ptr(&b.tst))
                 .ptr(gpu.ptr(&b.tile_cnt))
+                .ptr(gpu.ptr(&b.tile_eq))
+                .ptr(gpu.ptr(&b.thresh))
                 .ptr(gpu.ptr(&b.cand_key))
                 .ptr(gpu.ptr(&b.cand_off))
                 .i32(b.filter.ct as i32)

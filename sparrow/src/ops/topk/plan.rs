@@ -5,10 +5,14 @@
 //!   segment's radixes in shared memory and does every digit pass and the ordered compaction
 //!   on chip, reading the keys once.
 //! - CUDA filter, longer segments whose winners are few: a threshold per segment from a
-//!   sample of [`SAMPLE`] keys, one streaming pass that keeps the keys reaching it (in
-//!   position order, [`FilterShape::ct`] slots per tile), and an on-chip selection among those
-//!   candidates; a segment whose candidates cannot hold the answer (adversarial data) is
-//!   selected from memory by its block instead. Reads the keys once on friendly data.
+//!   sample of [`SAMPLE`] keys, one streaming pass that keeps the keys above it (in position
+//!   order, [`FilterShape::ct`] slots per tile) and counts those equal to it, and an on-chip
+//!   selection among those candidates. Tiles whose candidates overflow their slots (sorted
+//!   keys) are filtered again from memory; when the candidates are fewer than k, the
+//!   threshold's ties complete them (few distinct values), read from the tiles holding the
+//!   tie-break's window only. A segment whose candidates still cannot hold the answer (a
+//!   misleading sample) is selected from memory by its block. Reads the keys once on friendly
+//!   data and little more on ties.
 //! - CUDA tiled, otherwise: radix select over tiles of at most [`TILE`] keys (a tile never
 //!   spans two segments), one histogram pass per 8-bit digit with early stop, an ordered
 //!   compaction.
@@ -354,7 +358,7 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             ),
         },
         GpuPath::Filter => format!(
-            "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, one pass over the keys keeping those that reach it ({} slots per tile of {TILE}), selection among the candidates on chip; segments whose candidates miss are selected from memory",
+            "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, one pass over the keys keeping those that reach it ({} slots per tile of {TILE}), selection among the candidates on chip (tiles whose candidates overflow their slots filtered again from memory; the threshold's ties completing too few candidates); segments whose candidates still miss are selected from memory",
             fs.expected, fs.cap, fs.ct
         ),
         GpuPath::Tiled => format!(
