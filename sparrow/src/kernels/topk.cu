@@ -801,17 +801,24 @@ extern "C" __global__ void __launch_bounds__(256)
             total += x;
         }
 #pragma unroll
+        // Only the rounds where some lane of the warp has a candidate (the same in the
+        // whole warp) cost a ballot.
+        const u32 rounds = mine ? __reduce_or_sync(0xffffffffu, m) : 0u;
+        K* ck = cand_key + t * ct;
+        u16* co = cand_off + t * ct;
+#pragma unroll
         for (int r = 0; r < FR; r++) {
-            if (mine == 0) break;  // the same in the whole warp
-            const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
-            if ((m >> r) & 1u) {
-                const u32 o = base + __popc(b & lt);
-                if (o < (u32)ct) {
-                    cand_key[t * ct + o] = cur[r];
-                    cand_off[t * ct + o] = (u16)(first + r * 32);
+            if ((rounds >> r) & 1u) {
+                const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
+                if ((m >> r) & 1u) {
+                    const u32 o = base + __popc(b & lt);
+                    if (o < (u32)ct) {
+                        ck[o] = cur[r];
+                        co[o] = (u16)(first + r * 32);
+                    }
                 }
+                base += __popc(b);
             }
-            base += __popc(b);
         }
         if (threadIdx.x == 0) {
             tile_cnt[t] = total;
