@@ -556,7 +556,6 @@ __device__ __forceinline__ WarpCut warp_select(const R (&r)[N], int n, u32 kk, i
     int b = (int)(63 - __clzll((long long)(u64)diff));
     c.mask = ~((((R)2) << b) - (R)1) & width_mask();
     c.prefix = a & c.mask;
-    bool jumped = false;
     for (; b >= 0; b--) {
         const R bit = (R)1 << b;
         const R m2 = c.mask | bit, c2 = c.prefix | bit;
@@ -569,35 +568,6 @@ __device__ __forceinline__ WarpCut warp_select(const R (&r)[N], int n, u32 kk, i
         if (cnt >= c.rem) {
             c.prefix = c2;
             if (cnt == c.rem) break;
-            if (!jumped && cnt > 2 * c.rem + 32) {
-                // Far more keys than needed share the prefix (ties, few distinct values):
-                // once, skip the bits they all share, down to the next bit they differ in.
-                jumped = true;
-                R ja = ~(R)0, jo = 0;
-#pragma unroll
-                for (int i = 0; i < N; i++) {
-                    const bool in = (r[i] & m2) == c2;
-                    ja &= in ? r[i] : ~(R)0;
-                    jo |= in ? r[i] : (R)0;
-                }
-#pragma unroll
-                for (int off = 16; off > 0; off >>= 1) {
-                    ja &= __shfl_xor_sync(0xffffffffu, ja, off);
-                    jo |= __shfl_xor_sync(0xffffffffu, jo, off);
-                }
-                const R below = (bit - (R)1) & width_mask();
-                const R d = (ja ^ jo) & below;
-                if (d == 0) {
-                    // They are all equal: the cut is their value.
-                    c.mask = width_mask();
-                    c.prefix = ja & c.mask;
-                    break;
-                }
-                const int nb = (int)(63 - __clzll((long long)(u64)d));
-                c.mask = ~((((R)2) << nb) - (R)1) & width_mask();
-                c.prefix = ja & c.mask;
-                b = nb + 1;  // the loop's decrement brings it to nb
-            }
         } else {
             c.rem -= cnt;
         }
@@ -798,14 +768,13 @@ extern "C" __global__ void __launch_bounds__(256)
         const u64 th64 = thresh[tile_seg[t]];
         const R th = th64 > (u64)width_mask() ? width_mask() : (R)th64;
         const bool none = th64 > (u64)width_mask();
-        // m: keys above th; e: keys equal to it.
-        u32 m = 0, e = 0;
+        u32 m = 0, eq = 0;
         if (n == TILE) {
 #pragma unroll
             for (int r = 0; r < FR; r++) {
                 const R d = directed(cur[r], largest);
                 m |= (u32)(d > th) << r;
-                e |= (u32)(d == th) << r;
+                eq += d == th;
             }
         } else {
 #pragma unroll
@@ -813,16 +782,15 @@ extern "C" __global__ void __launch_bounds__(256)
                 const R d = directed(cur[r], largest);
                 const bool in = first + r * 32 < n;
                 m |= (u32)(in && d > th) << r;
-                e |= (u32)(in && d == th) << r;
+                eq += in && d == th;
             }
         }
-        if (none) m = e = 0;
-        // Both warp counts (at most 512 each) in one reduction.
-        const u32 both = __reduce_add_sync(0xffffffffu, __popc(m) | ((u32)__popc(e) << 16));
-        const u32 mine = both & 0xffffu;
+        if (none) m = eq = 0;
+        const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
+        const u32 eqw = __reduce_add_sync(0xffffffffu, eq);
         if (lane == 0) {
             wtot[w] = mine;
-            weq[w] = both >> 16;
+            weq[w] = eqw;
         }
         __syncthreads();
         u32 base = 0, total = 0;
