@@ -26,7 +26,7 @@
 //   thresh: one block per segment radix-selects, among SAMPLE keys spread over the segment,
 //           a threshold that at least k keys reach with near certainty;
 //   filter: each tile keeps its keys above the threshold, in position order, in a fixed run
-//           of CT slots, and counts the keys equal to it;
+//           of CT slots, and counts the keys equal to it when the sample had ties there;
 //   cand:   one block per segment gathers its candidates in position order into shared
 //           memory (re-filtering from memory the few tiles whose candidates overflowed their
 //           slots, as sorted keys make them) and selects among them on chip; when they are
@@ -706,7 +706,7 @@ __device__ __forceinline__ u64 filter_rank(i64 len, i64 kk, i64 ns) {
 
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(thresh)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
-                  const i64* __restrict__ kk, u64* thresh, int largest) {
+                  const i64* __restrict__ kk, u64* thresh, u32* count_eq, int largest) {
     __shared__ R rad[SAMPLE];
     __shared__ u32 h[256];
     __shared__ u64 ctl[CTL_WORDS];
@@ -732,7 +732,13 @@ extern "C" __global__ void __launch_bounds__(256)
     const Sel sel = block_radix_select(SmemRad{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
     // No key is wanted: a threshold only the highest radix reaches keeps the filter's output
     // small.
-    if (threadIdx.x == 0) thresh[s] = kk[s] == 0 ? ~0ull : sel.shift >= RBITS ? 0 : (u64)(sel.prefix << sel.shift);
+    if (threadIdx.x == 0) {
+        thresh[s] = kk[s] == 0 ? ~0ull : sel.shift >= RBITS ? 0 : (u64)(sel.prefix << sel.shift);
+        // Samples tied at the threshold (the select resolved every bit): the filter counts
+        // the segment's keys equal to it, for the selection to complete too few candidates
+        // with. Otherwise (distinct keys) such keys are unlikely and are not counted.
+        count_eq[s] = kk[s] != 0 && sel.shift == 0;
+    }
 }
 
 // Blocks stride over the tiles, loading the next tile's keys before filtering the current
@@ -742,7 +748,8 @@ extern "C" __global__ void __launch_bounds__(256)
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
                   const i64* __restrict__ tile_end, const u64* __restrict__ thresh, i64 ntiles, int ct,
-                  K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, int largest) {
+                  const u32* __restrict__ count_eq, K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq,
+                  int largest) {
     __shared__ u32 wtot[8], weq[8];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const u32 lt = (1u << lane) - 1u;
@@ -768,8 +775,12 @@ extern "C" __global__ void __launch_bounds__(256)
         const u64 th64 = thresh[tile_seg[t]];
         const R th = th64 > (u64)width_mask() ? width_mask() : (R)th64;
         const bool none = th64 > (u64)width_mask();
+        const bool ceq = count_eq[tile_seg[t]] != 0;  // the same in the whole block
         u32 m = 0, eq = 0;
-        if (n == TILE) {
+        if (n == TILE && !ceq) {
+#pragma unroll
+            for (int r = 0; r < FR; r++) m |= (u32)(directed(cur[r], largest) > th) << r;
+        } else if (n == TILE) {
 #pragma unroll
             for (int r = 0; r < FR; r++) {
                 const R d = directed(cur[r], largest);
@@ -782,12 +793,12 @@ extern "C" __global__ void __launch_bounds__(256)
                 const R d = directed(cur[r], largest);
                 const bool in = first + r * 32 < n;
                 m |= (u32)(in && d > th) << r;
-                eq += in && d == th;
+                eq += ceq && in && d == th;
             }
         }
         if (none) m = eq = 0;
         const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
-        const u32 eqw = __reduce_add_sync(0xffffffffu, eq);
+        const u32 eqw = ceq ? __reduce_add_sync(0xffffffffu, eq) : 0u;
         if (lane == 0) {
             wtot[w] = mine;
             weq[w] = eqw;

@@ -155,6 +155,8 @@ struct Buffers {
     tile_cnt: CudaSlice<u32>,
     /// Keys equal to the threshold, per tile (filter path).
     tile_eq: CudaSlice<u32>,
+    /// Whether the filter counts keys equal to the threshold, per segment (filter path).
+    count_eq: CudaSlice<u32>,
 }
 
 impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
@@ -274,6 +276,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             cand_off: gpu.alloc_zeroed(slots)?,
             tile_cnt: gpu.alloc_zeroed(if path == GpuPath::Filter { nt } else { 0 })?,
             tile_eq: gpu.alloc_zeroed(if path == GpuPath::Filter { nt } else { 0 })?,
+            count_eq: gpu.alloc_zeroed(if path == GpuPath::Filter { n } else { 0 })?,
         });
         Ok(me)
     }
@@ -557,6 +560,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .ptr(gpu.ptr(&b.lens))
                 .ptr(gpu.ptr(&b.kk))
                 .ptr(gpu.ptr(&b.thresh))
+                .ptr(gpu.ptr(&b.count_eq))
                 .i32(largest),
         )?;
         if b.nt > 0 {
@@ -571,6 +575,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                     .ptr(gpu.ptr(&b.thresh))
                     .i64(b.nt as i64)
                     .i32(b.filter.ct as i32)
+                    .ptr(gpu.ptr(&b.count_eq))
                     .ptr(gpu.ptr(&b.cand_key))
                     .ptr(gpu.ptr(&b.cand_off))
                     .ptr(gpu.ptr(&b.tile_cnt))
