@@ -183,6 +183,20 @@ fn bad_inputs_give_one_line_errors() {
 
     let e = failure(&sparrow(&["bench", "spmm", "--matrix", "nope"]));
     assert_eq!(e, "error: invalid argument `--matrix`: unknown matrix \"nope\"; choose from powerlaw, banded, empty90, blockdiag, uniform, longrows, stencil2d, stencil3d, fem, powerlaw-small or all");
+
+    // bench topk checks its key types, patterns and tie-breaks before it looks for a GPU.
+    let e = failure(&sparrow(&["bench", "topk", "--pattern", "uniform,nope"]));
+    assert_eq!(e, "error: invalid argument `--pattern`: unknown pattern \"nope\"; choose from uniform, all-equal, two-values, heavy-ties, ascending, shared-high-bits");
+    let e = failure(&sparrow(&["bench", "topk", "--dtype", "f64"]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--dtype`: bench topk times f32 or bf16 keys, not \"f64\""
+    );
+    let e = failure(&sparrow(&["bench", "topk", "--tie-break", "first"]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--tie-break`: \"first\" is not fast, smaller-index or larger-index"
+    );
 }
 
 #[test]

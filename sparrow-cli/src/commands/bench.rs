@@ -98,7 +98,6 @@ fn emit_json<R: serde::Serialize>(
 /// Every combination of the key types, patterns and tie-breaks asked for.
 fn topk_cases(args: &Args) -> Result<Vec<sparrow::bench::topk::Case>> {
     use sparrow::bench::topk::{Case, KEYS};
-    use sparrow::ops::topk::TieBreak;
     let mut keys = Vec::new();
     for k in list("--dtype", &args.dtype)? {
         match KEYS.iter().find(|&&n| n == k) {
@@ -115,20 +114,10 @@ fn topk_cases(args: &Args) -> Result<Vec<sparrow::bench::topk::Case>> {
     for p in list("--pattern", &args.pattern)? {
         patterns.push(sparrow::bench::topk::pattern(&p)?.0);
     }
-    let mut ties = Vec::new();
-    for t in list("--tie-break", &args.tie_break)? {
-        ties.push(match t.as_str() {
-            "fast" => TieBreak::Fast,
-            "smaller-index" => TieBreak::SmallerIndex,
-            "larger-index" => TieBreak::LargerIndex,
-            other => {
-                return Err(Error::invalid(
-                    "--tie-break",
-                    format!("{other:?} is not fast, smaller-index or larger-index"),
-                ))
-            }
-        });
-    }
+    let ties = list("--tie-break", &args.tie_break)?
+        .iter()
+        .map(|t| super::topk::tie_break(t))
+        .collect::<Result<Vec<_>>>()?;
     let mut cases = Vec::new();
     for &key in &keys {
         for &pattern in &patterns {
@@ -427,15 +416,7 @@ fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
 }
 
 fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
-    let device = ctx.open_device()?;
-    let Device::Cuda(gpu) = &device else {
-        return Err(Error::unsupported(
-            "bench topk times GPU kernels and needs a GPU (--device cuda)",
-        ));
-    };
-    let pb = super::spinner("bench topk");
-    pb.set_message("measuring copy bandwidth");
-    let bw = sparrow::bench::copy_bandwidth(gpu, 1 << 30)?;
+    // Arguments first, so a typo is reported before any device work.
     let shapes = match &args.shapes {
         None => sparrow::bench::topk::SHAPES.to_vec(),
         Some(s) => list("--shapes", s)?
@@ -450,6 +431,15 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             .collect::<Result<Vec<_>>>()?,
     };
     let cases = topk_cases(args)?;
+    let device = ctx.open_device()?;
+    let Device::Cuda(gpu) = &device else {
+        return Err(Error::unsupported(
+            "bench topk times GPU kernels and needs a GPU (--device cuda)",
+        ));
+    };
+    let pb = super::spinner("bench topk");
+    pb.set_message("measuring copy bandwidth");
+    let bw = sparrow::bench::copy_bandwidth(gpu, 1 << 30)?;
     let records = sparrow::bench::topk::run(gpu, &shapes, &cases, args.reps, bw, &mut |m| {
         pb.set_message(m.to_string())
     })?;

@@ -163,18 +163,21 @@ fn write_raw(path: &Path, shape: &[u64], bits: &[u64], like: &AnyKeys) -> Result
     }
 }
 
+/// The tie-break named `s` (`--tie-break`).
+pub fn tie_break(s: &str) -> Result<TieBreak> {
+    match s {
+        "fast" => Ok(TieBreak::Fast),
+        "smaller-index" => Ok(TieBreak::SmallerIndex),
+        "larger-index" => Ok(TieBreak::LargerIndex),
+        other => Err(Error::invalid(
+            "--tie-break",
+            format!("{other:?} is not fast, smaller-index or larger-index"),
+        )),
+    }
+}
+
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
-    let tie = match args.tie_break.as_str() {
-        "fast" => TieBreak::Fast,
-        "smaller-index" => TieBreak::SmallerIndex,
-        "larger-index" => TieBreak::LargerIndex,
-        other => {
-            return Err(Error::invalid(
-                "--tie-break",
-                format!("{other:?} is not fast, smaller-index or larger-index"),
-            ))
-        }
-    };
+    let tie = tie_break(&args.tie_break)?;
     let index = match args.index_type.as_str() {
         "i32" => IndexType::I32,
         "i64" => IndexType::I64,
