@@ -1048,10 +1048,10 @@ mod topk {
             check::<f32, f32>(&d, &req, &k, Segments::Fixed { count: 2, len }, None);
         }
         // Crowded tiles: every key 0 but runs of 130 keys 2 (never sampled) in `m` tiles of a
-        // 2M-key segment, more than their 64 slots: 20 such tiles are filtered again from
-        // memory, 40 are more than the block re-filters (32), so it selects from memory.
+        // 2M-key segment, more than their 64 slots: up to 32 such tiles (OVF_MAX in topk.cu)
+        // are filtered again from memory, more send the segment to the in-memory selection.
         let len = 2_097_152usize;
-        for m in [20usize, 40] {
+        for m in [20usize, 32, 33, 40] {
             let mut k = vec![0f32; len];
             for t in 0..m {
                 let a = (3 + 7 * t) * 4096 + 1000;

@@ -97,23 +97,15 @@ fn emit_json<R: serde::Serialize>(
 
 /// Every combination of the key types, patterns and tie-breaks asked for.
 fn topk_cases(args: &Args) -> Result<Vec<sparrow::bench::topk::Case>> {
-    use sparrow::bench::topk::{Case, KEYS};
-    let mut keys = Vec::new();
-    for k in list("--dtype", &args.dtype)? {
-        match KEYS.iter().find(|&&n| n == k) {
-            Some(&n) => keys.push(n),
-            None => {
-                return Err(Error::invalid(
-                    "--dtype",
-                    format!("bench topk times f32 or bf16 keys, not {k:?}"),
-                ))
-            }
-        }
-    }
-    let mut patterns = Vec::new();
-    for p in list("--pattern", &args.pattern)? {
-        patterns.push(sparrow::bench::topk::pattern(&p)?.0);
-    }
+    use sparrow::bench::topk::{pattern, BenchKey, Case};
+    let keys = list("--dtype", &args.dtype)?
+        .iter()
+        .map(|k| BenchKey::parse(k))
+        .collect::<Result<Vec<_>>>()?;
+    let patterns = list("--pattern", &args.pattern)?
+        .iter()
+        .map(|p| pattern(p))
+        .collect::<Result<Vec<_>>>()?;
     let ties = list("--tie-break", &args.tie_break)?
         .iter()
         .map(|t| super::topk::tie_break(t))

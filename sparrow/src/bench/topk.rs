@@ -23,7 +23,35 @@ pub const SHAPES: [(usize, usize, usize); 7] = [
 ];
 
 /// Key types the benchmark times.
-pub const KEYS: [&str; 2] = ["f32", "bf16"];
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchKey {
+    /// f32 keys.
+    F32,
+    /// bf16 keys.
+    Bf16,
+}
+
+impl BenchKey {
+    /// The key type named `name` (`--dtype`).
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "f32" => Ok(BenchKey::F32),
+            "bf16" => Ok(BenchKey::Bf16),
+            other => Err(Error::invalid(
+                "--dtype",
+                format!("bench topk times f32 or bf16 keys, not {other:?}"),
+            )),
+        }
+    }
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchKey::F32 => "f32",
+            BenchKey::Bf16 => "bf16",
+        }
+    }
+}
 
 /// Patterns the benchmark generates, by name.
 pub const PATTERNS: [(&str, Pattern); 6] = [
@@ -35,7 +63,7 @@ pub const PATTERNS: [(&str, Pattern); 6] = [
     ("shared-high-bits", Pattern::SharedHighBits),
 ];
 
-/// The entry of [`PATTERNS`] named `name`.
+/// The entry of [`PATTERNS`] named `name` (`--pattern`).
 pub fn pattern(name: &str) -> Result<(&'static str, Pattern)> {
     PATTERNS
         .iter()
@@ -53,22 +81,12 @@ pub fn pattern(name: &str) -> Result<(&'static str, Pattern)> {
 /// What is timed besides the shape.
 #[derive(Clone, Copy, Debug)]
 pub struct Case {
-    /// Key type, one of [`KEYS`].
-    pub key: &'static str,
-    /// Key pattern name, one of [`PATTERNS`].
-    pub pattern: &'static str,
+    /// Key type.
+    pub key: BenchKey,
+    /// Key pattern: its name and the generator's pattern (an entry of [`PATTERNS`]).
+    pub pattern: (&'static str, Pattern),
     /// Tie-break.
     pub tie: TieBreak,
-}
-
-impl Default for Case {
-    fn default() -> Self {
-        Case {
-            key: "f32",
-            pattern: "uniform",
-            tie: TieBreak::Fast,
-        }
-    }
 }
 
 /// One measured shape.
@@ -115,21 +133,15 @@ pub fn run(
             let (len, k, segments) = shape;
             progress(&format!(
                 "topk {} {} len {len} k {k} x {segments}",
-                case.key, case.pattern
+                case.key.name(),
+                case.pattern.0
             ));
             let n = len * segments;
-            let (_, pat) = pattern(case.pattern)?;
-            let r = match case.key {
-                "f32" => one(gpu, shape, *case, reps, bw, &keys::<f32>(n, pat, 21))?,
-                "bf16" => one(gpu, shape, *case, reps, bw, &bf16_keys(n, pat))?,
-                other => {
-                    return Err(Error::invalid(
-                        "--dtype",
-                        format!("bench topk times f32 or bf16 keys, not {other:?}"),
-                    ))
-                }
-            };
-            out.push(r);
+            let pat = case.pattern.1;
+            out.push(match case.key {
+                BenchKey::F32 => one(gpu, shape, *case, reps, bw, &keys::<f32>(n, pat, 21))?,
+                BenchKey::Bf16 => one(gpu, shape, *case, reps, bw, &bf16_keys(n, pat))?,
+            });
         }
     }
     Ok(out)
@@ -168,8 +180,8 @@ fn one<K: Key>(
     let timing = time_gpu(gpu, 2, reps.max(10), || t.enqueue())?;
     let gbs = std::mem::size_of_val(data) as f64 / (timing.median_ms * 1e-3) / 1e9;
     Ok(TopkRecord {
-        key: case.key.to_string(),
-        pattern: case.pattern.to_string(),
+        key: case.key.name().to_string(),
+        pattern: case.pattern.0.to_string(),
         tie: format!("{:?}", case.tie),
         len,
         k,

@@ -20,8 +20,9 @@
 //   sort/gather (sorted output): one block per row bitonic-sorts (radix desc, position asc)
 //           in shared memory, then the row is gathered in that order.
 // Segments of at most BLOCK_MAX keys take the on-chip path instead: one block per segment
-// keeps the segment's radixes in shared memory and runs every digit pass and the ordered
-// compaction there (topk_block), reading the keys from memory once.
+// keeps the segment's radixes in registers (topk_rblock, up to 8,192 keys) or in shared memory
+// (topk_block) and runs every digit pass and the ordered compaction there, reading the keys
+// from memory once; segments of at most WARP_MAX keys take one warp each (topk_warp).
 // Long segments with few winners take the filter path, which reads the keys from memory once:
 //   thresh: one block per segment radix-selects, among SAMPLE keys spread over the segment,
 //           a threshold that at least k keys reach with near certainty;

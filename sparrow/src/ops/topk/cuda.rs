@@ -6,8 +6,8 @@ use cudarc::driver::CudaSlice;
 
 use super::key::directed;
 use super::plan::{
-    cand_bytes, filter_blocks, gpu_path, radix_bytes, rblock_items, split_stages, tiles,
-    FilterShape, GpuPath, SORT_MAX,
+    cand_bytes, filter_blocks, gpu_path, needs_padding, radix_bytes, rblock_items, split_stages,
+    tiles, FilterShape, GpuPath, SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
@@ -88,6 +88,8 @@ pub struct GpuTopK<'a, K, V> {
     req: TopK,
     layout: Layout,
     has_values: bool,
+    /// Whether the padding kernel runs ([`needs_padding`], decided once).
+    pads: bool,
     bufs: Option<Buffers>,
     split: Option<Box<Split<'a, K>>>,
     _types: std::marker::PhantomData<(K, V)>,
@@ -198,6 +200,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             req: req.clone(),
             layout: layout.clone(),
             has_values: values.is_some(),
+            pads: needs_padding(layout),
             bufs: None,
             split: None,
             _types: std::marker::PhantomData,
@@ -392,11 +395,10 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         kk: &CudaSlice<i64>,
         (keys, idx, vals): (&CudaSlice<u8>, &CudaSlice<u8>, &CudaSlice<u8>),
     ) -> Result<()> {
-        let (n, w) = (self.layout.count(), self.layout.width);
-        // Rows whose k is the row width have nothing to pad: no launch.
-        if self.layout.kk.iter().all(|&k| k as usize == w) {
+        if !self.pads {
             return Ok(());
         }
+        let (n, w) = (self.layout.count(), self.layout.width);
         let gpu = self.gpu;
         let pad_bits = padding::<K>(self.req.is_largest()).to_bits();
         run.launch(

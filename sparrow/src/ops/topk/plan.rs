@@ -1,9 +1,11 @@
 //! Every path top-k can take.
 //!
 //! - CPU: radix select per segment; rayon over segments, and within segments of 1M keys or more.
-//! - CUDA on-chip, every segment at most [`block_max`] keys: one block per segment keeps the
-//!   segment's radixes in shared memory and does every digit pass and the ordered compaction
-//!   on chip, reading the keys once.
+//! - CUDA warp, every segment at most [`WARP_MAX`] keys: one warp per segment, radixes in
+//!   registers.
+//! - CUDA on-chip, every segment at most [`block_max`] keys: one block per segment does every
+//!   digit pass and the ordered compaction on chip, reading the keys once; the radixes sit in
+//!   registers up to [`RBLOCK_MAX`] keys ([`rblock_items`] per thread), in shared memory above.
 //! - CUDA filter, longer segments whose winners are few: a threshold per segment from a
 //!   sample of [`SAMPLE`] keys, one streaming pass that keeps the keys above it (in position
 //!   order, [`FilterShape::ct`] slots per tile) and counts those equal to it, and an on-chip
@@ -73,6 +75,12 @@ pub fn cand_bytes<K: Key>() -> usize {
         0
     };
     radix_bytes::<K>() + 4 + key
+}
+
+/// Whether some row keeps fewer than the row width (k above its segment's length, or a
+/// per-segment k below the widest), so the padding kernel must run after the selection.
+pub fn needs_padding(layout: &Layout) -> bool {
+    layout.kk.iter().any(|&k| k as usize != layout.width)
 }
 
 /// Longest segment the on-chip path holds in registers: 256 threads of 32 keys.
@@ -384,15 +392,16 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         reason
             .push_str("; every segment keeps all or none of its keys, so the passes stop at once");
     }
+    let pad = if needs_padding(layout) { ",pad" } else { "" };
     let mut kernel = match path {
-        GpuPath::Warp => format!("topk_{{warp,pad}}_{}", K::NAME),
+        GpuPath::Warp => format!("topk_{{warp{pad}}}_{}", K::NAME),
         GpuPath::OnChip => match rblock_items(max_len) {
-            Some(items) => format!("topk_{{rblock,pad}}_{}_v{items}", K::NAME),
-            None => format!("topk_{{block,pad}}_{}", K::NAME),
+            Some(items) => format!("topk_{{rblock{pad}}}_{}_v{items}", K::NAME),
+            None => format!("topk_{{block{pad}}}_{}", K::NAME),
         },
-        GpuPath::Filter => format!("topk_{{thresh,filter,cand,pad}}_{}", K::NAME),
-        GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write,pad}}_{}", K::NAME),
-        GpuPath::Split { .. } => format!("two top-k stages + topk_{{remap,pad}}_{}", K::NAME),
+        GpuPath::Filter => format!("topk_{{thresh,filter,cand{pad}}}_{}", K::NAME),
+        GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write{pad}}}_{}", K::NAME),
+        GpuPath::Split { .. } => format!("two top-k stages + topk_{{remap{pad}}}_{}", K::NAME),
     };
     if req.is_sorted() {
         if layout.width <= SORT_MAX {
@@ -600,6 +609,22 @@ mod tests {
         for w in widths {
             assert!(cand_cap(&l) * w <= budget, "{w} bytes per candidate");
         }
+    }
+
+    #[test]
+    fn padding_only_for_rows_short_of_the_width() {
+        let full = TopK::largest(5)
+            .layout(20, Segments::Fixed { count: 2, len: 10 }, None)
+            .unwrap();
+        assert!(!needs_padding(&full));
+        let short = TopK::largest(5)
+            .layout(13, Segments::Offsets(&[0, 10, 13]), None)
+            .unwrap();
+        assert!(needs_padding(&short));
+        let per = TopK::per_segment(vec![2, 5], true)
+            .layout(20, Segments::Fixed { count: 2, len: 10 }, None)
+            .unwrap();
+        assert!(needs_padding(&per));
     }
 
     #[test]
