@@ -7,17 +7,12 @@
 
 use rayon::prelude::*;
 
+use super::rows::{blend_blocks, blocks_of, cols_of, kat_blocks, pick_cells, Layout};
 use super::sparse::{add_k_col, blend, lookup, Accum, SpVec};
 use crate::matrix::Csr;
 
 /// Atoms lighter than this are dropped from an A column (and the rest renormalised).
 pub const PRUNE: f64 = 1e-7;
-
-/// Gradient columns the B update accumulates together: each thread's n x GROUP buffer stays
-/// in a core's L2 (2 MB) to about 60,000 cells with 4, while every K B entry read still serves
-/// 4 columns. Measured on two cores: 8 was 28% slower at 50,000 cells and equal at 20,000; 2
-/// equal to 4 at 50,000.
-const GROUP: usize = 4;
 
 /// K B as sparse columns, from B's columns: M (M b) for each column b, two sparse products,
 /// so cells that share neighbours are expanded once (summing K's columns one by one costs
@@ -210,71 +205,16 @@ pub fn update_b(
     let n = m.nrows();
     let nm = b_prev.len();
     let aat = a_at(a, nm);
-    // K A^T as sparse columns: column c = sum over cells j of A[c, j] K[:, j].
-    let mut by_arch: Vec<SpVec> = vec![Vec::new(); nm];
-    for (j, col) in a.iter().enumerate() {
-        for &(c, w) in col {
-            by_arch[c as usize].push((j as u32, w));
-        }
-    }
-    let kat = kb_cols(m, &by_arch);
+    // K B and K A^T by cells, the cells laid out by their heaviest archetype.
+    let lay = Layout::by_archetype(a);
+    let kat = kat_blocks(m, a, nm, &lay);
     let mut b: Vec<SpVec> = b_prev.to_vec();
-    let mut kb = kb_cols(m, &b);
+    let mut kb = blocks_of(&kb_cols(m, &b), &lay);
     let mut gap0 = 0.0;
     let mut taken = 0;
     for t in 0..steps {
         // Per archetype: the argmin cell and its share of the gap.
-        // The archetypes' gradient columns are accumulated densely, GROUP at a time
-        // interleaved in one per-thread buffer (entry GROUP i + q for the group's q-th column),
-        // so each K B entry read serves the whole group; every column's sum runs in the same
-        // order as a sparse accumulation would (a zero weight adds +0). The argmin over every
-        // cell with ties to the lowest, where cells no product reaches are zeros, is then one
-        // scan per column.
-        let picks: Vec<(u32, f64)> = (0..nm.div_ceil(GROUP))
-            .into_par_iter()
-            .map_init(
-                || vec![0.0f64; n * GROUP],
-                |val, q| {
-                    let c0 = q * GROUP;
-                    let w = GROUP.min(nm - c0);
-                    for mm in 0..nm {
-                        let mut s = [0.0f64; GROUP];
-                        s[..w].copy_from_slice(&aat[mm * nm + c0..mm * nm + c0 + w]);
-                        if s.iter().all(|&x| x == 0.0) {
-                            continue;
-                        }
-                        for &(i, v) in &kb[mm] {
-                            let at = &mut val[i as usize * GROUP..(i as usize + 1) * GROUP];
-                            for (x, &sq) in at.iter_mut().zip(&s) {
-                                *x += sq * v;
-                            }
-                        }
-                    }
-                    let mut out = Vec::with_capacity(w);
-                    for d in 0..w {
-                        let c = c0 + d;
-                        for &(i, v) in &kat[c] {
-                            val[i as usize * GROUP + d] += -v;
-                        }
-                        let mut best = (0u32, val[d]);
-                        for i in 1..n {
-                            let g = val[i * GROUP + d];
-                            if g < best.1 {
-                                best = (i as u32, g);
-                            }
-                        }
-                        let dot: f64 = b[c]
-                            .iter()
-                            .map(|&(i, wt)| wt * val[i as usize * GROUP + d])
-                            .sum();
-                        out.push((best.0, dot - best.1));
-                    }
-                    val.iter_mut().for_each(|x| *x = 0.0);
-                    out
-                },
-            )
-            .flatten()
-            .collect();
+        let picks = pick_cells(&kb, &kat, &b, &aat, nm, &lay);
         let gap: f64 = picks.iter().map(|p| p.1).sum();
         if t == 0 {
             gap0 = gap;
@@ -283,27 +223,28 @@ pub fn update_b(
             break;
         }
         let gamma = 2.0 / (t as f64 + 2.0);
-        // In place, so each column's old K B is dropped as its new one is made (the peak
-        // holds one extra column per thread, not a second K B).
         b.par_iter_mut()
-            .zip(kb.par_iter_mut())
             .zip(picks.par_iter())
-            .for_each_init(
+            .for_each(|(bc, pick)| {
+                *bc = blend(bc, &[(pick.0, 1.0)], gamma);
+            });
+        // The picked cells' K columns, blended into K B's rows block by block.
+        let kcols: Vec<SpVec> = picks
+            .par_iter()
+            .map_init(
                 || Accum::new(n),
-                |acc, ((bc, kc), pick)| {
-                    let i = pick.0;
-                    let e = [(i, 1.0)];
-                    *bc = blend(bc, &e, gamma);
-                    add_k_col(m, i as usize, 1.0, acc);
-                    let kcol = acc.take();
-                    *kc = blend(kc, &kcol, gamma);
+                |acc, pick| {
+                    add_k_col(m, pick.0 as usize, 1.0, acc);
+                    acc.take_unsorted()
                 },
-            );
+            )
+            .collect();
+        blend_blocks(&mut kb, &kcols, gamma, &lay);
         taken = t + 1;
     }
     BUpdate {
         b,
-        kb,
+        kb: cols_of(&kb, &lay, nm),
         steps: taken,
     }
 }

@@ -10,4 +10,5 @@ pub mod fw;
 pub mod gpu;
 pub mod init;
 pub mod kernel;
+pub mod rows;
 pub mod sparse;

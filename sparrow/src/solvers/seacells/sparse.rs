@@ -58,6 +58,16 @@ impl Accum {
         self.clear();
         out
     }
+    /// The accumulated vector in the order of first touch; the scratch is cleared.
+    pub fn take_unsorted(&mut self) -> SpVec {
+        let out = self
+            .touched
+            .iter()
+            .map(|&i| (i, self.val[i as usize]))
+            .collect();
+        self.clear();
+        out
+    }
     /// Zeroes every touched entry.
     pub fn clear(&mut self) {
         for &i in &self.touched {
