@@ -51,27 +51,28 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
             let mut acc = vec![0.0f64; KNN_ROWS * KNN_CELLS];
             for j0 in (0..n).step_by(KNN_CELLS) {
                 let len = KNN_CELLS.min(n - j0);
-                acc.iter_mut().for_each(|a| *a = 0.0);
-                for c in 0..d {
-                    let xc = &xt[c * n + j0..c * n + j0 + len];
-                    for (r, xr) in xi.iter().enumerate() {
-                        let a = xr[c];
-                        for (s, &b) in acc[r * KNN_CELLS..r * KNN_CELLS + len].iter_mut().zip(xc) {
-                            let t = a - b;
-                            *s += t * t;
-                        }
-                    }
-                }
+                block_distances(&mut acc, &xt, &xi, n, j0, len);
                 for r in 0..nr {
                     let i = r0 + r;
-                    for (jj, &d2) in acc[r * KNN_CELLS..r * KNN_CELLS + len].iter().enumerate() {
-                        let j = (j0 + jj) as u32;
-                        // The cell itself first: distance 0 and the self index win over other zeros.
-                        let e = (if j as usize == i { -1.0 } else { d2 }, j);
-                        if bound[r].is_some_and(|b| cmp(&e, &b) != std::cmp::Ordering::Less) {
+                    // Runs of eight cells all farther than the bound are passed over at once
+                    // (the bound's own distance and index need the full comparison).
+                    let far = bound[r].map_or(f64::INFINITY, |b| b.0);
+                    let has_self = (j0..j0 + len).contains(&i);
+                    let row = &acc[r * KNN_CELLS..r * KNN_CELLS + len];
+                    for (q, run) in row.chunks(8).enumerate() {
+                        if !has_self && run.iter().fold(true, |all, &x| all & (x > far)) {
                             continue;
                         }
-                        cand[r].push(e);
+                        for (jj, &d2) in run.iter().enumerate() {
+                            let j = (j0 + q * 8 + jj) as u32;
+                            // The cell itself first: distance 0 and the self index win over
+                            // other zeros.
+                            let e = (if j as usize == i { -1.0 } else { d2 }, j);
+                            if bound[r].is_some_and(|b| cmp(&e, &b) != std::cmp::Ordering::Less) {
+                                continue;
+                            }
+                            cand[r].push(e);
+                        }
                     }
                     if cand[r].len() >= 4 * k {
                         cand[r].select_nth_unstable_by(k - 1, cmp);
@@ -97,6 +98,98 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
                 .collect::<Vec<_>>()
         })
         .collect())
+}
+
+/// Squared distances of the rows `xi` (each d values) to cells `j0..j0 + len` into `acc`
+/// (row r at `r * KNN_CELLS`), each pair summed in dimension order; compiled once per vector
+/// width the CPU offers, without fused multiply-adds, so every width gives the same bits.
+fn block_distances(acc: &mut [f64], xt: &[f64], xi: &[Vec<f64>], n: usize, j0: usize, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU was just found to have AVX-512F.
+            return unsafe { block_distances_avx512(acc, xt, xi, n, j0, len) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU was just found to have AVX2.
+            return unsafe { block_distances_avx2(acc, xt, xi, n, j0, len) };
+        }
+    }
+    block_distances_body(acc, xt, xi, n, j0, len)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_distances_avx512(
+    acc: &mut [f64],
+    xt: &[f64],
+    xi: &[Vec<f64>],
+    n: usize,
+    j0: usize,
+    len: usize,
+) {
+    block_distances_body(acc, xt, xi, n, j0, len)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block_distances_avx2(
+    acc: &mut [f64],
+    xt: &[f64],
+    xi: &[Vec<f64>],
+    n: usize,
+    j0: usize,
+    len: usize,
+) {
+    block_distances_body(acc, xt, xi, n, j0, len)
+}
+
+#[inline(always)]
+fn block_distances_body(
+    acc: &mut [f64],
+    xt: &[f64],
+    xi: &[Vec<f64>],
+    n: usize,
+    j0: usize,
+    len: usize,
+) {
+    let d = xi.first().map_or(0, |r| r.len());
+    let nr = xi.len();
+    // Eight cells at a time, each of the block's rows summing in its own registers over the
+    // dimensions, so a loaded value of the cells serves every row and nothing is stored
+    // until the sums are done. Rows past `nr` (the last block) repeat row 0, unused.
+    let mut rows = [0usize; KNN_ROWS];
+    for (r, x) in rows.iter_mut().enumerate() {
+        *x = if r < nr { r } else { 0 };
+    }
+    let mut jc = 0;
+    while jc + 8 <= len {
+        let mut s = [[0.0f64; 8]; KNN_ROWS];
+        for c in 0..d {
+            let xv = &xt[c * n + j0 + jc..c * n + j0 + jc + 8];
+            for (sr, &r) in s.iter_mut().zip(&rows) {
+                let a = xi[r][c];
+                for (x, &b) in sr.iter_mut().zip(xv) {
+                    let t = a - b;
+                    *x += t * t;
+                }
+            }
+        }
+        for (r, sr) in s.iter().enumerate().take(nr) {
+            acc[r * KNN_CELLS + jc..r * KNN_CELLS + jc + 8].copy_from_slice(sr);
+        }
+        jc += 8;
+    }
+    for r in 0..nr {
+        for j in jc..len {
+            let mut x = 0.0;
+            for c in 0..d {
+                let t = xi[r][c] - xt[c * n + j0 + j];
+                x += t * t;
+            }
+            acc[r * KNN_CELLS + j] = x;
+        }
+    }
 }
 
 /// Rows and cells per block of the CPU kNN's distance computation.
