@@ -23,6 +23,7 @@ pub mod kernels;
 pub mod matrix;
 pub mod ops;
 mod scalar;
+mod simd;
 pub mod solvers;
 pub mod validate;
 

@@ -100,52 +100,10 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
         .collect())
 }
 
+crate::simd::multiversion! {
 /// Squared distances of the rows `xi` (each d values) to cells `j0..j0 + len` into `acc`
-/// (row r at `r * KNN_CELLS`), each pair summed in dimension order; compiled once per vector
-/// width the CPU offers, without fused multiply-adds, so every width gives the same bits.
-fn block_distances(acc: &mut [f64], xt: &[f64], xi: &[Vec<f64>], n: usize, j0: usize, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU was just found to have AVX-512F.
-            return unsafe { block_distances_avx512(acc, xt, xi, n, j0, len) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU was just found to have AVX2.
-            return unsafe { block_distances_avx2(acc, xt, xi, n, j0, len) };
-        }
-    }
-    block_distances_body(acc, xt, xi, n, j0, len)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn block_distances_avx512(
-    acc: &mut [f64],
-    xt: &[f64],
-    xi: &[Vec<f64>],
-    n: usize,
-    j0: usize,
-    len: usize,
-) {
-    block_distances_body(acc, xt, xi, n, j0, len)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn block_distances_avx2(
-    acc: &mut [f64],
-    xt: &[f64],
-    xi: &[Vec<f64>],
-    n: usize,
-    j0: usize,
-    len: usize,
-) {
-    block_distances_body(acc, xt, xi, n, j0, len)
-}
-
-#[inline(always)]
-fn block_distances_body(
+/// (row r at `r * KNN_CELLS`), each pair summed in dimension order.
+fn block_distances(
     acc: &mut [f64],
     xt: &[f64],
     xi: &[Vec<f64>],
@@ -190,6 +148,7 @@ fn block_distances_body(
             acc[r * KNN_CELLS + j] = x;
         }
     }
+}
 }
 
 /// Rows and cells per block of the CPU kNN's distance computation.

@@ -342,55 +342,9 @@ struct Part {
     terms: Vec<(u32, f64)>,
 }
 
-/// One block of [`pick_cells`], compiled once per vector width the CPU offers (the
-/// arithmetic, without fused multiply-adds, is the same in each).
+crate::simd::multiversion! {
+/// One block of [`pick_cells`].
 fn block_pass(
-    cx: &Ctx,
-    kbb: &RowBlock,
-    katb: &RowBlock,
-    bb: &[(u32, u32, u32)],
-    g: &mut [f64],
-) -> Part {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU was just found to have AVX-512F.
-            return unsafe { block_pass_avx512(cx, kbb, katb, bb, g) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU was just found to have AVX2.
-            return unsafe { block_pass_avx2(cx, kbb, katb, bb, g) };
-        }
-    }
-    block_pass_body(cx, kbb, katb, bb, g)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn block_pass_avx512(
-    cx: &Ctx,
-    kbb: &RowBlock,
-    katb: &RowBlock,
-    bb: &[(u32, u32, u32)],
-    g: &mut [f64],
-) -> Part {
-    block_pass_body(cx, kbb, katb, bb, g)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn block_pass_avx2(
-    cx: &Ctx,
-    kbb: &RowBlock,
-    katb: &RowBlock,
-    bb: &[(u32, u32, u32)],
-    g: &mut [f64],
-) -> Part {
-    block_pass_body(cx, kbb, katb, bb, g)
-}
-
-#[inline(always)]
-fn block_pass_body(
     cx: &Ctx,
     kbb: &RowBlock,
     katb: &RowBlock,
@@ -451,6 +405,7 @@ fn block_pass_body(
         best_i,
         terms,
     }
+}
 }
 
 /// Columns summed together in registers: four 8-wide vectors, so four independent sums hide
