@@ -113,28 +113,33 @@ fn block_distances(
 ) {
     let d = xi.first().map_or(0, |r| r.len());
     let nr = xi.len();
-    // Eight cells at a time, each of the block's rows summing in its own registers over the
-    // dimensions, so a loaded value of the cells serves every row and nothing is stored
-    // until the sums are done. Rows past `nr` (the last block) repeat row 0, unused.
-    let mut rows = [0usize; KNN_ROWS];
-    for (r, x) in rows.iter_mut().enumerate() {
-        *x = if r < nr { r } else { 0 };
-    }
+    // Eight cells by eight rows at a time, each row summing in its own registers over the
+    // dimensions, so a loaded value of the cells serves eight rows and nothing is stored
+    // until the sums are done; the block's cells stay in L2 while every group of eight rows
+    // passes over them. Rows past `nr` (the last group) repeat the group's first, unused.
     let mut jc = 0;
     while jc + 8 <= len {
-        let mut s = [[0.0f64; 8]; KNN_ROWS];
-        for c in 0..d {
-            let xv = &xt[c * n + j0 + jc..c * n + j0 + jc + 8];
-            for (sr, &r) in s.iter_mut().zip(&rows) {
-                let a = xi[r][c];
-                for (x, &b) in sr.iter_mut().zip(xv) {
-                    let t = a - b;
-                    *x += t * t;
+        for g0 in (0..nr).step_by(TILE_ROWS) {
+            let live = TILE_ROWS.min(nr - g0);
+            let mut rows = [g0; TILE_ROWS];
+            for (r, x) in rows.iter_mut().enumerate().take(live) {
+                *x = g0 + r;
+            }
+            let mut s = [[0.0f64; 8]; TILE_ROWS];
+            for c in 0..d {
+                let xv = &xt[c * n + j0 + jc..c * n + j0 + jc + 8];
+                for (sr, &r) in s.iter_mut().zip(&rows) {
+                    let a = xi[r][c];
+                    for (x, &b) in sr.iter_mut().zip(xv) {
+                        let t = a - b;
+                        *x += t * t;
+                    }
                 }
             }
-        }
-        for (r, sr) in s.iter().enumerate().take(nr) {
-            acc[r * KNN_CELLS + jc..r * KNN_CELLS + jc + 8].copy_from_slice(sr);
+            for (r, sr) in s.iter().enumerate().take(live) {
+                let at = (g0 + r) * KNN_CELLS + jc;
+                acc[at..at + 8].copy_from_slice(sr);
+            }
         }
         jc += 8;
     }
@@ -151,8 +156,10 @@ fn block_distances(
 }
 }
 
-/// Rows and cells per block of the CPU kNN's distance computation.
-const KNN_ROWS: usize = 8;
+/// Rows and cells per block of the CPU kNN's distance computation, and rows per register
+/// tile within a block.
+const KNN_ROWS: usize = 64;
+const TILE_ROWS: usize = 8;
 const KNN_CELLS: usize = 512;
 
 /// The kNN's argument checks: k in 1..=n, cell indices within 32 bits, every entry finite.
