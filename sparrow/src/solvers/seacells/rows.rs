@@ -166,9 +166,18 @@ pub fn kat_blocks(m: &Csr<f64>, a: &[SpVec], nm: usize, lay: &Layout) -> Vec<Row
             val: Vec::new(),
         })
         .collect();
+    // The count needs only each column's support: two hops through M's pattern, no values.
+    let n_cells = lay.pos.len();
     for chunk in by_arch.chunks(KAT_CHUNK) {
-        for col in kb_cols(m, chunk) {
-            for &(i, _) in &col {
+        let supports: Vec<Vec<u32>> = chunk
+            .par_iter()
+            .map_init(
+                || (vec![false; n_cells], vec![false; n_cells]),
+                |(one, two), col| support2(m, col, one, two),
+            )
+            .collect();
+        for sup in supports {
+            for i in sup {
                 let p = lay.pos[i as usize] as usize;
                 blocks[p / BLOCK_ROWS].ptr[p % BLOCK_ROWS + 1] += 1;
             }
@@ -199,6 +208,38 @@ pub fn kat_blocks(m: &Csr<f64>, a: &[SpVec], nm: usize, lay: &Layout) -> Vec<Row
     }
     debug_assert!(n == 0 || !blocks.is_empty());
     blocks
+}
+
+/// The cells two hops through M's pattern from the cells of `col` (the support of M (M col),
+/// as [`kb_cols`] builds it), in no particular order; `one` and `two` are all false on entry
+/// and on return.
+fn support2(m: &Csr<f64>, col: &SpVec, one: &mut [bool], two: &mut [bool]) -> Vec<u32> {
+    let cols = m.col_idx();
+    let mut first = Vec::new();
+    for &(i, _) in col {
+        for p in m.row_range(i as usize) {
+            let j = cols[p] as usize;
+            if !one[j] {
+                one[j] = true;
+                first.push(j as u32);
+            }
+        }
+    }
+    let mut second = Vec::new();
+    for &j in &first {
+        one[j as usize] = false;
+        for q in m.row_range(j as usize) {
+            let l = cols[q] as usize;
+            if !two[l] {
+                two[l] = true;
+                second.push(l as u32);
+            }
+        }
+    }
+    for &l in &second {
+        two[l as usize] = false;
+    }
+    second
 }
 
 /// Archetype columns of K A^T computed together.
