@@ -3,6 +3,19 @@
 //! multiply-adds in every version (Rust never contracts `a * b + c`), so each gives the same
 //! bits as the portable one.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The widest version a dispatch may pick: 2 for AVX-512F, 1 for AVX2, 0 for the baseline.
+/// Tests lower it to run every version on one machine; since every version gives the same
+/// bits, a test running beside them is not affected.
+pub(crate) static WIDEST: AtomicU8 = AtomicU8::new(2);
+
+/// Whether a dispatch may pick the version of `level` (see [`WIDEST`]).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn allows(level: u8) -> bool {
+    WIDEST.load(Ordering::Relaxed) >= level
+}
+
 /// Defines `fn $name(args) -> ret` whose body is compiled for AVX-512F, AVX2 and the baseline,
 /// and dispatches on the running CPU's features.
 macro_rules! multiversion {
@@ -25,11 +38,11 @@ macro_rules! multiversion {
                 unsafe fn half($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f") {
+                if $crate::simd::allows(2) && std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU was just found to have AVX-512F.
                     return unsafe { wide($($arg),*) };
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
+                if $crate::simd::allows(1) && std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU was just found to have AVX2.
                     return unsafe { half($($arg),*) };
                 }

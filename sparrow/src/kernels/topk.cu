@@ -268,6 +268,34 @@ struct MemRad {
 // highest bit in which the radixes differ; stops early when a bucket holds exactly the keys
 // still needed. Every thread must call it; every thread returns the same state. ctl holds
 // CTL_WORDS words of shared scratch.
+// Run by one warp over a 256-bin histogram in descending key order: the bin holding the
+// remaining-th key goes to ctl[0], the keys in bins above it to ctl[1], its own count to ctl[2].
+// Lane l owns bins 255 - 8l down to 248 - 8l.
+__device__ __forceinline__ void find_bin(const u32* h, u64 remaining, u64* ctl, int lane) {
+    u32 c[8], tot = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        c[j] = h[255 - (8 * lane + j)];
+        tot += c[j];
+    }
+    u32 x = tot;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+        if (lane >= off) x += y;
+    }
+    u64 before = x - tot;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (before < remaining && remaining <= before + c[j]) {
+            ctl[0] = (u64)(255 - (8 * lane + j));
+            ctl[1] = before;
+            ctl[2] = c[j];
+        }
+        before += c[j];
+    }
+}
+
 template <class Src>
 __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ctl) {
     Sel st;
@@ -345,31 +373,7 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
             }
         }
         __syncthreads();
-        if (threadIdx.x < 32) {
-            // Lane l owns bins 255 - 8l down to 248 - 8l (descending order of key).
-            u32 c[8], tot = 0;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                c[j] = h[255 - (8 * lane + j)];
-                tot += c[j];
-            }
-            u32 x = tot;
-#pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-                const u32 y = __shfl_up_sync(0xffffffffu, x, off);
-                if (lane >= off) x += y;
-            }
-            u64 before = x - tot;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                if (before < st.remaining && st.remaining <= before + c[j]) {
-                    ctl[0] = (u64)(255 - (8 * lane + j));
-                    ctl[1] = before;
-                    ctl[2] = c[j];
-                }
-                before += c[j];
-            }
-        }
+        if (threadIdx.x < 32) find_bin(h, st.remaining, ctl, lane);
         __syncthreads();
         const u64 b = ctl[0], above = ctl[1], t = ctl[2];
         __syncthreads();
@@ -942,31 +946,7 @@ __device__ __forceinline__ void rblock(const K* __restrict__ keys, const i64* __
             for (int j = 0; j < N; j++)
                 if (j < nv && hi(r[j], shift) == prefix) atomicAdd(&h[(u32)(r[j] >> digit) & ((1u << bits) - 1u)], 1u);
             __syncthreads();
-            if (w == 0) {
-                // Lane l owns bins 255 - 8l down to 248 - 8l (descending order of key).
-                u32 c[8], tot = 0;
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    c[j] = h[255 - (8 * lane + j)];
-                    tot += c[j];
-                }
-                u32 x = tot;
-#pragma unroll
-                for (int off = 1; off < 32; off <<= 1) {
-                    const u32 y = __shfl_up_sync(0xffffffffu, x, off);
-                    if (lane >= off) x += y;
-                }
-                u64 before = x - tot;
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    if (before < remaining && remaining <= before + c[j]) {
-                        ctl[0] = (u64)(255 - (8 * lane + j));
-                        ctl[1] = before;
-                        ctl[2] = c[j];
-                    }
-                    before += c[j];
-                }
-            }
+            if (w == 0) find_bin(h, remaining, ctl, lane);
             __syncthreads();
             const u64 b = ctl[0], above = ctl[1], t = ctl[2];
             remaining -= above;

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::rows::{blend_blocks, blocks_of, cols_of, kat_blocks, pick_cells, Layout};
+use super::rows::{blend_blocks, blocks_of, cols_of, kat_blocks, pick_cells, Layout, Padded};
 use super::sparse::{add_k_col, blend, lookup, Accum, SpVec};
 use crate::matrix::Csr;
 
@@ -204,7 +204,7 @@ pub fn update_b(
 ) -> BUpdate {
     let n = m.nrows();
     let nm = b_prev.len();
-    let aat = a_at(a, nm);
+    let aat = Padded::new(&a_at(a, nm), nm);
     // K B and K A^T by cells, the cells laid out by their heaviest archetype.
     let lay = Layout::by_archetype(a);
     let kat = kat_blocks(m, a, nm, &lay);
@@ -214,7 +214,7 @@ pub fn update_b(
     let mut taken = 0;
     for t in 0..steps {
         // Per archetype: the argmin cell and its share of the gap.
-        let picks = pick_cells(&kb, &kat, &b, &aat, nm, &lay);
+        let picks = pick_cells(&kb, &kat, &b, &aat, &lay);
         let gap: f64 = picks.iter().map(|p| p.1).sum();
         if t == 0 {
             gap0 = gap;

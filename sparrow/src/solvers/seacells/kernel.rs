@@ -259,3 +259,25 @@ pub fn kernel_from_knn(all: &[Vec<(u32, f64)>], k: usize, sym: Symmetrize) -> Re
     }
     Csr::from_triplets(n, n, &rows, &cols, &vals)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::knn;
+    use crate::simd::WIDEST;
+    use crate::solvers::seacells::fit::gaussian_mixture;
+    use std::sync::atomic::Ordering;
+
+    /// The kNN's distance tiles at every vector width: the same lists bit for bit.
+    #[test]
+    fn knn_is_the_same_at_every_width() {
+        let (x, _) = gaussian_mixture(700, 9, 5, 2);
+        WIDEST.store(0, Ordering::Relaxed);
+        let base = knn(&x, 20).unwrap();
+        for widest in [1, 2] {
+            WIDEST.store(widest, Ordering::Relaxed);
+            let got = knn(&x, 20).unwrap();
+            WIDEST.store(2, Ordering::Relaxed);
+            assert!(got == base, "widest {widest}");
+        }
+    }
+}

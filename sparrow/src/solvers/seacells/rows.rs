@@ -1,16 +1,16 @@
 //! n x N sparse matrices held by cells, in blocks of rows, for the B update's gradient.
 //!
-//! Cells are laid out by their heaviest archetype in A, so the cells of a block share most of
-//! their K B archetypes: a few cells at a time, each row of A A^T their K B rows name is read
-//! from L2 once and applied to every one of them from L1, instead of scattering each K B
-//! column into an n-long buffer per archetype. The layout and the block size do not depend on
-//! the thread count, and every sum keeps the order the column-wise products had, so the result
-//! is the same on any machine.
+//! Each cell's gradient row is summed in registers over the rows of A A^T its K B row names,
+//! instead of scattering every K B column into an n-long buffer per archetype; cells are laid
+//! out by their heaviest archetype in A, so neighbouring cells read the same rows of A A^T
+//! while they are in cache. The layout and the block size do not depend on the thread count,
+//! and every sum keeps the order the column-wise products had, so the result is the same on any
+//! machine.
 
 use rayon::prelude::*;
 
 use super::fw::kb_cols;
-use super::sparse::SpVec;
+use super::sparse::{blend_runs, SpVec};
 use crate::matrix::Csr;
 
 /// Cells per block.
@@ -260,27 +260,41 @@ pub fn blend_blocks(a: &mut [RowBlock], b: &[SpVec], g: f64, lay: &Layout) {
         out.ptr.push(0);
         for r in 0..out.cells.len() {
             let ((ac, av), (bc, bv)) = (blk.row(r), add.row(r));
-            let (mut i, mut j) = (0, 0);
-            while i < ac.len() || j < bc.len() {
-                if j == bc.len() || (i < ac.len() && ac[i] < bc[j]) {
-                    out.col.push(ac[i]);
-                    out.val.push((1.0 - g) * av[i]);
-                    i += 1;
-                } else if i == ac.len() || bc[j] < ac[i] {
-                    out.col.push(bc[j]);
-                    out.val.push(g * bv[j]);
-                    j += 1;
-                } else {
-                    out.col.push(ac[i]);
-                    out.val.push((1.0 - g) * av[i] + g * bv[j]);
-                    i += 1;
-                    j += 1;
-                }
-            }
+            blend_runs(
+                ac.len(),
+                |i| (ac[i], av[i]),
+                bc.len(),
+                |j| (bc[j], bv[j]),
+                g,
+                |c, v| {
+                    out.col.push(c);
+                    out.val.push(v);
+                },
+            );
             out.ptr.push(out.col.len());
         }
         *blk = out;
     });
+}
+
+/// T = A A^T (N x N, row-major) with each row padded with zeros to a multiple of [`LANES`],
+/// made once per B update for all its steps.
+pub struct Padded {
+    t: Vec<f64>,
+    nm: usize,
+    stride: usize,
+}
+
+impl Padded {
+    /// Pads `t` (nm x nm, row-major).
+    pub fn new(t: &[f64], nm: usize) -> Self {
+        let stride = nm.div_ceil(LANES) * LANES;
+        let mut tp = vec![0.0f64; nm * stride];
+        for (dst, src) in tp.chunks_exact_mut(stride).zip(t.chunks_exact(nm)) {
+            dst[..nm].copy_from_slice(src);
+        }
+        Padded { t: tp, nm, stride }
+    }
 }
 
 /// One Frank-Wolfe step's reading of the B gradient G = K B T - K A^T (T = A A^T, N x N
@@ -296,10 +310,10 @@ pub fn pick_cells(
     kb: &[RowBlock],
     kat: &[RowBlock],
     b: &[SpVec],
-    t: &[f64],
-    nm: usize,
+    t: &Padded,
     lay: &Layout,
 ) -> Vec<(u32, f64)> {
+    let (nm, stride) = (t.nm, t.stride);
     // B's entries by block: (row, column, place in B's column-major order), rows ascending.
     let mut b_at = Vec::with_capacity(b.len() + 1);
     b_at.push(0usize);
@@ -320,12 +334,6 @@ pub fn pick_cells(
     b_blocks
         .par_iter_mut()
         .for_each(|v| v.sort_unstable_by_key(|e| (e.0, e.1)));
-    // T with each row padded with zeros to a multiple of LANES.
-    let stride = nm.div_ceil(LANES) * LANES;
-    let mut tp = vec![0.0f64; nm * stride];
-    for (dst, src) in tp.chunks_exact_mut(stride).zip(t.chunks_exact(nm)) {
-        dst[..nm].copy_from_slice(src);
-    }
     let parts: Vec<Part> = kb
         .par_iter()
         .zip(kat.par_iter())
@@ -336,7 +344,7 @@ pub fn pick_cells(
                 let cx = Ctx {
                     b,
                     b_at: &b_at,
-                    t: &tp,
+                    t: &t.t,
                     nm,
                     stride,
                 };
@@ -403,25 +411,11 @@ fn block_pass(
         // the gradient row is written once instead of read and written per archetype.
         let mut q = 0;
         while q + WIDE <= stride {
-            let mut acc = [0.0f64; WIDE];
-            for (&m, &v) in mc.iter().zip(mv) {
-                let row = &cx.t[m as usize * stride + q..m as usize * stride + q + WIDE];
-                for (x, &y) in acc.iter_mut().zip(row) {
-                    *x += v * y;
-                }
-            }
-            g[q..q + WIDE].copy_from_slice(&acc);
+            sum_run::<WIDE>(g, q, mc, mv, cx.t, stride);
             q += WIDE;
         }
         while q < stride {
-            let mut acc = [0.0f64; LANES];
-            for (&m, &v) in mc.iter().zip(mv) {
-                let row = &cx.t[m as usize * stride + q..m as usize * stride + q + LANES];
-                for (x, &y) in acc.iter_mut().zip(row) {
-                    *x += v * y;
-                }
-            }
-            g[q..q + LANES].copy_from_slice(&acc);
+            sum_run::<LANES>(g, q, mc, mv, cx.t, stride);
             q += LANES;
         }
         let (ac, av) = katb.row(r);
@@ -449,6 +443,27 @@ fn block_pass(
 }
 }
 
+/// Columns `q..q + W` of a gradient row: the sum over the row's archetypes `mc` (weights `mv`,
+/// ascending) of their rows of T, held in registers until it is stored.
+#[inline(always)]
+fn sum_run<const W: usize>(
+    g: &mut [f64],
+    q: usize,
+    mc: &[u32],
+    mv: &[f64],
+    t: &[f64],
+    stride: usize,
+) {
+    let mut acc = [0.0f64; W];
+    for (&m, &v) in mc.iter().zip(mv) {
+        let row = &t[m as usize * stride + q..m as usize * stride + q + W];
+        for (x, &y) in acc.iter_mut().zip(row) {
+            *x += v * y;
+        }
+    }
+    g[q..q + W].copy_from_slice(&acc);
+}
+
 /// Columns summed together in registers: four 8-wide vectors, so four independent sums hide
 /// the adds' latency.
 const WIDE: usize = 64;
@@ -459,9 +474,11 @@ const LANES: usize = 8;
 mod tests {
     use super::*;
     use crate::matrix::Rng;
+    use crate::simd::WIDEST;
     use crate::solvers::seacells::fit::gaussian_mixture;
     use crate::solvers::seacells::kernel::{kernel, Symmetrize};
     use crate::solvers::seacells::sparse::blend;
+    use std::sync::atomic::Ordering;
 
     /// A kernel over more cells than one block, A with a few atoms per cell (some cells
     /// without any), B with a few cells per archetype.
@@ -601,15 +618,14 @@ mod tests {
             let kb = kb_cols(&m, &b);
             let kat = kb_cols(&m, &by_arch(&a, nm));
             let want = columnwise(&kb, &kat, &b, &t, n);
-            let got = pick_cells(
-                &blocks_of(&kb, &lay),
-                &kat_blocks(&m, &a, nm, &lay),
-                &b,
-                &t,
-                nm,
-                &lay,
-            );
-            assert_eq!(got, want, "n {n}, N {nm}");
+            let (kbb, katb) = (blocks_of(&kb, &lay), kat_blocks(&m, &a, nm, &lay));
+            // Every vector width the CPU has, and the baseline.
+            for widest in [2, 1, 0] {
+                WIDEST.store(widest, Ordering::Relaxed);
+                let got = pick_cells(&kbb, &katb, &b, &Padded::new(&t, nm), &lay);
+                WIDEST.store(2, Ordering::Relaxed);
+                assert_eq!(got, want, "n {n}, N {nm}, widest {widest}");
+            }
         }
     }
 
@@ -623,7 +639,7 @@ mod tests {
         assert_ne!(lay.order[0], 0, "the layout moves cell 0");
         let empty: Vec<RowBlock> = blocks_of(&vec![Vec::new(); nm], &lay);
         let kb = blocks_of(&kb_cols(&m, &b), &lay);
-        let got = pick_cells(&kb, &empty, &b, &vec![0.0; nm * nm], nm, &lay);
+        let got = pick_cells(&kb, &empty, &b, &Padded::new(&vec![0.0; nm * nm], nm), &lay);
         assert!(got.iter().all(|&(i, gap)| i == 0 && gap == 0.0), "{got:?}");
     }
 }

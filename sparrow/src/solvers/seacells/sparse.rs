@@ -50,13 +50,7 @@ impl Accum {
     /// The accumulated vector, sorted; the scratch is cleared.
     pub fn take(&mut self) -> SpVec {
         self.touched.sort_unstable();
-        let out = self
-            .touched
-            .iter()
-            .map(|&i| (i, self.val[i as usize]))
-            .collect();
-        self.clear();
-        out
+        self.take_unsorted()
     }
     /// The accumulated vector in the order of first touch; the scratch is cleared.
     pub fn take_unsorted(&mut self) -> SpVec {
@@ -111,21 +105,52 @@ pub fn lookup(v: &[(u32, f64)], i: u32) -> f64 {
 /// (1 - g) a + g b for sorted sparse vectors.
 pub fn blend(a: &[(u32, f64)], b: &[(u32, f64)], g: f64) -> SpVec {
     let mut out = Vec::with_capacity(a.len() + b.len());
+    blend_runs(
+        a.len(),
+        |i| a[i],
+        b.len(),
+        |j| b[j],
+        g,
+        |c, v| out.push((c, v)),
+    );
+    out
+}
+
+/// The merge of [`blend`] over two runs sorted by index, read through `a(i)` and `b(j)`, each
+/// result passed to `push` in ascending index: one arithmetic for columns and row blocks.
+#[inline]
+pub fn blend_runs(
+    na: usize,
+    a: impl Fn(usize) -> (u32, f64),
+    nb: usize,
+    b: impl Fn(usize) -> (u32, f64),
+    g: f64,
+    mut push: impl FnMut(u32, f64),
+) {
     let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
-            out.push((a[i].0, (1.0 - g) * a[i].1));
-            i += 1;
-        } else if i == a.len() || b[j].0 < a[i].0 {
-            out.push((b[j].0, g * b[j].1));
-            j += 1;
-        } else {
-            out.push((a[i].0, (1.0 - g) * a[i].1 + g * b[j].1));
-            i += 1;
-            j += 1;
+    while i < na || j < nb {
+        let (x, y) = ((i < na).then(|| a(i)), (j < nb).then(|| b(j)));
+        match (x, y) {
+            (Some(p), Some(q)) if p.0 == q.0 => {
+                push(p.0, (1.0 - g) * p.1 + g * q.1);
+                i += 1;
+                j += 1;
+            }
+            (Some(p), Some(q)) if q.0 < p.0 => {
+                push(q.0, g * q.1);
+                j += 1;
+            }
+            (Some(p), _) => {
+                push(p.0, (1.0 - g) * p.1);
+                i += 1;
+            }
+            (None, Some(q)) => {
+                push(q.0, g * q.1);
+                j += 1;
+            }
+            (None, None) => unreachable!("the loop runs while either run has entries"),
         }
     }
-    out
 }
 
 /// Rows of a matrix held as sorted sparse columns (n rows): the transpose.
