@@ -1312,11 +1312,12 @@ mod cs {
 /// SEACells on the GPU against the CPU: the kNN exactly (several distance tiles, duplicate
 /// cells), the B update step for step, and whole fits' assignments and RSS.
 mod seacells {
+    use sparrow::matrix::Csr;
     use sparrow::matrix::Rng;
     use sparrow::matrix::{io, Dense};
     use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
     use sparrow::solvers::seacells::fw::{update_a, update_b};
-    use sparrow::solvers::seacells::gpu::{knn_tiled, Solver, B_CHUNK};
+    use sparrow::solvers::seacells::gpu::{knn_tiled, BPath, KatSource, Solver, B_CHUNK};
     use sparrow::solvers::seacells::kernel::{kernel_from_knn, knn, Symmetrize};
     use sparrow::solvers::seacells::sparse::{transpose, SpVec};
     use sparrow::Device;
@@ -1406,6 +1407,119 @@ mod seacells {
         assert!(same * 100 >= nm * 99, "{same} of {nm} archetypes agree");
         // K B comes back for the new B.
         assert_eq!(got.kb.len(), nm);
+    }
+
+    /// A and B for a fused-update test over `nm` archetypes: B one cell per archetype, all
+    /// from `cells` (so K B misses the other clusters' cells); A splits each cell over two or
+    /// three archetypes.
+    fn b_problem(n: usize, nm: usize, cells: &[usize]) -> (Vec<SpVec>, Vec<SpVec>) {
+        let b: Vec<SpVec> = (0..nm)
+            .map(|c| vec![(cells[c % cells.len()] as u32, 1.0)])
+            .collect();
+        let a: Vec<SpVec> = (0..n)
+            .map(|i| {
+                let c = (i / 10) % nm;
+                let mut v = vec![(c as u32, 0.7), (((c + 1) % nm) as u32, 0.3)];
+                if i % 3 == 0 {
+                    v = vec![
+                        (c as u32, 0.5),
+                        (((c + 1) % nm) as u32, 0.3),
+                        (((c + 7) % nm) as u32, 0.2),
+                    ];
+                }
+                v.sort_by_key(|e| e.0);
+                v.dedup_by_key(|e| e.0);
+                v
+            })
+            .collect();
+        (a, b)
+    }
+
+    /// The fused B update with the CPU's K A^T is the CPU's update bit for bit: two columns
+    /// a thread with many blocks of cells (3,000 cells, 300 archetypes) and eight columns a
+    /// thread (300 cells, 1,100 archetypes), B drawn from one cluster so many cells have no
+    /// K B entries, with and without the early stop. With K A^T built on the device the
+    /// picks agree on at least 99% of archetypes, as does the chunked SpMM path.
+    #[test]
+    fn seacells_fused_b_update_is_the_cpus() {
+        let g = gpu();
+        for (n, nm) in [(3_000usize, 300usize), (300, 1_100)] {
+            let (x, labels) = gaussian_mixture(n, 10, 20, 1);
+            let nb = knn(&x, 15).unwrap();
+            let m = kernel_from_knn(&nb, 15, Symmetrize::Union).unwrap();
+            let one: Vec<usize> = (0..n).filter(|&i| labels[i] == 3).collect();
+            let (a, b) = b_problem(n, nm, &one);
+            let solver = Solver::new(&g, &m).unwrap();
+            assert_eq!(solver.b_path(nm), BPath::Fused(KatSource::Device));
+            for (steps, min_steps, tol) in [(12usize, 12usize, 0.0), (50, 10, 1e-3)] {
+                let cpu = update_b(&m, &a, &b, steps, min_steps, tol);
+                let host = solver
+                    .update_b_on(
+                        BPath::Fused(KatSource::Host),
+                        &m,
+                        &a,
+                        &b,
+                        steps,
+                        min_steps,
+                        tol,
+                    )
+                    .unwrap();
+                assert_eq!(host.steps, cpu.steps, "n {n} nm {nm}");
+                assert_eq!(host.b, cpu.b, "n {n} nm {nm} steps {steps}");
+                assert_eq!(host.kb, cpu.kb, "n {n} nm {nm} steps {steps}");
+                for path in [BPath::Fused(KatSource::Device), BPath::Chunked] {
+                    let got = solver
+                        .update_b_on(path, &m, &a, &b, steps, min_steps, tol)
+                        .unwrap();
+                    let same = got
+                        .b
+                        .iter()
+                        .zip(&cpu.b)
+                        .filter(|(p, q)| {
+                            p.len() == q.len()
+                                && p.iter()
+                                    .zip(q.iter())
+                                    .all(|(u, v)| u.0 == v.0 && (u.1 - v.1).abs() <= 1e-12)
+                        })
+                        .count();
+                    println!("n {n} nm {nm} steps {steps} {path:?}: {same} of {nm} columns of B agree, steps {} / {}", got.steps, cpu.steps);
+                    assert!(same * 100 >= nm * 99, "{path:?}: {same} of {nm} agree");
+                }
+            }
+        }
+    }
+
+    /// Exact ties across the fused kernel's blocks go to the lowest cell. With M = I, K B = B
+    /// and K A^T = A^T; every cell has the one atom i % 300, and B's column c holds cell c, so
+    /// G[i, c] = -1 for every later cell with i % 300 = c: the pick is c + 300. Small enough
+    /// for compute-sanitizer.
+    #[test]
+    fn small_seacells_fused_b_ties_to_the_lowest_cell() {
+        let g = gpu();
+        let (n, nm) = (2_000usize, 300usize);
+        let m = Csr::new(
+            n,
+            n,
+            (0..=n as i64).collect(),
+            (0..n as i32).collect(),
+            vec![1.0f64; n],
+        )
+        .unwrap();
+        let a: Vec<SpVec> = (0..n).map(|i| vec![((i % nm) as u32, 1.0)]).collect();
+        let b: Vec<SpVec> = (0..nm).map(|c| vec![(c as u32, 1.0)]).collect();
+        let solver = Solver::new(&g, &m).unwrap();
+        let cpu = update_b(&m, &a, &b, 1, 1, 0.0);
+        for src in [KatSource::Host, KatSource::Device] {
+            let got = solver
+                .update_b_on(BPath::Fused(src), &m, &a, &b, 1, 1, 0.0)
+                .unwrap();
+            assert_eq!(got.b, cpu.b, "{src:?}");
+            for (c, col) in got.b.iter().enumerate() {
+                // gamma = 1 at the first step: the pick carries all the weight.
+                let held: Vec<(u32, f64)> = col.iter().copied().filter(|e| e.1 > 0.0).collect();
+                assert_eq!(held, vec![((c + nm) as u32, 1.0)], "{src:?} column {c}");
+            }
+        }
     }
 
     /// Random sparse K B rows (some cells without any) and a symmetric t1 with a dominant

@@ -313,8 +313,13 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             .iter()
             .map(|(n, s)| format!("{n} {s:.2}"))
             .collect();
+        let parts: Vec<String> = r
+            .b_parts
+            .iter()
+            .map(|(n, s)| format!("{n} {s:.2}"))
+            .collect();
         println!(
-            "{} x {}, {} metacells ({} clusters): {:.2} s [{}], {} iterations{} (B steps {:?}; diffusion map {} subspace iterations), purity {:.4}, peak {}",
+            "{} x {}, {} metacells ({} clusters): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; diffusion map {} subspace iterations), purity {:.4}, peak {}",
             r.cells,
             r.dims,
             r.metacells,
@@ -324,6 +329,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             r.iterations,
             if r.converged { " (converged)" } else { "" },
             r.b_steps,
+            parts.join(", "),
             r.diffusion_iterations,
             r.purity_mean,
             r.peak_mb.map_or("n/a".into(), |m| format!("{m:.0} MB"))

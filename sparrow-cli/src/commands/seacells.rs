@@ -113,6 +113,11 @@ fn summary(
         "seconds": stages,
         "seconds_total": total,
         "b_update_steps": f.b_steps,
+        "b_update_seconds": f
+            .b_parts
+            .iter()
+            .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+            .collect::<serde_json::Map<String, serde_json::Value>>(),
         "diffusion_iterations": f.diffusion_iterations,
         "initial_archetypes": f.initial_archetypes,
         "compactness": compactness(&f.assignments, &f.components, nm),

@@ -34,6 +34,8 @@ pub struct SeacellsRecord {
     pub b_steps: Vec<usize>,
     /// Subspace iterations of the diffusion map.
     pub diffusion_iterations: usize,
+    /// The B updates' seconds by part.
+    pub b_parts: Vec<(&'static str, f64)>,
     /// Whether the RSS converged.
     pub converged: bool,
     /// Mean purity of the metacells against the mixture's labels.
@@ -81,6 +83,7 @@ pub fn run(
             iterations: f.iterations,
             b_steps: f.b_steps.clone(),
             diffusion_iterations: f.diffusion_iterations,
+            b_parts: f.b_parts.clone(),
             converged: f.converged,
             purity_mean: mean_purity(&p),
             peak_mb: peak_rss_mb(),

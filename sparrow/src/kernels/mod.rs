@@ -243,14 +243,31 @@ pub const SEACELLS: KernelModule = KernelModule {
 };
 
 /// Every entry point of [`SEACELLS`].
-pub const SEACELLS_KERNELS: [&str; 6] = [
+pub const SEACELLS_KERNELS: [&str; 20] = [
     "seacells_knn_dist",
     "seacells_b_rhs",
     "seacells_b_asub",
     "seacells_b_pick",
     "seacells_b_gap",
     "seacells_a_update",
+    "seacells_b_grad_w1",
+    "seacells_b_grad_w2",
+    "seacells_b_grad_w4",
+    "seacells_b_grad_w8",
+    "seacells_b_grad_w16",
+    "seacells_b_grad_w32",
+    "seacells_b_final",
+    "seacells_nz_count",
+    "seacells_nz_fill",
+    "seacells_kb_expand",
+    "seacells_scan",
+    "seacells_kb_scatter",
+    "seacells_kb_count",
+    "seacells_kb_merge",
 ];
+
+/// Columns per thread of each `seacells_b_grad_w*` kernel (256 threads per block).
+pub const SEACELLS_B_TIERS: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
 /// Rows of a kNN distance tile one block computes (`KNN_ROWS` in seacells.cu).
 pub const SEACELLS_KNN_ROWS: usize = 8;

@@ -280,3 +280,356 @@ extern "C" __global__ void __launch_bounds__(256)
         out_w[cell * cap + j] = j < na ? aw[j] : 0.0;
     }
 }
+
+// ---- The fused B update (by cells) ----
+//
+// G[i, c] = sum over K B row i's archetypes m (ascending) of KB[i, m] t1[m, c], then plus
+// (-K A^T)[i, c]: each row of G is summed in registers and reduced at once to every column's
+// argmin and to the duality-gap terms, so G is never stored. The arithmetic is the CPU's
+// (rows.rs, pick_cells): products and sums rounded one by one in the same order; zero entries
+// of t1 are skipped, which adds only +0 terms to non-negative sums.
+//
+// Thread t of a 256-thread block owns columns [t W, t W + W) in registers. t1 is CSR by row
+// with a segment table seg[m * 257 + t] = first entry of row m at a column >= t W, so a thread
+// finds its run of any row with two loads. Block b takes the rows [b span, (b + 1) span) of
+// K B (laid out so neighbouring rows read the same rows of t1); its per-column smallest value
+// and lowest cell go to part_v/part_i[b * nm + c]. Every B entry (cell, c) gets its term
+// B[cell, c] G[cell, c] written at its place `pos` in B's column-major order.
+template <int W>
+__device__ __forceinline__ void b_grad(const i64* __restrict__ kb_ptr, const int* __restrict__ kb_cell,
+                                       const int* __restrict__ kb_col, const double* __restrict__ kb_val, i64 rows,
+                                       i64 span, const i64* __restrict__ nk_ptr, const int* __restrict__ nk_col,
+                                       const double* __restrict__ nk_val, const int* __restrict__ t_seg,
+                                       const int* __restrict__ t_col, const double* __restrict__ t_val, i64 nm,
+                                       const i64* __restrict__ b_ptr, const int* __restrict__ b_col,
+                                       const int* __restrict__ b_pos, const double* __restrict__ b_w,
+                                       double* __restrict__ part_v, int* __restrict__ part_i,
+                                       double* __restrict__ prod) {
+    const int t = threadIdx.x;
+    const int c0 = t * W;
+    double best_v[W];
+    int best_i[W];
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+        best_v[j] = __longlong_as_double(0x7ff0000000000000ll);  // +inf
+        best_i[j] = 0x7fffffff;
+    }
+    const i64 r0 = (i64)blockIdx.x * span;
+    const i64 r1 = r0 + span < rows ? r0 + span : rows;
+    for (i64 r = r0; r < r1; r++) {
+        const int cell = kb_cell[r];
+        double acc[W];
+#pragma unroll
+        for (int j = 0; j < W; j++) acc[j] = 0.0;
+        // Four K B entries at a time: their segment bounds are loaded together, then summed
+        // in order.
+        const i64 qe = kb_ptr[r + 1];
+        for (i64 q = kb_ptr[r]; q < qe; q += 4) {
+            int s[4], e[4];
+            double v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                s[u] = e[u] = 0;
+                v[u] = 0.0;
+                if (q + u < qe) {
+                    const i64 m = kb_col[q + u];
+                    v[u] = kb_val[q + u];
+                    s[u] = t_seg[m * 257 + t];
+                    e[u] = t_seg[m * 257 + t + 1];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                for (int p = s[u]; p < e[u]; p++) {
+                    const int col = t_col[p] - c0;
+                    const double x = __dmul_rn(v[u], t_val[p]);
+#pragma unroll
+                    for (int j = 0; j < W; j++)
+                        if (col == j) acc[j] = __dadd_rn(acc[j], x);
+                }
+            }
+        }
+        // -K A^T: this thread's run of the cell's row, found by bisection.
+        i64 lo = nk_ptr[cell], hi = nk_ptr[cell + 1];
+        while (lo < hi) {
+            const i64 mid = (lo + hi) >> 1;
+            if (nk_col[mid] < c0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (i64 p = lo; p < nk_ptr[cell + 1]; p++) {
+            const int col = nk_col[p] - c0;
+            if (col >= W) break;
+            const double x = nk_val[p];
+#pragma unroll
+            for (int j = 0; j < W; j++)
+                if (col == j) acc[j] = __dadd_rn(acc[j], x);
+        }
+#pragma unroll
+        for (int j = 0; j < W; j++) {
+            if (acc[j] < best_v[j] || (acc[j] == best_v[j] && cell < best_i[j])) {
+                best_v[j] = acc[j];
+                best_i[j] = cell;
+            }
+        }
+        for (i64 q = b_ptr[cell]; q < b_ptr[cell + 1]; q++) {
+            const int col = b_col[q] - c0;
+#pragma unroll
+            for (int j = 0; j < W; j++)
+                if (col == j) prod[b_pos[q]] = __dmul_rn(b_w[q], acc[j]);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+        if (c0 + j < nm) {
+            part_v[(i64)blockIdx.x * nm + c0 + j] = best_v[j];
+            part_i[(i64)blockIdx.x * nm + c0 + j] = best_i[j];
+        }
+    }
+}
+
+#define B_GRAD(W)                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256) seacells_b_grad_w##W(                                        \
+        const i64* __restrict__ kb_ptr, const int* __restrict__ kb_cell, const int* __restrict__ kb_col,           \
+        const double* __restrict__ kb_val, i64 rows, i64 span, const i64* __restrict__ nk_ptr,                     \
+        const int* __restrict__ nk_col, const double* __restrict__ nk_val, const int* __restrict__ t_seg,          \
+        const int* __restrict__ t_col, const double* __restrict__ t_val, i64 nm, const i64* __restrict__ b_ptr,    \
+        const int* __restrict__ b_col, const int* __restrict__ b_pos, const double* __restrict__ b_w,              \
+        double* __restrict__ part_v, int* __restrict__ part_i, double* __restrict__ prod) {                        \
+        b_grad<W>(kb_ptr, kb_cell, kb_col, kb_val, rows, span, nk_ptr, nk_col, nk_val, t_seg, t_col, t_val, nm,    \
+                  b_ptr, b_col, b_pos, b_w, part_v, part_i, prod);                                                 \
+    }
+B_GRAD(1)
+B_GRAD(2)
+B_GRAD(4)
+B_GRAD(8)
+B_GRAD(16)
+B_GRAD(32)
+
+// One thread per column c: the blocks' partial argmins reduced in block order (ties to the
+// lower cell; cell 0 when every value is +inf, as the CPU), and the gap share: the column's
+// terms in B's order, summed, minus the minimum.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_b_final(const double* __restrict__ part_v, const int* __restrict__ part_i, i64 parts, i64 nm,
+                     const i64* __restrict__ b_at, const double* __restrict__ prod, int* __restrict__ pick,
+                     double* __restrict__ share) {
+    FOR_EACH(c, nm) {
+        double v = __longlong_as_double(0x7ff0000000000000ll);
+        int idx = 0x7fffffff;
+        for (i64 p = 0; p < parts; p++) lower_pair(v, idx, part_v[p * nm + c], part_i[p * nm + c]);
+        double dot = 0.0;
+        for (i64 q = b_at[c]; q < b_at[c + 1]; q++) dot = __dadd_rn(dot, prod[q]);
+        pick[c] = idx == 0x7fffffff ? 0 : idx;
+        share[c] = __dsub_rn(dot, v);
+    }
+}
+
+// Non-zero entries per row of a chunk of columns (G: n x ld, row-major; nc columns used),
+// added to cnt[i]: the first pass of packing K A^T by cells.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_nz_count(const double* __restrict__ g, i64 n, i64 ld, i64 nc, i64* __restrict__ cnt) {
+    FOR_EACH(i, n) {
+        i64 k = 0;
+        for (i64 col = 0; col < nc; col++) k += g[i * ld + col] != 0.0;
+        cnt[i] += k;
+    }
+}
+
+// The second pass: row i's non-zeros of the chunk (columns c0 + col, ascending) appended at
+// next[i], which moves past them.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_nz_fill(const double* __restrict__ g, i64 n, i64 ld, i64 c0, i64 nc, i64* __restrict__ next,
+                     int* __restrict__ col_out, double* __restrict__ val_out) {
+    FOR_EACH(i, n) {
+        i64 p = next[i];
+        for (i64 col = 0; col < nc; col++) {
+            const double x = g[i * ld + col];
+            if (x != 0.0) {
+                col_out[p] = (int)(c0 + col);
+                val_out[p] = x;
+                p++;
+            }
+        }
+        next[i] = p;
+    }
+}
+
+// ---- K B kept on the device between the B update's steps ----
+//
+// Each step blends K B <- (1 - g) K B + g sum_c K[:, pick[c]] e_c^T with the CPU's arithmetic
+// (rows.rs, blend_blocks): the picked cells' K columns are expanded (kb_expand), grouped by
+// row (scan, kb_scatter), sorted and counted against the old rows (kb_count), and merged into
+// new rows (scan, kb_merge). K B's rows are in the layout's order: cell l is row pos[l].
+
+// One block per archetype c: the cells l two hops from p = pick[c] through M, each once (a
+// shared-memory hash set of hs slots), with K[l, p] = sum over j in row p's order of
+// M[p, j] M[j, l], as the CPU's add_k_col sums it. Out: (row pos[l], value) pairs in c's
+// segment of `cap` slots, their count add_n[c], and row_cnt[pos[l]] raised by one each.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_kb_expand(const i64* __restrict__ m_ptr, const int* __restrict__ m_col, const double* __restrict__ m_val,
+                       const int* __restrict__ pick, const int* __restrict__ pos, i64 cap, int hs,
+                       int* __restrict__ seg_row, double* __restrict__ seg_val, int* __restrict__ add_n,
+                       int* __restrict__ row_cnt) {
+    extern __shared__ int hset[];
+    __shared__ int s_n;
+    const i64 c = blockIdx.x;
+    const int t = threadIdx.x;
+    const int p = pick[c];
+    for (int i = t; i < hs; i += blockDim.x) hset[i] = -1;
+    if (t == 0) s_n = 0;
+    __syncthreads();
+    const i64 a0 = m_ptr[p], a1 = m_ptr[p + 1];
+    for (i64 a = a0; a < a1; a++) {
+        const int j = m_col[a];
+        for (i64 q = m_ptr[j] + t; q < m_ptr[j + 1]; q += blockDim.x) {
+            const int l = m_col[q];
+            int h = (int)(((unsigned)l * 2654435761u) & (unsigned)(hs - 1));
+            bool fresh = false;
+            while (true) {
+                const int old = atomicCAS(&hset[h], -1, l);
+                if (old == -1) {
+                    fresh = true;
+                    break;
+                }
+                if (old == l) break;
+                h = (h + 1) & (hs - 1);
+            }
+            if (!fresh) continue;
+            double v = 0.0;
+            for (i64 b = a0; b < a1; b++) {
+                const int j2 = m_col[b];
+                i64 lo = m_ptr[j2], hi = m_ptr[j2 + 1];
+                while (lo < hi) {
+                    const i64 mid = (lo + hi) >> 1;
+                    if (m_col[mid] < l)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                if (lo < m_ptr[j2 + 1] && m_col[lo] == l) v = __dadd_rn(v, __dmul_rn(m_val[b], m_val[lo]));
+            }
+            const int slot = atomicAdd(&s_n, 1);
+            if (slot < cap) {
+                const int r = pos[l];
+                seg_row[c * cap + slot] = r;
+                seg_val[c * cap + slot] = v;
+                atomicAdd(&row_cnt[r], 1);
+            }
+        }
+    }
+    __syncthreads();
+    if (t == 0) add_n[c] = s_n < cap ? s_n : (int)cap;
+}
+
+// Exclusive prefix sums of n counts into off[0..n] (off[n] the total, also written to *total),
+// by one block of 1024 threads, each summing a contiguous run.
+extern "C" __global__ void __launch_bounds__(1024)
+    seacells_scan(const int* __restrict__ cnt, i64 n, i64* __restrict__ off, i64* __restrict__ total) {
+    __shared__ i64 part[1024];
+    const int t = threadIdx.x;
+    const i64 per = (n + 1023) / 1024;
+    const i64 lo = t * per < n ? t * per : n, hi = lo + per < n ? lo + per : n;
+    i64 s = 0;
+    for (i64 i = lo; i < hi; i++) s += cnt[i];
+    part[t] = s;
+    __syncthreads();
+    for (int d = 1; d < 1024; d <<= 1) {
+        const i64 x = t >= d ? part[t - d] : 0;
+        __syncthreads();
+        part[t] += x;
+        __syncthreads();
+    }
+    i64 run = part[t] - s;
+    for (i64 i = lo; i < hi; i++) {
+        off[i] = run;
+        run += cnt[i];
+    }
+    if (t == 1023) {
+        off[n] = part[1023];
+        *total = part[1023];
+    }
+}
+
+// The expanded pairs placed by row: archetype c's pairs go to add_col/add_val at
+// row_off[row] plus a slot taken from row_fill[row] (their order within a row is fixed
+// later by kb_count's sort).
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_kb_scatter(const int* __restrict__ seg_row, const double* __restrict__ seg_val,
+                        const int* __restrict__ add_n, i64 cap, const i64* __restrict__ row_off,
+                        int* __restrict__ row_fill, int* __restrict__ add_col, double* __restrict__ add_val) {
+    const i64 c = blockIdx.x;
+    for (int e = threadIdx.x; e < add_n[c]; e += blockDim.x) {
+        const int r = seg_row[c * cap + e];
+        const i64 slot = row_off[r] + atomicAdd(&row_fill[r], 1);
+        add_col[slot] = (int)c;
+        add_val[slot] = seg_val[c * cap + e];
+    }
+}
+
+// One thread per row: its additions sorted by archetype (each archetype adds at most one
+// entry to a row), then new_cnt[r] = the size of their union with the old row.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_kb_count(const i64* __restrict__ kb_ptr, const int* __restrict__ kb_col, i64 n,
+                      const i64* __restrict__ row_off, int* __restrict__ add_col, double* __restrict__ add_val,
+                      int* __restrict__ new_cnt) {
+    FOR_EACH(r, n) {
+        const i64 a0 = row_off[r], a1 = row_off[r + 1];
+        for (i64 i = a0 + 1; i < a1; i++) {
+            const int kc = add_col[i];
+            const double kv = add_val[i];
+            i64 j = i - 1;
+            while (j >= a0 && add_col[j] > kc) {
+                add_col[j + 1] = add_col[j];
+                add_val[j + 1] = add_val[j];
+                j--;
+            }
+            add_col[j + 1] = kc;
+            add_val[j + 1] = kv;
+        }
+        i64 p = kb_ptr[r], pe = kb_ptr[r + 1], q = a0;
+        int k = 0;
+        while (p < pe || q < a1) {
+            if (p < pe && q < a1 && kb_col[p] == add_col[q]) {
+                p++;
+                q++;
+            } else if (q < a1 && (p >= pe || add_col[q] < kb_col[p])) {
+                q++;
+            } else {
+                p++;
+            }
+            k++;
+        }
+        new_cnt[r] = k;
+    }
+}
+
+// One thread per row: the old row and its sorted additions merged into the new row at
+// new_ptr[r], as blend_runs: both (1 - g) a + g b, old only (1 - g) a, new only g b.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_kb_merge(const i64* __restrict__ kb_ptr, const int* __restrict__ kb_col, const double* __restrict__ kb_val,
+                      i64 n, const i64* __restrict__ row_off, const int* __restrict__ add_col,
+                      const double* __restrict__ add_val, double g, const i64* __restrict__ new_ptr,
+                      int* __restrict__ out_col, double* __restrict__ out_val) {
+    const double keep = 1.0 - g;
+    FOR_EACH(r, n) {
+        i64 p = kb_ptr[r], pe = kb_ptr[r + 1], q = row_off[r], qe = row_off[r + 1], o = new_ptr[r];
+        while (p < pe || q < qe) {
+            if (p < pe && q < qe && kb_col[p] == add_col[q]) {
+                out_col[o] = kb_col[p];
+                out_val[o] = __dadd_rn(__dmul_rn(keep, kb_val[p]), __dmul_rn(g, add_val[q]));
+                p++;
+                q++;
+            } else if (q < qe && (p >= pe || add_col[q] < kb_col[p])) {
+                out_col[o] = add_col[q];
+                out_val[o] = __dmul_rn(g, add_val[q]);
+                q++;
+            } else {
+                out_col[o] = kb_col[p];
+                out_val[o] = __dmul_rn(keep, kb_val[p]);
+                p++;
+            }
+            o++;
+        }
+    }
+}

@@ -85,6 +85,8 @@ pub struct Fit {
     pub b_steps: Vec<usize>,
     /// Subspace iterations of the diffusion map's eigensolver.
     pub diffusion_iterations: usize,
+    /// The B updates' seconds by part, summed over the updates (see [`super::fw::BUpdate`]).
+    pub b_parts: Vec<(&'static str, f64)>,
 }
 
 /// Fits SEACells to an n x d embedding on the CPU; `progress(iteration, rss)` is called after
@@ -113,8 +115,9 @@ pub fn plan(device: &Device, d: usize) -> String {
                 )
             };
             format!(
-                "seacells: Cuda; {knn}; A update on the GPU (one block per cell, the CPU's arithmetic; up to {} metacells); B update's gradient on the GPU (M (M V) in chunks of up to {} archetypes by SpMM, argmin and gap reduced on the device); kernel, diffusion map, initialisation and RSS on the CPU",
+                "seacells: Cuda; {knn}; A update on the GPU (one block per cell, the CPU's arithmetic; up to {} metacells); B update's gradient read on the GPU by one fused kernel per step over cells (K B by cells blended on the host, K A^T built on the device once per update; up to {} metacells), beyond that as M (M V) in chunks of up to {} archetypes by SpMM; kernel, diffusion map, initialisation and RSS on the CPU",
                 gpu::A_MAX_METACELLS,
+                super::gpu_b::max_metacells(),
                 gpu::B_CHUNK
             )
         }
@@ -215,6 +218,7 @@ pub fn fit_on<T: Scalar>(
     let mut a = run_a(&kb, &t1, None, &mut t_a)?;
     let mut rss_hist = vec![rss(tr_k, &kb, &a, &t1)];
     let mut b_steps = Vec::new();
+    let mut b_parts: Vec<(&'static str, f64)> = Vec::new();
     let mut converged = false;
     let mut iterations = 0;
     while iterations < cfg.max_iter {
@@ -228,6 +232,12 @@ pub fn fit_on<T: Scalar>(
         b = up.b;
         kb = up.kb;
         b_steps.push(up.steps);
+        for (name, s) in &up.parts {
+            match b_parts.iter_mut().find(|p| p.0 == *name) {
+                Some(p) => p.1 += s,
+                None => b_parts.push((name, *s)),
+            }
+        }
         t1 = btkb(&kb, &transpose(&b, n));
         let r = rss(tr_k, &kb, &a, &t1);
         rss_hist.push(r);
@@ -275,6 +285,7 @@ pub fn fit_on<T: Scalar>(
         components,
         b_steps,
         diffusion_iterations: dm.iterations,
+        b_parts,
     })
 }
 

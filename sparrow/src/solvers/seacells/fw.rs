@@ -5,11 +5,16 @@
 //! are dense. As the reference, both solves restart from a vertex: the first step has
 //! gamma = 2 / (0 + 2) = 1, so the previous iterate only sets the first gradient.
 
+use std::time::Instant;
+
 use rayon::prelude::*;
 
-use super::rows::{blend_blocks, blocks_of, cols_of, kat_blocks, pick_cells, Layout, Padded};
+use super::rows::{
+    blend_blocks, blocks_of, cols_of, kat_blocks, pick_cells, Layout, Padded, RowBlock,
+};
 use super::sparse::{add_k_col, blend, lookup, Accum, SpVec};
 use crate::matrix::Csr;
+use crate::Result;
 
 /// Atoms lighter than this are dropped from an A column (and the rest renormalised).
 pub const PRUNE: f64 = 1e-7;
@@ -188,6 +193,8 @@ pub struct BUpdate {
     pub kb: Vec<SpVec>,
     /// Steps taken.
     pub steps: usize,
+    /// Seconds by part (see [`BSteps::parts`]).
+    pub parts: Vec<(&'static str, f64)>,
 }
 
 /// The B update: per archetype, Frank-Wolfe on G = K B (A A^T) - K A^T over the cells (ties
@@ -202,33 +209,87 @@ pub fn update_b(
     min_steps: usize,
     gap_tol: f64,
 ) -> BUpdate {
-    let n = m.nrows();
-    let nm = b_prev.len();
-    let aat = Padded::new(&a_at(a, nm), nm);
-    // K B and K A^T by cells, the cells laid out by their heaviest archetype.
-    let lay = Layout::by_archetype(a);
-    let kat = kat_blocks(m, a, nm, &lay);
-    let mut b: Vec<SpVec> = b_prev.to_vec();
-    let mut kb = blocks_of(&kb_cols(m, &b), &lay);
-    let mut gap0 = 0.0;
-    let mut taken = 0;
-    for t in 0..steps {
-        // Per archetype: the argmin cell and its share of the gap.
-        let picks = pick_cells(&kb, &kat, &b, &aat, &lay);
-        let gap: f64 = picks.iter().map(|p| p.1).sum();
-        if t == 0 {
-            gap0 = gap;
-        }
-        if t >= min_steps && gap <= gap_tol * gap0 {
-            break;
-        }
-        let gamma = 2.0 / (t as f64 + 2.0);
-        b.par_iter_mut()
-            .zip(picks.par_iter())
-            .for_each(|(bc, pick)| {
-                *bc = blend(bc, &[(pick.0, 1.0)], gamma);
-            });
+    update_b_with(
+        m,
+        a,
+        b_prev,
+        steps,
+        min_steps,
+        gap_tol,
+        &mut CpuSteps::default(),
+    )
+    .expect("the CPU's reading of the gradient does not fail")
+}
+
+/// Where the B update's steps run: each step reads the gradient G = K B (A A^T) - K A^T to
+/// every archetype's lowest cell with the smallest G[i, c] and its gap share
+/// sum_i B[i, c] G[i, c] - min_i G[i, c] (see [`pick_cells`]), then blends K B with the picked
+/// cells' columns of K. B itself and the stop rule stay with [`update_b_with`], the same on
+/// every backend.
+pub trait BSteps {
+    /// Called before the first step of every B update with A, A A^T, the cell layout and
+    /// K B for the starting B in the layout's row blocks.
+    fn begin(
+        &mut self,
+        m: &Csr<f64>,
+        a: &[SpVec],
+        aat: &Padded,
+        lay: &Layout,
+        kb: Vec<RowBlock>,
+    ) -> Result<()>;
+    /// One step's picks for B (sorted columns).
+    fn pick(&mut self, b: &[SpVec], aat: &Padded, lay: &Layout) -> Result<Vec<(u32, f64)>>;
+    /// K B <- (1 - gamma) K B + gamma K[:, picks], as [`blend_blocks`].
+    fn advance(
+        &mut self,
+        m: &Csr<f64>,
+        picks: &[(u32, f64)],
+        gamma: f64,
+        lay: &Layout,
+    ) -> Result<()>;
+    /// K B's columns after the last step.
+    fn finish(&mut self, lay: &Layout, nm: usize) -> Result<Vec<SpVec>>;
+    /// Seconds by part since this was made; by default none, and the update reports "begin",
+    /// "gradient" and "kb-blend" as it timed them.
+    fn parts(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}
+
+/// [`BSteps`] on the CPU: K A^T and K B in row blocks, [`pick_cells`] and [`blend_blocks`].
+#[derive(Default)]
+pub struct CpuSteps {
+    kat: Vec<RowBlock>,
+    kb: Vec<RowBlock>,
+}
+
+impl BSteps for CpuSteps {
+    fn begin(
+        &mut self,
+        m: &Csr<f64>,
+        a: &[SpVec],
+        aat: &Padded,
+        lay: &Layout,
+        kb: Vec<RowBlock>,
+    ) -> Result<()> {
+        self.kat = kat_blocks(m, a, aat.nm(), lay);
+        self.kb = kb;
+        Ok(())
+    }
+
+    fn pick(&mut self, b: &[SpVec], aat: &Padded, lay: &Layout) -> Result<Vec<(u32, f64)>> {
+        Ok(pick_cells(&self.kb, &self.kat, b, aat, lay))
+    }
+
+    fn advance(
+        &mut self,
+        m: &Csr<f64>,
+        picks: &[(u32, f64)],
+        gamma: f64,
+        lay: &Layout,
+    ) -> Result<()> {
         // The picked cells' K columns, blended into K B's rows block by block.
+        let n = m.nrows();
         let kcols: Vec<SpVec> = picks
             .par_iter()
             .map_init(
@@ -239,14 +300,74 @@ pub fn update_b(
                 },
             )
             .collect();
-        blend_blocks(&mut kb, &kcols, gamma, &lay);
+        blend_blocks(&mut self.kb, &kcols, gamma, lay);
+        Ok(())
+    }
+
+    fn finish(&mut self, lay: &Layout, nm: usize) -> Result<Vec<SpVec>> {
+        Ok(cols_of(&self.kb, lay, nm))
+    }
+}
+
+/// [`update_b`] with its steps run by `steps_on`.
+pub fn update_b_with(
+    m: &Csr<f64>,
+    a: &[SpVec],
+    b_prev: &[SpVec],
+    steps: usize,
+    min_steps: usize,
+    gap_tol: f64,
+    steps_on: &mut dyn BSteps,
+) -> Result<BUpdate> {
+    let nm = b_prev.len();
+    let aat = Padded::new(&a_at(a, nm), nm);
+    // K B and K A^T by cells, the cells laid out by their heaviest archetype.
+    let lay = Layout::by_archetype(a);
+    let clock = Instant::now();
+    let mut b: Vec<SpVec> = b_prev.to_vec();
+    steps_on.begin(m, a, &aat, &lay, blocks_of(&kb_cols(m, &b), &lay))?;
+    let t_begin = clock.elapsed().as_secs_f64();
+    let mut gap0 = 0.0;
+    let mut taken = 0;
+    let (mut t_pick, mut t_blend) = (0.0, 0.0);
+    for t in 0..steps {
+        // Per archetype: the argmin cell and its share of the gap.
+        let clock = Instant::now();
+        let picks = steps_on.pick(&b, &aat, &lay)?;
+        t_pick += clock.elapsed().as_secs_f64();
+        let gap: f64 = picks.iter().map(|p| p.1).sum();
+        if t == 0 {
+            gap0 = gap;
+        }
+        if t >= min_steps && gap <= gap_tol * gap0 {
+            break;
+        }
+        let clock = Instant::now();
+        let gamma = 2.0 / (t as f64 + 2.0);
+        b.par_iter_mut()
+            .zip(picks.par_iter())
+            .for_each(|(bc, pick)| {
+                *bc = blend(bc, &[(pick.0, 1.0)], gamma);
+            });
+        steps_on.advance(m, &picks, gamma, &lay)?;
+        t_blend += clock.elapsed().as_secs_f64();
         taken = t + 1;
     }
-    BUpdate {
-        b,
-        kb: cols_of(&kb, &lay, nm),
-        steps: taken,
+    let kb = steps_on.finish(&lay, nm)?;
+    let mut parts = steps_on.parts();
+    if parts.is_empty() {
+        parts = vec![
+            ("begin", t_begin),
+            ("gradient", t_pick),
+            ("kb-blend", t_blend),
+        ];
     }
+    Ok(BUpdate {
+        b,
+        kb,
+        steps: taken,
+        parts,
+    })
 }
 
 /// ||M - M B A||_F by the trace identity (M symmetric, K = M M):

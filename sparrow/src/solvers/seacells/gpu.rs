@@ -7,7 +7,9 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::fw::{a_at, kb_cols, BUpdate};
+use super::fw::{a_at, kb_cols, update_b_with, BUpdate};
+pub use super::gpu_b::KatSource;
+use super::gpu_b::{expansion_fits, tier, two_hop_bound, GpuSteps};
 use super::kernel::check_embedding;
 use super::sparse::{blend, SpVec};
 use crate::device::{Args, DeviceCsr, Gpu, LaunchShape};
@@ -159,23 +161,34 @@ pub fn knn_tiled<T: Scalar>(
 /// shared memory).
 pub const A_MAX_METACELLS: usize = 12_000;
 
+/// Where the GPU B update reads its gradient.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BPath {
+    /// One fused kernel per step over cells, K A^T from the given source.
+    Fused(KatSource),
+    /// G = M (M V) in column chunks by SpMM, reduced per column.
+    Chunked,
+}
+
 /// The kernel M on the GPU and the B update's scratch, built once per fit.
 pub struct Solver<'a> {
-    gpu: &'a Gpu,
-    m: DeviceCsr<f64>,
-    path: GpuPath,
-    n: usize,
-    chunk: usize,
-    v: CudaSlice<f64>,
-    w: CudaSlice<f64>,
-    g: CudaSlice<f64>,
+    pub(super) gpu: &'a Gpu,
+    pub(super) m: DeviceCsr<f64>,
+    pub(super) path: GpuPath,
+    pub(super) n: usize,
+    pub(super) chunk: usize,
+    pub(super) v: CudaSlice<f64>,
+    pub(super) w: CudaSlice<f64>,
+    pub(super) g: CudaSlice<f64>,
+    /// The most cells two hops from any cell (see [`super::gpu_b::two_hop_bound`]).
+    pub(super) two_hop: usize,
 }
 
 /// A CSR by column of sparse columns, on the device: (ptr, cell, weight).
-struct Cols {
-    ptr: CudaSlice<i64>,
-    cell: CudaSlice<i32>,
-    w: CudaSlice<f64>,
+pub(super) struct Cols {
+    pub(super) ptr: CudaSlice<i64>,
+    pub(super) cell: CudaSlice<i32>,
+    pub(super) w: CudaSlice<f64>,
 }
 
 /// Sparse columns as CSR arrays on the host, as the kernels read them; every array holds at
@@ -241,7 +254,7 @@ impl Cols {
         })
     }
 
-    fn upload(gpu: &Gpu, cols: &[SpVec]) -> Result<Self> {
+    pub(super) fn upload(gpu: &Gpu, cols: &[SpVec]) -> Result<Self> {
         Self::upload_host(gpu, &HostCols::of(cols))
     }
 
@@ -278,6 +291,7 @@ impl<'a> Solver<'a> {
             w: gpu.alloc_zeroed(n * chunk)?,
             g: gpu.alloc_zeroed(n * chunk)?,
             m: dm,
+            two_hop: two_hop_bound(m),
         })
     }
 
@@ -353,10 +367,56 @@ impl<'a> Solver<'a> {
             .collect()
     }
 
-    /// The B update of [`super::fw::update_b`] with the gradient columns on the GPU: the same
-    /// steps, stop rule and B bookkeeping; the gradient's sums run in another order, so
-    /// near-ties may pick other cells than the CPU's.
+    /// How the B update runs for `nm` archetypes: the fused by-cell kernel with K B kept on
+    /// the device up to [`super::gpu_b::max_metacells`] (and while M's two-hop
+    /// neighbourhoods fit the K-column expansion), SpMM chunks beyond.
+    pub fn b_path(&self, nm: usize) -> BPath {
+        if tier(nm).is_some() && expansion_fits(self.two_hop) {
+            BPath::Fused(KatSource::Device)
+        } else {
+            BPath::Chunked
+        }
+    }
+
+    /// The B update of [`super::fw::update_b`] with its gradient read on the GPU, by the path
+    /// [`Solver::b_path`] picks.
     pub fn update_b(
+        &self,
+        m: &Csr<f64>,
+        a: &[SpVec],
+        b_prev: &[SpVec],
+        steps: usize,
+        min_steps: usize,
+        gap_tol: f64,
+    ) -> Result<BUpdate> {
+        let path = self.b_path(b_prev.len());
+        self.update_b_on(path, m, a, b_prev, steps, min_steps, gap_tol)
+    }
+
+    /// [`Solver::update_b`] by a given path. The fused path takes the CPU's steps around
+    /// each pick (so with [`KatSource::Host`] it is the CPU's update bit for bit); the chunked
+    /// path's gradient sums run in another order, so near-ties may pick other cells.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_b_on(
+        &self,
+        path: BPath,
+        m: &Csr<f64>,
+        a: &[SpVec],
+        b_prev: &[SpVec],
+        steps: usize,
+        min_steps: usize,
+        gap_tol: f64,
+    ) -> Result<BUpdate> {
+        match path {
+            BPath::Fused(src) => {
+                let mut on = GpuSteps::new(self, b_prev.len(), src)?;
+                update_b_with(m, a, b_prev, steps, min_steps, gap_tol, &mut on)
+            }
+            BPath::Chunked => self.update_b_chunked(m, a, b_prev, steps, min_steps, gap_tol),
+        }
+    }
+
+    fn update_b_chunked(
         &self,
         m: &Csr<f64>,
         a: &[SpVec],
@@ -478,10 +538,12 @@ impl<'a> Solver<'a> {
             taken = t + 1;
         }
         let kb = kb_cols(m, &b);
+        // One part: the chunked path does not split its time.
         Ok(BUpdate {
             b,
             kb,
             steps: taken,
+            parts: Vec::new(),
         })
     }
 }

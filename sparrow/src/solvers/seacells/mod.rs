@@ -8,6 +8,7 @@ pub mod diffusion;
 pub mod fit;
 pub mod fw;
 pub mod gpu;
+pub mod gpu_b;
 pub mod init;
 pub mod kernel;
 pub mod rows;

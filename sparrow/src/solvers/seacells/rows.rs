@@ -295,6 +295,16 @@ impl Padded {
         }
         Padded { t: tp, nm, stride }
     }
+
+    /// Archetypes (N).
+    pub fn nm(&self) -> usize {
+        self.nm
+    }
+
+    /// Row `m` of T, without its padding.
+    pub fn row(&self, m: usize) -> &[f64] {
+        &self.t[m * self.stride..m * self.stride + self.nm]
+    }
 }
 
 /// One Frank-Wolfe step's reading of the B gradient G = K B T - K A^T (T = A A^T, N x N

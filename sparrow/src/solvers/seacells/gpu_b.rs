@@ -1,0 +1,846 @@
+//! The B update's gradient read on the GPU by cells: one fused kernel sums each cell's row of
+//! G = K B (A A^T) - K A^T in registers and reduces it to every archetype's argmin cell and
+//! duality-gap terms, so no n x N gradient is ever stored or re-read.
+//!
+//! K B stays on the host in the layout's row blocks, where [`super::fw::update_b_with`]
+//! blends it step by step as the CPU does; each step uploads it as one CSR. A A^T goes up once
+//! per update as sparse rows with a segment table per thread, and K A^T is built on the device
+//! once per update and packed by cells. With the CPU's K A^T ([`KatSource::Host`]) every
+//! pick is the CPU's bit for bit.
+
+use std::time::Instant;
+
+use cudarc::driver::CudaSlice;
+use rayon::prelude::*;
+
+use super::fw::BSteps;
+use super::gpu::{Cols, Solver};
+use super::rows::{kat_blocks, Layout, Padded, RowBlock};
+use super::sparse::SpVec;
+use crate::device::{Args, Gpu, LaunchShape};
+use crate::kernels::{SEACELLS, SEACELLS_B_TIERS};
+use crate::matrix::Csr;
+use crate::ops::spmm::cuda::launch as spmm_launch;
+use crate::{Error, Result};
+
+/// Threads per block of the fused kernel (`257` segment bounds per row of A A^T).
+const THREADS: usize = 256;
+/// Fewest K B rows one block of the fused kernel takes.
+const MIN_SPAN: usize = 16;
+
+/// Columns per thread for `nm` archetypes: the narrowest tier that holds them, or `None`
+/// beyond the widest (the B update then runs in SpMM chunks).
+pub fn tier(nm: usize) -> Option<usize> {
+    SEACELLS_B_TIERS
+        .iter()
+        .copied()
+        .find(|&w| w * THREADS >= nm)
+}
+
+/// Most archetypes the fused kernel takes.
+pub fn max_metacells() -> usize {
+    SEACELLS_B_TIERS[SEACELLS_B_TIERS.len() - 1] * THREADS
+}
+
+/// Where the fused kernel's K A^T comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KatSource {
+    /// Built on the GPU (M (M A^T) in SpMM chunks) and packed by cells there.
+    Device,
+    /// The CPU's row blocks, uploaded: the same sums as the CPU, so the same picks.
+    Host,
+}
+
+/// A A^T as sparse rows (zeros dropped) with, per row m and thread t, the first entry at a
+/// column of at least t w: `seg[m * 257 + t]`, so thread t's run of row m is
+/// `seg[m * 257 + t]..seg[m * 257 + t + 1]`.
+#[derive(Debug, PartialEq)]
+pub struct SegRows {
+    /// 257 bounds per row.
+    pub seg: Vec<i32>,
+    /// Column of each non-zero, rows one after another.
+    pub col: Vec<i32>,
+    /// Value of each non-zero.
+    pub val: Vec<f64>,
+}
+
+impl SegRows {
+    /// Rows of `t` for threads owning `w` columns each.
+    pub fn new(t: &Padded, w: usize) -> Self {
+        let nm = t.nm();
+        let mut seg = Vec::with_capacity(nm * (THREADS + 1));
+        let (mut col, mut val) = (Vec::new(), Vec::new());
+        for m in 0..nm {
+            let start = col.len();
+            for (c, &x) in t.row(m).iter().enumerate() {
+                if x != 0.0 {
+                    col.push(c as i32);
+                    val.push(x);
+                }
+            }
+            let row = &col[start..];
+            let mut k = 0;
+            for th in 0..=THREADS {
+                while k < row.len() && (row[k] as usize) < th * w {
+                    k += 1;
+                }
+                seg.push((start + k) as i32);
+            }
+        }
+        // Every array holds an entry, so an all-zero T still has device addresses.
+        col.push(0);
+        val.push(0.0);
+        SegRows { seg, col, val }
+    }
+}
+
+/// K B's row blocks as one CSR in layout order: (row offsets, column, value).
+fn flatten(kb: &[RowBlock]) -> (Vec<i64>, Vec<i32>, Vec<f64>) {
+    let rows: usize = kb.iter().map(|b| b.rows()).sum();
+    let mut ptr = Vec::with_capacity(rows + 1);
+    let mut starts = Vec::with_capacity(kb.len());
+    let mut at = 0usize;
+    ptr.push(0i64);
+    for blk in kb {
+        starts.push(at);
+        for r in 0..blk.rows() {
+            ptr.push((at + blk.ptr[r + 1]) as i64);
+        }
+        at += blk.col.len();
+    }
+    let (mut col, mut val) = (vec![0i32; at + 1], vec![0.0f64; at + 1]);
+    let mut cs: Vec<&mut [i32]> = Vec::with_capacity(kb.len());
+    let mut vs: Vec<&mut [f64]> = Vec::with_capacity(kb.len());
+    let (mut cr, mut vr) = (&mut col[..at], &mut val[..at]);
+    for blk in kb {
+        let (c, rest) = std::mem::take(&mut cr).split_at_mut(blk.col.len());
+        let (v, vrest) = std::mem::take(&mut vr).split_at_mut(blk.col.len());
+        cs.push(c);
+        vs.push(v);
+        cr = rest;
+        vr = vrest;
+    }
+    cs.into_par_iter()
+        .zip(vs)
+        .zip(kb)
+        .for_each(|((c, v), blk)| {
+            for (d, &x) in c.iter_mut().zip(&blk.col) {
+                *d = x as i32;
+            }
+            v.copy_from_slice(&blk.val);
+        });
+    (ptr, col, val)
+}
+
+/// B by cells for the gap terms: row offsets, archetype, the entry's place in B's column-major
+/// order, weight; and the column offsets of that order.
+struct BRows {
+    ptr: Vec<i64>,
+    col: Vec<i32>,
+    pos: Vec<i32>,
+    w: Vec<f64>,
+    at: Vec<i64>,
+}
+
+impl BRows {
+    fn new(b: &[SpVec], n: usize) -> Self {
+        let mut at = Vec::with_capacity(b.len() + 1);
+        at.push(0i64);
+        let mut ptr = vec![0i64; n + 1];
+        for col in b {
+            at.push(at.last().unwrap() + col.len() as i64);
+            for &(i, _) in col {
+                ptr[i as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            ptr[i + 1] += ptr[i];
+        }
+        let nnz = ptr[n] as usize;
+        let mut next = ptr[..n].to_vec();
+        let (mut cc, mut pos, mut w) =
+            (vec![0i32; nnz + 1], vec![0i32; nnz + 1], vec![0.0; nnz + 1]);
+        for (c, col) in b.iter().enumerate() {
+            for (q, &(i, x)) in col.iter().enumerate() {
+                let p = next[i as usize] as usize;
+                cc[p] = c as i32;
+                pos[p] = (at[c] + q as i64) as i32;
+                w[p] = x;
+                next[i as usize] += 1;
+            }
+        }
+        BRows {
+            ptr,
+            col: cc,
+            pos,
+            w,
+            at,
+        }
+    }
+}
+
+/// -K A^T packed by cells (row offsets by cell, columns ascending).
+struct NegKat {
+    ptr: CudaSlice<i64>,
+    col: CudaSlice<i32>,
+    val: CudaSlice<f64>,
+}
+
+/// Largest hash set (ints, in shared memory: 128 KiB) of the K-column expansion.
+const MAX_HASH: usize = 32_768;
+
+/// The most distinct cells two hops from one cell through M (with itself): the bound on one
+/// K column's entries.
+pub fn two_hop_bound(m: &Csr<f64>) -> usize {
+    let n = m.nrows();
+    let cols = m.col_idx();
+    (0..n)
+        .into_par_iter()
+        .map_init(
+            || (vec![false; n], Vec::new()),
+            |(seen, list), p| {
+                for q in m.row_range(p) {
+                    for r in m.row_range(cols[q] as usize) {
+                        let l = cols[r] as usize;
+                        if !seen[l] {
+                            seen[l] = true;
+                            list.push(l);
+                        }
+                    }
+                }
+                let k = list.len();
+                for &l in list.iter() {
+                    seen[l] = false;
+                }
+                list.clear();
+                k
+            },
+        )
+        .max()
+        .unwrap_or(0)
+        .max(1)
+}
+
+/// Whether the K-column expansion's hash set holds a column of at most `bound` cells at half
+/// load.
+pub fn expansion_fits(bound: usize) -> bool {
+    2 * bound <= MAX_HASH
+}
+
+/// The B update's steps on the GPU: the fused gradient kernel, and K B kept and blended on
+/// the device (see seacells.cu).
+pub struct GpuSteps<'s, 'a> {
+    sv: &'s Solver<'a>,
+    kat_source: KatSource,
+    w: usize,
+    /// Slots per K column (see [`two_hop_bound`]) and the hash set's size.
+    cap: usize,
+    hs: usize,
+    state: Option<Update>,
+    /// Seconds: setup per update, B's upload per step, gradient kernels, K B's blend, K B's
+    /// download.
+    secs: [f64; 5],
+}
+
+/// K B on the device, CSR in the layout's row order.
+struct DevKb {
+    ptr: CudaSlice<i64>,
+    col: CudaSlice<i32>,
+    val: CudaSlice<f64>,
+    /// Entries the arrays hold room for.
+    room: usize,
+}
+
+/// What one B update keeps on the device.
+struct Update {
+    seg: CudaSlice<i32>,
+    t_col: CudaSlice<i32>,
+    t_val: CudaSlice<f64>,
+    kat: NegKat,
+    cells: CudaSlice<u32>,
+    pos: CudaSlice<u32>,
+    kb: DevKb,
+    spare: Option<DevKb>,
+    pick: CudaSlice<i32>,
+    share: CudaSlice<f64>,
+    // The blend's scratch.
+    row_cnt: CudaSlice<i32>,
+    row_fill: CudaSlice<i32>,
+    row_off: CudaSlice<i64>,
+    new_cnt: CudaSlice<i32>,
+    total: CudaSlice<i64>,
+    seg_row: CudaSlice<i32>,
+    seg_val: CudaSlice<f64>,
+    add_n: CudaSlice<i32>,
+    add_col: CudaSlice<i32>,
+    add_val: CudaSlice<f64>,
+}
+
+impl<'s, 'a> GpuSteps<'s, 'a> {
+    /// The GPU steps for `nm` archetypes; an `Unsupported` error beyond [`max_metacells`] or
+    /// where M's two-hop neighbourhoods outgrow the expansion's hash set.
+    pub fn new(sv: &'s Solver<'a>, nm: usize, kat_source: KatSource) -> Result<Self> {
+        let w = tier(nm).ok_or_else(|| {
+            Error::unsupported(format!(
+                "{nm} metacells exceed the fused B kernel's {}",
+                max_metacells()
+            ))
+        })?;
+        if i32::try_from(sv.n).is_err() {
+            return Err(Error::unsupported(format!(
+                "{} cells exceed the fused B kernel's 2^31",
+                sv.n
+            )));
+        }
+        let cap = sv.two_hop;
+        if !expansion_fits(cap) {
+            return Err(Error::unsupported(format!(
+                "two-hop neighbourhoods of up to {cap} cells exceed the K-column expansion's {}",
+                MAX_HASH / 2
+            )));
+        }
+        let hs = (2 * cap).next_power_of_two().clamp(256, MAX_HASH);
+        Ok(GpuSteps {
+            sv,
+            kat_source,
+            w,
+            cap,
+            hs,
+            state: None,
+            secs: [0.0; 5],
+        })
+    }
+
+    /// -K A^T on the device: M (M (-A^T)) a chunk of columns at a time, packed by cells in two
+    /// passes (count, then fill), each row's columns ascending.
+    fn device_kat(&self, a: &[SpVec], nm: usize) -> Result<NegKat> {
+        let sv = self.sv;
+        let (gpu, n, ch) = (sv.gpu, sv.n, sv.chunk);
+        let a_d = Cols::upload(gpu, a)?;
+        let asub = gpu.kernel(&SEACELLS, "seacells_b_asub")?;
+        let count = gpu.kernel(&SEACELLS, "seacells_nz_count")?;
+        let fill = gpu.kernel(&SEACELLS, "seacells_nz_fill")?;
+        let grid = LaunchShape::linear(n.div_ceil(THREADS).clamp(1, 132 * 16) as u32, 256);
+        let cnt = gpu.alloc_zeroed::<i64>(n)?;
+        let mut packed: Option<(NegKat, CudaSlice<i64>)> = None;
+        for pass in 0..2 {
+            for c0 in (0..nm).step_by(ch) {
+                let nc = ch.min(nm - c0);
+                gpu.fill_bytes(&sv.v, 0, n * ch * 8)?;
+                gpu.launch(
+                    &asub,
+                    grid,
+                    Args::new()
+                        .ptr(gpu.ptr(&a_d.ptr))
+                        .ptr(gpu.ptr(&a_d.cell))
+                        .ptr(gpu.ptr(&a_d.w))
+                        .i64(n as i64)
+                        .i64(c0 as i64)
+                        .i64(nc as i64)
+                        .i64(ch as i64)
+                        .ptr(gpu.ptr(&sv.v)),
+                )?;
+                let (vp, wp, gp) = (gpu.ptr(&sv.v), gpu.ptr(&sv.w), gpu.ptr(&sv.g));
+                spmm_launch(gpu, sv.path, &sv.m, nc, vp, ch, wp, ch, 1.0, 0.0, true)?;
+                spmm_launch(gpu, sv.path, &sv.m, nc, wp, ch, gp, ch, 1.0, 0.0, true)?;
+                match &packed {
+                    None => gpu.launch(
+                        &count,
+                        grid,
+                        Args::new()
+                            .ptr(gp)
+                            .i64(n as i64)
+                            .i64(ch as i64)
+                            .i64(nc as i64)
+                            .ptr(gpu.ptr(&cnt)),
+                    )?,
+                    Some((k, next)) => gpu.launch(
+                        &fill,
+                        grid,
+                        Args::new()
+                            .ptr(gp)
+                            .i64(n as i64)
+                            .i64(ch as i64)
+                            .i64(c0 as i64)
+                            .i64(nc as i64)
+                            .ptr(gpu.ptr(next))
+                            .ptr(gpu.ptr(&k.col))
+                            .ptr(gpu.ptr(&k.val)),
+                    )?,
+                }
+            }
+            if pass == 0 {
+                let counts: Vec<i64> = gpu.download(&cnt, n)?;
+                let mut ptr = Vec::with_capacity(n + 1);
+                ptr.push(0i64);
+                for c in counts {
+                    ptr.push(ptr.last().unwrap() + c);
+                }
+                let nnz = ptr[n] as usize;
+                gpu.ensure_fits((nnz * 12) as u64, "K A^T by cells")?;
+                let k = NegKat {
+                    ptr: gpu.upload(&ptr)?,
+                    col: gpu.alloc_zeroed(nnz)?,
+                    val: gpu.alloc_zeroed(nnz)?,
+                };
+                let next = gpu.upload(&ptr[..n])?;
+                packed = Some((k, next));
+            }
+        }
+        Ok(packed.expect("packed after the first pass").0)
+    }
+
+    /// -K A^T from the CPU's row blocks, by cells.
+    fn host_kat(&self, m: &Csr<f64>, a: &[SpVec], nm: usize, lay: &Layout) -> Result<NegKat> {
+        let gpu = self.sv.gpu;
+        let blocks = kat_blocks(m, a, nm, lay);
+        let n = lay.pos.len();
+        let mut ptr = vec![0i64; n + 1];
+        for (i, &p) in lay.pos.iter().enumerate() {
+            let blk = &blocks[p as usize / super::rows::BLOCK_ROWS];
+            ptr[i + 1] = blk.row(p as usize % super::rows::BLOCK_ROWS).0.len() as i64;
+        }
+        for i in 0..n {
+            ptr[i + 1] += ptr[i];
+        }
+        let (mut col, mut val) = (Vec::with_capacity(ptr[n] as usize + 1), Vec::new());
+        for &p in &lay.pos {
+            let blk = &blocks[p as usize / super::rows::BLOCK_ROWS];
+            let (c, v) = blk.row(p as usize % super::rows::BLOCK_ROWS);
+            col.extend(c.iter().map(|&c| c as i32));
+            val.extend(v.iter().map(|&v| -v));
+        }
+        col.push(0);
+        val.push(0.0);
+        Ok(NegKat {
+            ptr: gpu.upload(&ptr)?,
+            col: gpu.upload(&col)?,
+            val: gpu.upload(&val)?,
+        })
+    }
+}
+
+impl BSteps for GpuSteps<'_, '_> {
+    fn begin(
+        &mut self,
+        m: &Csr<f64>,
+        a: &[SpVec],
+        aat: &Padded,
+        lay: &Layout,
+        kb: Vec<RowBlock>,
+    ) -> Result<()> {
+        let clock = Instant::now();
+        let (gpu, n) = (self.sv.gpu, self.sv.n);
+        let nm = aat.nm();
+        if tier(nm) != Some(self.w) {
+            return Err(Error::invalid(
+                "metacells",
+                format!("the GPU B steps were made for another width than {nm} archetypes"),
+            ));
+        }
+        // The old state goes first, so two updates' buffers never coexist.
+        self.state = None;
+        let t = SegRows::new(aat, self.w);
+        let kat = match self.kat_source {
+            KatSource::Device => self.device_kat(a, nm)?,
+            KatSource::Host => self.host_kat(m, a, nm, lay)?,
+        };
+        let (ptr, col, val) = flatten(&kb);
+        if ptr.len() != n + 1 {
+            return Err(Error::invalid(
+                "kb",
+                format!("{} rows for {n} cells", ptr.len() - 1),
+            ));
+        }
+        let slots = nm * self.cap;
+        gpu.ensure_fits(
+            (slots * 24 + (col.len() * 2 + slots) * 12) as u64,
+            "the B update's K B and its blend",
+        )?;
+        self.state = Some(Update {
+            seg: gpu.upload(&t.seg)?,
+            t_col: gpu.upload(&t.col)?,
+            t_val: gpu.upload(&t.val)?,
+            kat,
+            cells: gpu.upload(&lay.order)?,
+            pos: gpu.upload(&lay.pos)?,
+            kb: DevKb {
+                ptr: gpu.upload(&ptr)?,
+                col: gpu.upload(&col)?,
+                val: gpu.upload(&val)?,
+                room: col.len(),
+            },
+            spare: None,
+            pick: gpu.alloc_zeroed(nm)?,
+            share: gpu.alloc_zeroed(nm)?,
+            row_cnt: gpu.alloc_zeroed(n)?,
+            row_fill: gpu.alloc_zeroed(n)?,
+            row_off: gpu.alloc_zeroed(n + 1)?,
+            new_cnt: gpu.alloc_zeroed(n)?,
+            total: gpu.alloc_zeroed(1)?,
+            seg_row: gpu.alloc_zeroed(slots)?,
+            seg_val: gpu.alloc_zeroed(slots)?,
+            add_n: gpu.alloc_zeroed(nm)?,
+            add_col: gpu.alloc_zeroed(slots)?,
+            add_val: gpu.alloc_zeroed(slots)?,
+        });
+        gpu.synchronize()?;
+        self.secs[0] += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn pick(&mut self, b: &[SpVec], aat: &Padded, _lay: &Layout) -> Result<Vec<(u32, f64)>> {
+        let st = self
+            .state
+            .as_ref()
+            .ok_or_else(|| Error::invalid("b-update", "a step before the update began"))?;
+        let (gpu, n, nm) = (self.sv.gpu, self.sv.n, aat.nm());
+        let clock = Instant::now();
+        let br = BRows::new(b, n);
+        let bnnz = *br.at.last().unwrap() as usize;
+        if i32::try_from(bnnz).is_err() {
+            return Err(Error::unsupported(format!(
+                "{bnnz} entries of B exceed the fused B kernel's 2^31"
+            )));
+        }
+        let (b_ptr, b_col, b_pos, b_w) = (
+            gpu.upload(&br.ptr)?,
+            gpu.upload(&br.col)?,
+            gpu.upload(&br.pos)?,
+            gpu.upload(&br.w)?,
+        );
+        let b_at = gpu.upload(&br.at)?;
+        let (parts, span) = split(n, gpu);
+        let part_v = gpu.alloc_zeroed::<f64>(parts * nm)?;
+        let part_i = gpu.alloc_zeroed::<i32>(parts * nm)?;
+        let prod = gpu.alloc_zeroed::<f64>(bnnz)?;
+        // Sentinels: a pick the kernels did not write reads as -1.
+        gpu.fill_bytes(&st.pick, 0xff, nm * 4)?;
+        let grad = gpu.kernel(&SEACELLS, &format!("seacells_b_grad_w{}", self.w))?;
+        gpu.synchronize()?;
+        self.secs[1] += clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        // Only the threads that own columns run.
+        let threads = nm.div_ceil(self.w).div_ceil(32) * 32;
+        gpu.launch(
+            &grad,
+            LaunchShape::linear(parts as u32, threads as u32),
+            Args::new()
+                .ptr(gpu.ptr(&st.kb.ptr))
+                .ptr(gpu.ptr(&st.cells))
+                .ptr(gpu.ptr(&st.kb.col))
+                .ptr(gpu.ptr(&st.kb.val))
+                .i64(n as i64)
+                .i64(span as i64)
+                .ptr(gpu.ptr(&st.kat.ptr))
+                .ptr(gpu.ptr(&st.kat.col))
+                .ptr(gpu.ptr(&st.kat.val))
+                .ptr(gpu.ptr(&st.seg))
+                .ptr(gpu.ptr(&st.t_col))
+                .ptr(gpu.ptr(&st.t_val))
+                .i64(nm as i64)
+                .ptr(gpu.ptr(&b_ptr))
+                .ptr(gpu.ptr(&b_col))
+                .ptr(gpu.ptr(&b_pos))
+                .ptr(gpu.ptr(&b_w))
+                .ptr(gpu.ptr(&part_v))
+                .ptr(gpu.ptr(&part_i))
+                .ptr(gpu.ptr(&prod)),
+        )?;
+        let fin = gpu.kernel(&SEACELLS, "seacells_b_final")?;
+        gpu.launch(
+            &fin,
+            LaunchShape::linear(nm.div_ceil(256).clamp(1, 132 * 16) as u32, 256),
+            Args::new()
+                .ptr(gpu.ptr(&part_v))
+                .ptr(gpu.ptr(&part_i))
+                .i64(parts as i64)
+                .i64(nm as i64)
+                .ptr(gpu.ptr(&b_at))
+                .ptr(gpu.ptr(&prod))
+                .ptr(gpu.ptr(&st.pick))
+                .ptr(gpu.ptr(&st.share)),
+        )?;
+        let picks: Vec<i32> = gpu.download(&st.pick, nm)?;
+        let shares: Vec<f64> = gpu.download(&st.share, nm)?;
+        self.secs[2] += clock.elapsed().as_secs_f64();
+        picks
+            .iter()
+            .zip(&shares)
+            .enumerate()
+            .map(|(c, (&p, &s))| {
+                if p < 0 || p as usize >= n.max(1) {
+                    Err(Error::device(
+                        "the fused B kernel",
+                        format!("archetype {c} got no cell (pick {p})"),
+                    ))
+                } else {
+                    Ok((p as u32, s))
+                }
+            })
+            .collect()
+    }
+
+    fn advance(
+        &mut self,
+        _m: &Csr<f64>,
+        picks: &[(u32, f64)],
+        gamma: f64,
+        _lay: &Layout,
+    ) -> Result<()> {
+        let clock = Instant::now();
+        let (gpu, n) = (self.sv.gpu, self.sv.n);
+        let (cap, hs) = (self.cap, self.hs);
+        let st = self
+            .state
+            .as_mut()
+            .ok_or_else(|| Error::invalid("b-update", "a step before the update began"))?;
+        let nm = picks.len();
+        let dm = &self.sv.m;
+        gpu.fill_bytes(&st.row_cnt, 0, n * 4)?;
+        gpu.fill_bytes(&st.row_fill, 0, n * 4)?;
+        let k = |name: &str| gpu.kernel(&SEACELLS, name);
+        let rows = LaunchShape::linear(n.div_ceil(256).clamp(1, 132 * 16) as u32, 256);
+        // The picks the gradient kernels left on the device are these.
+        gpu.launch(
+            &k("seacells_kb_expand")?,
+            LaunchShape::linear(nm as u32, 256).with_smem((hs * 4) as u32),
+            Args::new()
+                .ptr(gpu.ptr(&dm.row_ptr))
+                .ptr(gpu.ptr(&dm.col_idx))
+                .ptr(gpu.ptr(&dm.values))
+                .ptr(gpu.ptr(&st.pick))
+                .ptr(gpu.ptr(&st.pos))
+                .i64(cap as i64)
+                .i32(hs as i32)
+                .ptr(gpu.ptr(&st.seg_row))
+                .ptr(gpu.ptr(&st.seg_val))
+                .ptr(gpu.ptr(&st.add_n))
+                .ptr(gpu.ptr(&st.row_cnt)),
+        )?;
+        let scan = k("seacells_scan")?;
+        gpu.launch(
+            &scan,
+            LaunchShape::linear(1, 1024),
+            Args::new()
+                .ptr(gpu.ptr(&st.row_cnt))
+                .i64(n as i64)
+                .ptr(gpu.ptr(&st.row_off))
+                .ptr(gpu.ptr(&st.total)),
+        )?;
+        gpu.launch(
+            &k("seacells_kb_scatter")?,
+            LaunchShape::linear(nm as u32, 256),
+            Args::new()
+                .ptr(gpu.ptr(&st.seg_row))
+                .ptr(gpu.ptr(&st.seg_val))
+                .ptr(gpu.ptr(&st.add_n))
+                .i64(cap as i64)
+                .ptr(gpu.ptr(&st.row_off))
+                .ptr(gpu.ptr(&st.row_fill))
+                .ptr(gpu.ptr(&st.add_col))
+                .ptr(gpu.ptr(&st.add_val)),
+        )?;
+        gpu.launch(
+            &k("seacells_kb_count")?,
+            rows,
+            Args::new()
+                .ptr(gpu.ptr(&st.kb.ptr))
+                .ptr(gpu.ptr(&st.kb.col))
+                .i64(n as i64)
+                .ptr(gpu.ptr(&st.row_off))
+                .ptr(gpu.ptr(&st.add_col))
+                .ptr(gpu.ptr(&st.add_val))
+                .ptr(gpu.ptr(&st.new_cnt)),
+        )?;
+        // The new rows' offsets go to the spare buffer's pointer array.
+        let mut spare = match st.spare.take() {
+            Some(s) => s,
+            None => DevKb {
+                ptr: gpu.alloc_zeroed(n + 1)?,
+                col: gpu.alloc_zeroed(st.kb.room)?,
+                val: gpu.alloc_zeroed(st.kb.room)?,
+                room: st.kb.room,
+            },
+        };
+        gpu.launch(
+            &scan,
+            LaunchShape::linear(1, 1024),
+            Args::new()
+                .ptr(gpu.ptr(&st.new_cnt))
+                .i64(n as i64)
+                .ptr(gpu.ptr(&spare.ptr))
+                .ptr(gpu.ptr(&st.total)),
+        )?;
+        let total = gpu.download(&st.total, 1)?[0] as usize;
+        if total > spare.room {
+            let room = total + total / 4;
+            gpu.ensure_fits((room * 12) as u64, "K B's growth")?;
+            spare.col = gpu.alloc_zeroed(room)?;
+            spare.val = gpu.alloc_zeroed(room)?;
+            spare.room = room;
+        }
+        gpu.launch(
+            &k("seacells_kb_merge")?,
+            rows,
+            Args::new()
+                .ptr(gpu.ptr(&st.kb.ptr))
+                .ptr(gpu.ptr(&st.kb.col))
+                .ptr(gpu.ptr(&st.kb.val))
+                .i64(n as i64)
+                .ptr(gpu.ptr(&st.row_off))
+                .ptr(gpu.ptr(&st.add_col))
+                .ptr(gpu.ptr(&st.add_val))
+                .f64(gamma)
+                .ptr(gpu.ptr(&spare.ptr))
+                .ptr(gpu.ptr(&spare.col))
+                .ptr(gpu.ptr(&spare.val)),
+        )?;
+        let old = std::mem::replace(&mut st.kb, spare);
+        st.spare = Some(old);
+        self.secs[3] += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn finish(&mut self, lay: &Layout, nm: usize) -> Result<Vec<SpVec>> {
+        let clock = Instant::now();
+        let (gpu, n) = (self.sv.gpu, self.sv.n);
+        let st = self
+            .state
+            .take()
+            .ok_or_else(|| Error::invalid("b-update", "finished before the update began"))?;
+        let ptr: Vec<i64> = gpu.download(&st.kb.ptr, n + 1)?;
+        let nnz = ptr[n] as usize;
+        let col: Vec<i32> = gpu.download(&st.kb.col, nnz)?;
+        let val: Vec<f64> = gpu.download(&st.kb.val, nnz)?;
+        let mut cols: Vec<SpVec> = vec![Vec::new(); nm];
+        for (i, &p) in lay.pos.iter().enumerate() {
+            let p = p as usize;
+            for q in ptr[p] as usize..ptr[p + 1] as usize {
+                let c = col[q] as usize;
+                if c >= nm {
+                    return Err(Error::device(
+                        "K B on the device",
+                        format!("row {p} names archetype {c} of {nm}"),
+                    ));
+                }
+                cols[c].push((i as u32, val[q]));
+            }
+        }
+        self.secs[4] += clock.elapsed().as_secs_f64();
+        Ok(cols)
+    }
+
+    fn parts(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("begin", self.secs[0]),
+            ("b-upload", self.secs[1]),
+            ("gradient", self.secs[2]),
+            ("kb-blend", self.secs[3]),
+            ("kb-download", self.secs[4]),
+        ]
+    }
+}
+
+/// Blocks of the fused kernel and K B rows per block: about eight blocks per SM, each at
+/// least [`MIN_SPAN`] rows.
+fn split(rows: usize, gpu: &Gpu) -> (usize, usize) {
+    let target = (gpu.limits().sms as usize * 8).max(1);
+    let span = rows.div_ceil(target).max(MIN_SPAN);
+    (rows.div_ceil(span).max(1), span)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The narrowest tier holds the archetypes; none beyond 32 columns a thread.
+    #[test]
+    fn tiers_at_their_bounds() {
+        assert_eq!(tier(1), Some(1));
+        assert_eq!(tier(256), Some(1));
+        assert_eq!(tier(257), Some(2));
+        assert_eq!(tier(1_333), Some(8));
+        assert_eq!(tier(8_192), Some(32));
+        assert_eq!(tier(8_193), None);
+        assert_eq!(max_metacells(), 8_192);
+    }
+
+    /// The two-hop bound counts each cell once: a path graph's middle cells reach five.
+    #[test]
+    fn two_hop_bound_of_a_path() {
+        let n = 7usize;
+        let (mut r, mut c) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            for j in i.saturating_sub(1)..(i + 2).min(n) {
+                r.push(i);
+                c.push(j);
+            }
+        }
+        let m = Csr::from_triplets(n, n, &r, &c, &vec![1.0f64; r.len()]).unwrap();
+        assert_eq!(two_hop_bound(&m), 5);
+        assert!(expansion_fits(MAX_HASH / 2) && !expansion_fits(MAX_HASH / 2 + 1));
+    }
+
+    /// Each thread's segment of a row holds exactly the row's non-zeros in its columns.
+    #[test]
+    fn segments_bracket_each_threads_columns() {
+        let nm = 700;
+        let mut t = vec![0.0; nm * nm];
+        for r in 0..nm {
+            for c in (r % 5..nm).step_by(3 + r % 7) {
+                t[r * nm + c] = 1.0 + (r * nm + c) as f64;
+            }
+        }
+        let p = Padded::new(&t, nm);
+        for w in [1usize, 3, 4, 8] {
+            let s = SegRows::new(&p, w);
+            for r in 0..nm {
+                for th in 0..THREADS {
+                    let (a, b) = (
+                        s.seg[r * 257 + th] as usize,
+                        s.seg[r * 257 + th + 1] as usize,
+                    );
+                    let want: Vec<(i32, f64)> = (th * w..((th + 1) * w).min(nm))
+                        .filter(|&c| t[r * nm + c] != 0.0)
+                        .map(|c| (c as i32, t[r * nm + c]))
+                        .collect();
+                    let got: Vec<(i32, f64)> = (a..b).map(|q| (s.col[q], s.val[q])).collect();
+                    assert_eq!(got, want, "w {w} row {r} thread {th}");
+                }
+            }
+        }
+    }
+
+    /// Flattened row blocks keep every row's entries in order.
+    #[test]
+    fn flatten_keeps_rows() {
+        let blk = |cells: Vec<u32>, ptr: Vec<usize>, col: Vec<u32>| RowBlock {
+            cells,
+            ptr,
+            val: col.iter().map(|&c| c as f64 + 0.5).collect(),
+            col,
+        };
+        let kb = vec![
+            blk(vec![3, 0], vec![0, 2, 2], vec![1, 4]),
+            blk(vec![], vec![0], vec![]),
+            blk(vec![1, 2], vec![0, 1, 3], vec![0, 2, 5]),
+        ];
+        let (ptr, col, val) = flatten(&kb);
+        assert_eq!(ptr, vec![0, 2, 2, 3, 5]);
+        assert_eq!(&col[..5], &[1, 4, 0, 2, 5]);
+        assert_eq!(&val[..5], &[1.5, 4.5, 0.5, 2.5, 5.5]);
+    }
+
+    /// B by cells: each entry's place in the column-major order and the column offsets.
+    #[test]
+    fn b_rows_place_entries() {
+        let b: Vec<SpVec> = vec![vec![(2, 0.5), (0, 0.5)], vec![], vec![(2, 1.0)]];
+        let r = BRows::new(&b, 3);
+        assert_eq!(r.at, vec![0, 2, 2, 3]);
+        assert_eq!(r.ptr, vec![0, 1, 1, 3]);
+        assert_eq!(&r.col[..3], &[0, 0, 2]);
+        assert_eq!(&r.pos[..3], &[1, 0, 2]);
+        assert_eq!(&r.w[..3], &[0.5, 0.5, 1.0]);
+    }
+}
