@@ -462,21 +462,29 @@ extern "C" __global__ void __launch_bounds__(256)
 // row (scan, kb_scatter), sorted and counted against the old rows (kb_count), and merged into
 // new rows (scan, kb_merge). K B's rows are in the layout's order: cell l is row pos[l].
 
-// One block per archetype c: the cells l two hops from p = pick[c] through M, each once (a
-// shared-memory hash set of hs slots), with K[l, p] = sum over j in row p's order of
-// M[p, j] M[j, l], as the CPU's add_k_col sums it. Out: (row pos[l], value) pairs in c's
-// segment of `cap` slots, their count add_n[c], and row_cnt[pos[l]] raised by one each.
+// One block per archetype c: the cells l two hops from p = pick[c] through M, each once, with
+// K[l, p] = sum over j in row p's order of M[p, j] M[j, l], as the CPU's add_k_col sums it.
+// First every l gets a slot of a shared-memory hash set (hs slots, open addressing), then
+// row p's j are taken in order, each adding its products to its cells' sums (a row of M
+// names a cell once, so no two threads add to one sum at a time). Out: (row pos[l], value)
+// pairs in c's segment of `cap` slots, their count add_n[c], and row_cnt[pos[l]] raised by
+// one each. Shared memory: hs doubles and hs ints.
 extern "C" __global__ void __launch_bounds__(256)
     seacells_kb_expand(const i64* __restrict__ m_ptr, const int* __restrict__ m_col, const double* __restrict__ m_val,
                        const int* __restrict__ pick, const int* __restrict__ pos, i64 cap, int hs,
                        int* __restrict__ seg_row, double* __restrict__ seg_val, int* __restrict__ add_n,
                        int* __restrict__ row_cnt) {
-    extern __shared__ int hset[];
+    extern __shared__ double ex_smem[];
+    double* sums = ex_smem;               // hs
+    int* hkey = (int*)(sums + hs);        // hs
     __shared__ int s_n;
     const i64 c = blockIdx.x;
     const int t = threadIdx.x;
     const int p = pick[c];
-    for (int i = t; i < hs; i += blockDim.x) hset[i] = -1;
+    for (int i = t; i < hs; i += blockDim.x) {
+        hkey[i] = -1;
+        sums[i] = 0.0;
+    }
     if (t == 0) s_n = 0;
     __syncthreads();
     const i64 a0 = m_ptr[p], a1 = m_ptr[p + 1];
@@ -485,37 +493,34 @@ extern "C" __global__ void __launch_bounds__(256)
         for (i64 q = m_ptr[j] + t; q < m_ptr[j + 1]; q += blockDim.x) {
             const int l = m_col[q];
             int h = (int)(((unsigned)l * 2654435761u) & (unsigned)(hs - 1));
-            bool fresh = false;
             while (true) {
-                const int old = atomicCAS(&hset[h], -1, l);
-                if (old == -1) {
-                    fresh = true;
-                    break;
-                }
-                if (old == l) break;
+                const int old = atomicCAS(&hkey[h], -1, l);
+                if (old == -1 || old == l) break;
                 h = (h + 1) & (hs - 1);
             }
-            if (!fresh) continue;
-            double v = 0.0;
-            for (i64 b = a0; b < a1; b++) {
-                const int j2 = m_col[b];
-                i64 lo = m_ptr[j2], hi = m_ptr[j2 + 1];
-                while (lo < hi) {
-                    const i64 mid = (lo + hi) >> 1;
-                    if (m_col[mid] < l)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                if (lo < m_ptr[j2 + 1] && m_col[lo] == l) v = __dadd_rn(v, __dmul_rn(m_val[b], m_val[lo]));
-            }
-            const int slot = atomicAdd(&s_n, 1);
-            if (slot < cap) {
-                const int r = pos[l];
-                seg_row[c * cap + slot] = r;
-                seg_val[c * cap + slot] = v;
-                atomicAdd(&row_cnt[r], 1);
-            }
+        }
+    }
+    __syncthreads();
+    for (i64 a = a0; a < a1; a++) {
+        const int j = m_col[a];
+        const double mpj = m_val[a];
+        for (i64 q = m_ptr[j] + t; q < m_ptr[j + 1]; q += blockDim.x) {
+            const int l = m_col[q];
+            int h = (int)(((unsigned)l * 2654435761u) & (unsigned)(hs - 1));
+            while (hkey[h] != l) h = (h + 1) & (hs - 1);
+            sums[h] = __dadd_rn(sums[h], __dmul_rn(mpj, m_val[q]));
+        }
+        __syncthreads();
+    }
+    for (int h = t; h < hs; h += blockDim.x) {
+        const int l = hkey[h];
+        if (l < 0) continue;
+        const int i = atomicAdd(&s_n, 1);
+        if (i < cap) {
+            const int r = pos[l];
+            seg_row[c * cap + i] = r;
+            seg_val[c * cap + i] = sums[h];
+            atomicAdd(&row_cnt[r], 1);
         }
     }
     __syncthreads();

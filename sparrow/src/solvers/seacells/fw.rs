@@ -141,16 +141,26 @@ pub fn update_a(
         .collect()
 }
 
-/// A A^T, dense N x N row-major, from A by cells (the B update's t1, on both backends).
+/// A A^T, dense N x N row-major, from A by cells (the B update's t1, on both backends). Rows
+/// are summed in parallel, each over its archetype's cells in ascending order, the order of a
+/// serial pass over the cells.
 pub fn a_at(a: &[SpVec], nm: usize) -> Vec<f64> {
-    let mut aat = vec![0.0; nm * nm];
-    for col in a {
+    let mut by_arch: Vec<Vec<(u32, f64)>> = vec![Vec::new(); nm];
+    for (i, col) in a.iter().enumerate() {
         for &(p, wp) in col {
-            for &(q, wq) in col {
-                aat[p as usize * nm + q as usize] += wp * wq;
-            }
+            by_arch[p as usize].push((i as u32, wp));
         }
     }
+    let mut aat = vec![0.0; nm * nm];
+    aat.par_chunks_mut(nm.max(1))
+        .zip(by_arch.par_iter())
+        .for_each(|(row, cells)| {
+            for &(i, wp) in cells {
+                for &(q, wq) in &a[i as usize] {
+                    row[q as usize] += wp * wq;
+                }
+            }
+        });
     aat
 }
 
@@ -401,7 +411,7 @@ pub fn trace_k(m: &Csr<f64>) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::argmin_diff;
+    use super::{a_at, argmin_diff, SpVec};
 
     /// The serial scan it replaces: strict comparison from +inf, index 0 when nothing is below.
     fn serial(w: &[f64], kb: &[f64]) -> usize {
@@ -413,6 +423,36 @@ mod tests {
             }
         }
         best.0
+    }
+
+    /// The row-parallel A A^T is the serial pass over the cells bit for bit.
+    #[test]
+    fn a_at_is_the_serial_pass() {
+        let nm = 9;
+        let a: Vec<SpVec> = (0..200u32)
+            .map(|i| {
+                let mut v: SpVec = (0..1 + i % 4)
+                    .map(|k| {
+                        (
+                            (i * 7 + k * 3) % nm as u32,
+                            0.1 + ((i * 13 + k) % 17) as f64 / 7.0,
+                        )
+                    })
+                    .collect();
+                v.sort_by_key(|e| e.0);
+                v.dedup_by_key(|e| e.0);
+                v
+            })
+            .collect();
+        let mut want = vec![0.0; nm * nm];
+        for col in &a {
+            for &(p, wp) in col {
+                for &(q, wq) in col {
+                    want[p as usize * nm + q as usize] += wp * wq;
+                }
+            }
+        }
+        assert_eq!(a_at(&a, nm), want);
     }
 
     #[test]

@@ -186,8 +186,9 @@ struct NegKat {
     val: CudaSlice<f64>,
 }
 
-/// Largest hash set (ints, in shared memory: 128 KiB) of the K-column expansion.
-const MAX_HASH: usize = 32_768;
+/// Largest hash set (slots) of the K-column expansion: with a sum per slot, 192 KiB of
+/// shared memory.
+const MAX_HASH: usize = 16_384;
 
 /// The most distinct cells two hops from one cell through M (with itself): the bound on one
 /// K column's entries.
@@ -221,10 +222,18 @@ pub fn two_hop_bound(m: &Csr<f64>) -> usize {
         .max(1)
 }
 
-/// Whether the K-column expansion's hash set holds a column of at most `bound` cells at half
-/// load.
+/// Whether the K-column expansion's hash set holds a column of at most `bound` cells at three
+/// quarters load.
 pub fn expansion_fits(bound: usize) -> bool {
-    2 * bound <= MAX_HASH
+    4 * bound <= 3 * MAX_HASH
+}
+
+/// Hash slots for columns of at most `bound` cells: a power of two at most three quarters full.
+fn hash_slots(bound: usize) -> usize {
+    (4 * bound)
+        .div_ceil(3)
+        .next_power_of_two()
+        .clamp(256, MAX_HASH)
 }
 
 /// The B update's steps on the GPU: the fused gradient kernel, and K B kept and blended on
@@ -296,10 +305,10 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
         if !expansion_fits(cap) {
             return Err(Error::unsupported(format!(
                 "two-hop neighbourhoods of up to {cap} cells exceed the K-column expansion's {}",
-                MAX_HASH / 2
+                3 * MAX_HASH / 4
             )));
         }
-        let hs = (2 * cap).next_power_of_two().clamp(256, MAX_HASH);
+        let hs = hash_slots(cap);
         Ok(GpuSteps {
             sv,
             kat_source,
@@ -604,7 +613,7 @@ impl BSteps for GpuSteps<'_, '_> {
         // The picks the gradient kernels left on the device are these.
         gpu.launch(
             &k("seacells_kb_expand")?,
-            LaunchShape::linear(nm as u32, 256).with_smem((hs * 4) as u32),
+            LaunchShape::linear(nm as u32, 256).with_smem((hs * 12) as u32),
             Args::new()
                 .ptr(gpu.ptr(&dm.row_ptr))
                 .ptr(gpu.ptr(&dm.col_idx))
@@ -779,7 +788,10 @@ mod tests {
         }
         let m = Csr::from_triplets(n, n, &r, &c, &vec![1.0f64; r.len()]).unwrap();
         assert_eq!(two_hop_bound(&m), 5);
-        assert!(expansion_fits(MAX_HASH / 2) && !expansion_fits(MAX_HASH / 2 + 1));
+        assert!(expansion_fits(3 * MAX_HASH / 4) && !expansion_fits(3 * MAX_HASH / 4 + 1));
+        assert_eq!(hash_slots(1), 256);
+        assert_eq!(hash_slots(3 * MAX_HASH / 4), MAX_HASH);
+        assert!(hash_slots(1_000) >= 1_334);
     }
 
     /// Each thread's segment of a row holds exactly the row's non-zeros in its columns.
