@@ -260,7 +260,8 @@ pub trait BSteps {
     /// K B's columns after the last step.
     fn finish(&mut self, lay: &Layout, nm: usize) -> Result<Vec<SpVec>>;
     /// Seconds by part since this was made; by default none, and the update reports "begin",
-    /// "gradient" and "kb-blend" as it timed them.
+    /// "gradient", "kb-blend" and "finish" as it timed them (after its own "prepare", the
+    /// layout and starting K B, and "b-blend").
     fn parts(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
@@ -330,16 +331,19 @@ pub fn update_b_with(
     steps_on: &mut dyn BSteps,
 ) -> Result<BUpdate> {
     let nm = b_prev.len();
+    let clock = Instant::now();
     let aat = Padded::new(&a_at(a, nm), nm);
     // K B and K A^T by cells, the cells laid out by their heaviest archetype.
     let lay = Layout::by_archetype(a);
-    let clock = Instant::now();
     let mut b: Vec<SpVec> = b_prev.to_vec();
-    steps_on.begin(m, a, &aat, &lay, blocks_of(&kb_cols(m, &b), &lay))?;
+    let kb0 = blocks_of(&kb_cols(m, &b), &lay);
+    let t_prepare = clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
+    steps_on.begin(m, a, &aat, &lay, kb0)?;
     let t_begin = clock.elapsed().as_secs_f64();
     let mut gap0 = 0.0;
     let mut taken = 0;
-    let (mut t_pick, mut t_blend) = (0.0, 0.0);
+    let (mut t_pick, mut t_blend, mut t_bblend) = (0.0, 0.0, 0.0);
     for t in 0..steps {
         // Per archetype: the argmin cell and its share of the gap.
         let clock = Instant::now();
@@ -359,18 +363,24 @@ pub fn update_b_with(
             .for_each(|(bc, pick)| {
                 *bc = blend(bc, &[(pick.0, 1.0)], gamma);
             });
+        t_bblend += clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
         steps_on.advance(m, &picks, gamma, &lay)?;
         t_blend += clock.elapsed().as_secs_f64();
         taken = t + 1;
     }
+    let clock = Instant::now();
     let kb = steps_on.finish(&lay, nm)?;
-    let mut parts = steps_on.parts();
-    if parts.is_empty() {
-        parts = vec![
+    let t_finish = clock.elapsed().as_secs_f64();
+    let mut parts = vec![("prepare", t_prepare), ("b-blend", t_bblend)];
+    parts.extend(steps_on.parts());
+    if parts.len() == 2 {
+        parts.extend([
             ("begin", t_begin),
             ("gradient", t_pick),
             ("kb-blend", t_blend),
-        ];
+            ("finish", t_finish),
+        ]);
     }
     Ok(BUpdate {
         b,

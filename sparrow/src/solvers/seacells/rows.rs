@@ -37,8 +37,14 @@ impl Layout {
                 })
                 .map_or(u32::MAX, |p| p.0)
         };
-        let mut order: Vec<u32> = (0..a.len() as u32).collect();
-        order.sort_by_key(|&i| (key(&a[i as usize]), i));
+        // Each cell's key once, then a sort of (key, cell) pairs.
+        let mut keyed: Vec<(u32, u32)> = a
+            .par_iter()
+            .enumerate()
+            .map(|(i, col)| (key(col), i as u32))
+            .collect();
+        keyed.par_sort_unstable();
+        let order: Vec<u32> = keyed.into_iter().map(|p| p.1).collect();
         let mut pos = vec![0u32; a.len()];
         for (p, &i) in order.iter().enumerate() {
             pos[i as usize] = p as u32;
