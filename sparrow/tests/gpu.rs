@@ -1376,26 +1376,14 @@ mod seacells {
         let m = kernel_from_knn(&nb, 15, Symmetrize::Union).unwrap();
         let (n, nm) = (3_000usize, 300usize);
         assert!(nm > 2 * B_CHUNK);
-        // B: one cell per archetype; A: each cell split over two or three archetypes.
-        let b: Vec<SpVec> = (0..nm).map(|c| vec![((c * 10) as u32, 1.0)]).collect();
-        let a: Vec<SpVec> = (0..n)
-            .map(|i| {
-                let c = (i / 10) % nm;
-                let mut v = vec![(c as u32, 0.7), (((c + 1) % nm) as u32, 0.3)];
-                if i % 3 == 0 {
-                    v = vec![
-                        (c as u32, 0.5),
-                        (((c + 1) % nm) as u32, 0.3),
-                        (((c + 7) % nm) as u32, 0.2),
-                    ];
-                }
-                v.sort_by_key(|e| e.0);
-                v
-            })
-            .collect();
+        // B: one cell per archetype (every tenth); A: each cell split over two or three.
+        let every_tenth: Vec<usize> = (0..n).step_by(10).collect();
+        let (a, b) = b_problem(n, nm, &every_tenth);
         let cpu = update_b(&m, &a, &b, 12, 12, 0.0);
         let solver = Solver::new(&g, &m).unwrap();
-        let got = solver.update_b(&m, &a, &b, 12, 12, 0.0).unwrap();
+        let got = solver
+            .update_b_on(BPath::Chunked, &m, &a, &b, 12, 12, 0.0)
+            .unwrap();
         assert_eq!(got.steps, cpu.steps);
         let same = got.b.iter().zip(&cpu.b).filter(|(p, q)| {
             p.len() == q.len()

@@ -367,6 +367,28 @@ impl<'a> Solver<'a> {
             .collect()
     }
 
+    /// V[:, c0..c0 + nc] -= A^T's columns (A by cell), then G = M (M V) for those columns:
+    /// the gradient chunk of the chunked path and K A^T's chunks for the fused one.
+    pub(super) fn minus_a_then_mm(&self, a_d: &Cols, c0: usize, nc: usize) -> Result<()> {
+        let (gpu, n, ch) = (self.gpu, self.n, self.chunk);
+        gpu.launch(
+            &gpu.kernel(&SEACELLS, "seacells_b_asub")?,
+            grid_for(n),
+            Args::new()
+                .ptr(gpu.ptr(&a_d.ptr))
+                .ptr(gpu.ptr(&a_d.cell))
+                .ptr(gpu.ptr(&a_d.w))
+                .i64(n as i64)
+                .i64(c0 as i64)
+                .i64(nc as i64)
+                .i64(ch as i64)
+                .ptr(gpu.ptr(&self.v)),
+        )?;
+        let (vp, wp, gp) = (gpu.ptr(&self.v), gpu.ptr(&self.w), gpu.ptr(&self.g));
+        spmm_launch(gpu, self.path, &self.m, nc, vp, ch, wp, ch, 1.0, 0.0, true)?;
+        spmm_launch(gpu, self.path, &self.m, nc, wp, ch, gp, ch, 1.0, 0.0, true)
+    }
+
     /// How the B update runs for `nm` archetypes: the fused by-cell kernel with K B kept on
     /// the device up to [`super::gpu_b::max_metacells`] (and while M's two-hop
     /// neighbourhoods fit the K-column expansion), SpMM chunks beyond.
@@ -433,7 +455,6 @@ impl<'a> Solver<'a> {
         // A by cell, as given.
         let a_d = Cols::upload(gpu, a)?;
         let rhs = gpu.kernel(&SEACELLS, "seacells_b_rhs")?;
-        let asub = gpu.kernel(&SEACELLS, "seacells_b_asub")?;
         let pick_k = gpu.kernel(&SEACELLS, "seacells_b_pick")?;
         let gap_k = gpu.kernel(&SEACELLS, "seacells_b_gap")?;
         // Partial argmins: PICK_SPAN cells per block.
@@ -466,22 +487,8 @@ impl<'a> Solver<'a> {
                         .i64(ch as i64)
                         .ptr(gpu.ptr(&self.v)),
                 )?;
-                gpu.launch(
-                    &asub,
-                    grid_for(n),
-                    Args::new()
-                        .ptr(gpu.ptr(&a_d.ptr))
-                        .ptr(gpu.ptr(&a_d.cell))
-                        .ptr(gpu.ptr(&a_d.w))
-                        .i64(n as i64)
-                        .i64(c0 as i64)
-                        .i64(nc as i64)
-                        .i64(ch as i64)
-                        .ptr(gpu.ptr(&self.v)),
-                )?;
-                let (vp, wp, gp) = (gpu.ptr(&self.v), gpu.ptr(&self.w), gpu.ptr(&self.g));
-                spmm_launch(gpu, self.path, &self.m, nc, vp, ch, wp, ch, 1.0, 0.0, true)?;
-                spmm_launch(gpu, self.path, &self.m, nc, wp, ch, gp, ch, 1.0, 0.0, true)?;
+                self.minus_a_then_mm(&a_d, c0, nc)?;
+                let gp = gpu.ptr(&self.g);
                 gpu.launch(
                     &pick_k,
                     LaunchShape {

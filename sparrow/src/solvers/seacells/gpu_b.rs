@@ -20,7 +20,6 @@ use super::sparse::SpVec;
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::{SEACELLS, SEACELLS_B_TIERS};
 use crate::matrix::Csr;
-use crate::ops::spmm::cuda::launch as spmm_launch;
 use crate::{Error, Result};
 
 /// Threads per block of the fused kernel (`257` segment bounds per row of A A^T).
@@ -326,7 +325,6 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
         let sv = self.sv;
         let (gpu, n, ch) = (sv.gpu, sv.n, sv.chunk);
         let a_d = Cols::upload(gpu, a)?;
-        let asub = gpu.kernel(&SEACELLS, "seacells_b_asub")?;
         let count = gpu.kernel(&SEACELLS, "seacells_nz_count")?;
         let fill = gpu.kernel(&SEACELLS, "seacells_nz_fill")?;
         let grid = LaunchShape::linear(n.div_ceil(THREADS).clamp(1, 132 * 16) as u32, 256);
@@ -336,22 +334,8 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
             for c0 in (0..nm).step_by(ch) {
                 let nc = ch.min(nm - c0);
                 gpu.fill_bytes(&sv.v, 0, n * ch * 8)?;
-                gpu.launch(
-                    &asub,
-                    grid,
-                    Args::new()
-                        .ptr(gpu.ptr(&a_d.ptr))
-                        .ptr(gpu.ptr(&a_d.cell))
-                        .ptr(gpu.ptr(&a_d.w))
-                        .i64(n as i64)
-                        .i64(c0 as i64)
-                        .i64(nc as i64)
-                        .i64(ch as i64)
-                        .ptr(gpu.ptr(&sv.v)),
-                )?;
-                let (vp, wp, gp) = (gpu.ptr(&sv.v), gpu.ptr(&sv.w), gpu.ptr(&sv.g));
-                spmm_launch(gpu, sv.path, &sv.m, nc, vp, ch, wp, ch, 1.0, 0.0, true)?;
-                spmm_launch(gpu, sv.path, &sv.m, nc, wp, ch, gp, ch, 1.0, 0.0, true)?;
+                sv.minus_a_then_mm(&a_d, c0, nc)?;
+                let gp = gpu.ptr(&sv.g);
                 match &packed {
                     None => gpu.launch(
                         &count,
