@@ -1478,13 +1478,24 @@ mod seacells {
     }
 
     /// Exact ties across the fused kernel's blocks go to the lowest cell. With M = I, K B = B
-    /// and K A^T = A^T; every cell has the one atom i % 300, and B's column c holds cell c, so
-    /// G[i, c] = -1 for every later cell with i % 300 = c: the pick is c + 300. Small enough
-    /// for compute-sanitizer.
+    /// and K A^T = A^T; every cell has the one atom i % nm, and B's column c holds cell c, so
+    /// G[i, c] = -1 for every later cell with i % nm = c: the pick is c + nm. Small enough
+    /// for compute-sanitizer at 300 archetypes; the wider cases reach the 4-, 16- and
+    /// 32-column kernels.
     #[test]
     fn small_seacells_fused_b_ties_to_the_lowest_cell() {
+        for (n, nm) in [
+            (2_000usize, 300usize),
+            (1_500, 700),
+            (4_300, 2_100),
+            (8_200, 4_100),
+        ] {
+            fused_ties(n, nm);
+        }
+    }
+
+    fn fused_ties(n: usize, nm: usize) {
         let g = gpu();
-        let (n, nm) = (2_000usize, 300usize);
         let m = Csr::new(
             n,
             n,
