@@ -104,41 +104,50 @@ pub fn update_a(
                 for &(c, v) in &kb_rows[i] {
                     kb[c as usize] = v;
                 }
-                let mut atoms: Vec<(u32, f64)> = Vec::new();
-                for t in 0..steps {
-                    let c = argmin_diff(w, kb);
-                    let gamma = 2.0 / (t as f64 + 2.0);
-                    for a in atoms.iter_mut() {
-                        a.1 *= 1.0 - gamma;
-                    }
-                    match atoms.iter_mut().find(|a| a.0 as usize == c) {
-                        Some(a) => a.1 += gamma,
-                        None => atoms.push((c as u32, gamma)),
-                    }
-                    let row = &t1[c * nm..(c + 1) * nm];
-                    w.iter_mut()
-                        .zip(row)
-                        .for_each(|(x, tv)| *x = (1.0 - gamma) * *x + gamma * tv);
-                    if atoms.iter().any(|a| a.1 < PRUNE) {
-                        // Drop the light atoms with their rank-1 terms, then renormalise.
-                        for a in atoms.iter().filter(|a| a.1 < PRUNE) {
-                            let r = &t1[a.0 as usize * nm..(a.0 as usize + 1) * nm];
-                            w.iter_mut().zip(r).for_each(|(x, tv)| *x -= a.1 * tv);
-                        }
-                        atoms.retain(|a| a.1 >= PRUNE);
-                        let s: f64 = atoms.iter().map(|a| a.1).sum();
-                        atoms.iter_mut().for_each(|a| a.1 /= s);
-                        w.iter_mut().for_each(|x| *x /= s);
-                    }
-                }
+                let atoms = a_steps(w, kb, t1, nm, steps);
                 for &(c, _) in &kb_rows[i] {
                     kb[c as usize] = 0.0;
                 }
-                atoms.sort_unstable_by_key(|a| a.0);
                 atoms
             },
         )
         .collect()
+}
+
+crate::simd::multiversion! {
+/// One cell's Frank-Wolfe steps of [`update_a`] from the gradient state `w` (changed) and
+/// the cell's K B row `kb` (dense): the atoms, sorted.
+fn a_steps(w: &mut [f64], kb: &[f64], t1: &[f64], nm: usize, steps: usize) -> Vec<(u32, f64)> {
+    let mut atoms: Vec<(u32, f64)> = Vec::new();
+    for t in 0..steps {
+        let c = argmin_diff(w, kb);
+        let gamma = 2.0 / (t as f64 + 2.0);
+        for a in atoms.iter_mut() {
+            a.1 *= 1.0 - gamma;
+        }
+        match atoms.iter_mut().find(|a| a.0 as usize == c) {
+            Some(a) => a.1 += gamma,
+            None => atoms.push((c as u32, gamma)),
+        }
+        let row = &t1[c * nm..(c + 1) * nm];
+        w.iter_mut()
+            .zip(row)
+            .for_each(|(x, tv)| *x = (1.0 - gamma) * *x + gamma * tv);
+        if atoms.iter().any(|a| a.1 < PRUNE) {
+            // Drop the light atoms with their rank-1 terms, then renormalise.
+            for a in atoms.iter().filter(|a| a.1 < PRUNE) {
+                let r = &t1[a.0 as usize * nm..(a.0 as usize + 1) * nm];
+                w.iter_mut().zip(r).for_each(|(x, tv)| *x -= a.1 * tv);
+            }
+            atoms.retain(|a| a.1 >= PRUNE);
+            let s: f64 = atoms.iter().map(|a| a.1).sum();
+            atoms.iter_mut().for_each(|a| a.1 /= s);
+            w.iter_mut().for_each(|x| *x /= s);
+        }
+    }
+    atoms.sort_unstable_by_key(|a| a.0);
+    atoms
+}
 }
 
 /// A A^T, dense N x N row-major, from A by cells (the B update's t1, on both backends). Rows
@@ -165,19 +174,20 @@ pub fn a_at(a: &[SpVec], nm: usize) -> Vec<f64> {
 }
 
 /// The lowest c with the smallest w[c] - kb[c] (0 when none is below +inf), as a serial scan
-/// with a strict comparison finds it: first the smallest value over four interleaved lanes
+/// with a strict comparison finds it: first the smallest value over eight interleaved lanes
 /// (a minimum is exact in any order), then the first c that reaches it, so the scan
 /// vectorises.
+#[inline(always)]
 fn argmin_diff(w: &[f64], kb: &[f64]) -> usize {
-    let mut m = [f64::INFINITY; 4];
-    let mut chunks = w.chunks_exact(4).zip(kb.chunks_exact(4));
+    let mut m = [f64::INFINITY; 8];
+    let mut chunks = w.chunks_exact(8).zip(kb.chunks_exact(8));
     for (a, b) in &mut chunks {
-        for q in 0..4 {
+        for q in 0..8 {
             let g = a[q] - b[q];
             m[q] = if g < m[q] { g } else { m[q] };
         }
     }
-    let tail = w.len() - w.len() % 4;
+    let tail = w.len() - w.len() % 8;
     for c in tail..w.len() {
         let g = w[c] - kb[c];
         m[0] = if g < m[0] { g } else { m[0] };

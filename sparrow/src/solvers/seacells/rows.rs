@@ -355,7 +355,7 @@ pub fn pick_cells(
         .zip(kat.par_iter())
         .zip(b_blocks.par_iter())
         .map_init(
-            || vec![0.0f64; stride],
+            || vec![0.0f64; GROUP * stride],
             |g, ((kbb, katb), bb)| {
                 let cx = Ctx {
                     b,
@@ -421,34 +421,43 @@ fn block_pass(
     let mut best_i = vec![u64::MAX; nm];
     let mut terms = Vec::new();
     let mut bq = 0;
-    for r in 0..kbb.rows() {
-        let (mc, mv) = kbb.row(r);
-        // Each run of columns summed in registers over the row's archetypes (ascending), so
-        // the gradient row is written once instead of read and written per archetype.
+    for r0 in (0..kbb.rows()).step_by(GROUP) {
+        let live = GROUP.min(kbb.rows() - r0);
+        // Each run of columns summed in registers over a row's archetypes (ascending), for
+        // the group's rows one after another: the group's cells share most archetypes (the
+        // layout puts them together), so the run's slice of T is read from L1 by every row
+        // instead of streaming all of T's rows once per cell.
         let mut q = 0;
-        while q + WIDE <= stride {
-            sum_run::<WIDE>(g, q, mc, mv, cx.t, stride);
-            q += WIDE;
-        }
         while q < stride {
-            sum_run::<LANES>(g, q, mc, mv, cx.t, stride);
-            q += LANES;
+            let w = if q + WIDE <= stride { WIDE } else { LANES };
+            for (rr, gr) in g.chunks_exact_mut(stride).take(live).enumerate() {
+                let (mc, mv) = kbb.row(r0 + rr);
+                if w == WIDE {
+                    sum_run::<WIDE>(gr, q, mc, mv, cx.t, stride);
+                } else {
+                    sum_run::<LANES>(gr, q, mc, mv, cx.t, stride);
+                }
+            }
+            q += w;
         }
-        let (ac, av) = katb.row(r);
-        for (&c, &v) in ac.iter().zip(av) {
-            g[c as usize] += -v;
-        }
-        let cell = kbb.cells[r] as u64;
-        for ((bv, bi), &x) in best_v.iter_mut().zip(best_i.iter_mut()).zip(g[..nm].iter()) {
-            let take = x < *bv || (x == *bv && cell < *bi);
-            *bv = if take { x } else { *bv };
-            *bi = if take { cell } else { *bi };
-        }
-        while bq < bb.len() && bb[bq].0 as usize == r {
-            let (_, c, pos) = bb[bq];
-            let wt = cx.b[c as usize][pos as usize - cx.b_at[c as usize]].1;
-            terms.push((pos, wt * g[c as usize]));
-            bq += 1;
+        for (rr, g) in g.chunks_exact_mut(stride).take(live).enumerate() {
+            let r = r0 + rr;
+            let (ac, av) = katb.row(r);
+            for (&c, &v) in ac.iter().zip(av) {
+                g[c as usize] += -v;
+            }
+            let cell = kbb.cells[r] as u64;
+            for ((bv, bi), &x) in best_v.iter_mut().zip(best_i.iter_mut()).zip(g[..nm].iter()) {
+                let take = x < *bv || (x == *bv && cell < *bi);
+                *bv = if take { x } else { *bv };
+                *bi = if take { cell } else { *bi };
+            }
+            while bq < bb.len() && bb[bq].0 as usize == r {
+                let (_, c, pos) = bb[bq];
+                let wt = cx.b[c as usize][pos as usize - cx.b_at[c as usize]].1;
+                terms.push((pos, wt * g[c as usize]));
+                bq += 1;
+            }
         }
     }
     Part {
@@ -483,6 +492,8 @@ fn sum_run<const W: usize>(
 /// Columns summed together in registers: four 8-wide vectors, so four independent sums hide
 /// the adds' latency.
 const WIDE: usize = 64;
+/// Gradient rows summed together, run by run of columns.
+const GROUP: usize = 16;
 /// The padding of a row of T (and of the gradient row).
 const LANES: usize = 8;
 
