@@ -9,10 +9,14 @@ use crate::matrix::Csr;
 pub type SpVec = Vec<(u32, f64)>;
 
 /// A dense scratch vector with the list of touched entries, for sparse accumulation.
+///
+/// The list has room for every index, so an add writes its index unconditionally and counts
+/// it only on first touch: no branch on the (unpredictable) first touch.
 pub struct Accum {
     val: Vec<f64>,
     seen: Vec<bool>,
     touched: Vec<u32>,
+    len: usize,
 }
 
 impl Accum {
@@ -21,17 +25,18 @@ impl Accum {
         Accum {
             val: vec![0.0; n],
             seen: vec![false; n],
-            touched: Vec::new(),
+            touched: vec![0; n + 1],
+            len: 0,
         }
     }
     /// Adds v at i.
     #[inline]
     pub fn add(&mut self, i: u32, v: f64) {
         let iu = i as usize;
-        if !self.seen[iu] {
-            self.seen[iu] = true;
-            self.touched.push(i);
-        }
+        let fresh = !self.seen[iu];
+        self.seen[iu] = true;
+        self.touched[self.len] = i;
+        self.len += fresh as usize;
         self.val[iu] += v;
     }
     /// The value at i (0 where untouched).
@@ -41,21 +46,21 @@ impl Accum {
     }
     /// Sorts the touched indices (read them with `touched`).
     pub fn sort_touched(&mut self) {
-        self.touched.sort_unstable();
+        self.touched[..self.len].sort_unstable();
     }
     /// The touched indices, in the order of the last `sort_touched` (or of first touch).
     pub fn touched(&self) -> &[u32] {
-        &self.touched
+        &self.touched[..self.len]
     }
     /// The accumulated vector, sorted; the scratch is cleared.
     pub fn take(&mut self) -> SpVec {
-        self.touched.sort_unstable();
+        self.sort_touched();
         self.take_unsorted()
     }
     /// The accumulated vector in the order of first touch; the scratch is cleared.
     pub fn take_unsorted(&mut self) -> SpVec {
         let out = self
-            .touched
+            .touched()
             .iter()
             .map(|&i| (i, self.val[i as usize]))
             .collect();
@@ -64,11 +69,11 @@ impl Accum {
     }
     /// Zeroes every touched entry.
     pub fn clear(&mut self) {
-        for &i in &self.touched {
+        for &i in &self.touched[..self.len] {
             self.val[i as usize] = 0.0;
             self.seen[i as usize] = false;
         }
-        self.touched.clear();
+        self.len = 0;
     }
 }
 
