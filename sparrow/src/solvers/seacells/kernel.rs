@@ -6,6 +6,8 @@
 //! Cost: the kNN is exact and brute force, O(n^2 d) with rows in parallel and O(n k) memory;
 //! nothing of size n x n is held.
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 
 use crate::matrix::{Csr, Dense};
@@ -35,69 +37,140 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
             xt[c * n + i] = v.to_f64();
         }
     }
-    let cmp = |a: &(f64, u32), b: &(f64, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-    Ok((0..n.div_ceil(KNN_ROWS))
-        .into_par_iter()
-        .flat_map_iter(|rb| {
-            let r0 = rb * KNN_ROWS;
+    // Each pair's distance is computed once, in the tile of the lower row block, and offered
+    // to both cells: (a - b)^2 is (b - a)^2 bit for bit, so each list is what a pass over all
+    // cells would give, for half the distance work.
+    let nb = n.div_ceil(KNN_ROWS);
+    let lists: Vec<Mutex<Vec<Nearest>>> = (0..nb)
+        .map(|b| {
+            let rows = KNN_ROWS.min(n - b * KNN_ROWS);
+            Mutex::new((0..rows).map(|_| Nearest::new(k)).collect())
+        })
+        .collect();
+    (0..nb).into_par_iter().for_each_init(
+        || {
+            (
+                vec![0.0f64; KNN_ROWS * KNN_CELLS],
+                vec![0.0f64; KNN_ROWS * KNN_CELLS],
+            )
+        },
+        |(acc, tr), ib| {
+            let r0 = ib * KNN_ROWS;
             let nr = KNN_ROWS.min(n - r0);
             let xi: Vec<Vec<f64>> = (0..nr)
                 .map(|r| (0..d).map(|c| xt[c * n + r0 + r]).collect())
                 .collect();
-            // Per row: candidates, trimmed to the k best whenever they reach 4k; a cell enters
-            // only when it beats the k-th best so far (distance, then index).
-            let mut cand: Vec<Vec<(f64, u32)>> = vec![Vec::with_capacity(4 * k + KNN_CELLS); nr];
-            let mut bound: Vec<Option<(f64, u32)>> = vec![None; nr];
-            let mut acc = vec![0.0f64; KNN_ROWS * KNN_CELLS];
-            for j0 in (0..n).step_by(KNN_CELLS) {
+            for jb in ib..nb {
+                let j0 = jb * KNN_CELLS;
                 let len = KNN_CELLS.min(n - j0);
-                block_distances(&mut acc, &xt, &xi, n, j0, len);
-                for r in 0..nr {
-                    let i = r0 + r;
-                    // Runs of eight cells all farther than the bound are passed over at once
-                    // (the bound's own distance and index need the full comparison).
-                    let far = bound[r].map_or(f64::INFINITY, |b| b.0);
-                    let has_self = (j0..j0 + len).contains(&i);
-                    let row = &acc[r * KNN_CELLS..r * KNN_CELLS + len];
-                    for (q, run) in row.chunks(8).enumerate() {
-                        if !has_self && run.iter().fold(true, |all, &x| all & (x > far)) {
-                            continue;
-                        }
-                        for (jj, &d2) in run.iter().enumerate() {
-                            let j = (j0 + q * 8 + jj) as u32;
-                            // The cell itself first: distance 0 and the self index win over
-                            // other zeros.
-                            let e = (if j as usize == i { -1.0 } else { d2 }, j);
-                            if bound[r].is_some_and(|b| cmp(&e, &b) != std::cmp::Ordering::Less) {
-                                continue;
-                            }
-                            cand[r].push(e);
+                block_distances(acc, &xt, &xi, n, j0, len);
+                let mut mine = lists[ib].lock().unwrap_or_else(|e| e.into_inner());
+                offer_tile(&mut mine, acc, r0, j0, len, jb == ib);
+                drop(mine);
+                if jb != ib {
+                    // The tile's columns become the rows of block jb.
+                    for (jj, dst) in tr.chunks_exact_mut(KNN_CELLS).enumerate().take(len) {
+                        for (r, x) in dst.iter_mut().enumerate().take(nr) {
+                            *x = acc[r * KNN_CELLS + jj];
                         }
                     }
-                    if cand[r].len() >= 4 * k {
-                        cand[r].select_nth_unstable_by(k - 1, cmp);
-                        cand[r].truncate(k);
-                        bound[r] = Some(cand[r][k - 1]);
-                    }
+                    let mut theirs = lists[jb].lock().unwrap_or_else(|e| e.into_inner());
+                    offer_tile(&mut theirs, tr, j0, r0, nr, false);
                 }
             }
-            cand.into_iter()
-                .map(|mut c| {
-                    if c.len() > k {
-                        c.select_nth_unstable_by(k - 1, cmp);
-                        c.truncate(k);
-                    }
-                    c.sort_unstable_by(cmp);
-                    c[0].0 = 0.0;
-                    // A fresh vector of k: collecting in place would keep the candidate
-                    // buffer's whole allocation alive for every cell.
-                    let mut row = Vec::with_capacity(k);
-                    row.extend(c.iter().map(|&(d2, j)| (j, d2)));
-                    row
-                })
-                .collect::<Vec<_>>()
-        })
+        },
+    );
+    Ok(lists
+        .into_iter()
+        .flat_map(|l| l.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .map(Nearest::finish)
         .collect())
+}
+
+/// Offers row r of `tile` (cells `j0..j0 + len` at `r * KNN_CELLS`) to cell `r0 + r`'s
+/// list; `has_self` when the tile holds each row's own cell.
+fn offer_tile(
+    lists: &mut [Nearest],
+    tile: &[f64],
+    r0: usize,
+    j0: usize,
+    len: usize,
+    has_self: bool,
+) {
+    for (r, near) in lists.iter_mut().enumerate() {
+        let i = r0 + r;
+        let row = &tile[r * KNN_CELLS..r * KNN_CELLS + len];
+        for (q, run) in row.chunks(8).enumerate() {
+            // Runs of eight cells all farther than the bound are passed over at once (the
+            // bound's own distance and index need the full comparison).
+            if !has_self && run.iter().fold(true, |all, &x| all & (x > near.far())) {
+                continue;
+            }
+            for (jj, &d2) in run.iter().enumerate() {
+                near.offer(i, j0 + q * 8 + jj, d2);
+            }
+        }
+    }
+}
+
+/// One cell's nearest cells so far: candidates, trimmed to the k best whenever they reach 2k;
+/// a cell enters only when it beats the k-th best so far (distance, then index).
+struct Nearest {
+    cand: Vec<(f64, u32)>,
+    bound: Option<(f64, u32)>,
+    k: usize,
+}
+
+impl Nearest {
+    fn new(k: usize) -> Self {
+        Nearest {
+            cand: Vec::new(),
+            bound: None,
+            k,
+        }
+    }
+
+    /// The bound's distance (+inf before there is one).
+    #[inline]
+    fn far(&self) -> f64 {
+        self.bound.map_or(f64::INFINITY, |b| b.0)
+    }
+
+    /// Cell j at squared distance d2 from this cell i.
+    #[inline]
+    fn offer(&mut self, i: usize, j: usize, d2: f64) {
+        // The cell itself first: distance 0 and the self index win over other zeros.
+        let e = (if j == i { -1.0 } else { d2 }, j as u32);
+        if self
+            .bound
+            .is_some_and(|b| order(&e, &b) != std::cmp::Ordering::Less)
+        {
+            return;
+        }
+        self.cand.push(e);
+        if self.cand.len() >= 2 * self.k {
+            self.cand.select_nth_unstable_by(self.k - 1, order);
+            self.cand.truncate(self.k);
+            self.bound = Some(self.cand[self.k - 1]);
+        }
+    }
+
+    /// The k best as (cell, squared distance), ascending, the cell itself first at 0.
+    fn finish(self) -> Vec<(u32, f64)> {
+        let (mut c, k) = (self.cand, self.k);
+        if c.len() > k {
+            c.select_nth_unstable_by(k - 1, order);
+            c.truncate(k);
+        }
+        c.sort_unstable_by(order);
+        c[0].0 = 0.0;
+        c.iter().map(|&(d2, j)| (j, d2)).collect()
+    }
+}
+
+/// Distance, then index.
+fn order(a: &(f64, u32), b: &(f64, u32)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
 }
 
 crate::simd::multiversion! {
@@ -156,11 +229,11 @@ fn block_distances(
 }
 }
 
-/// Rows and cells per block of the CPU kNN's distance computation, and rows per register
-/// tile within a block.
+/// Rows and cells per (square) tile of the CPU kNN's distance computation, and rows per
+/// register tile within it.
 const KNN_ROWS: usize = 64;
 const TILE_ROWS: usize = 8;
-const KNN_CELLS: usize = 512;
+const KNN_CELLS: usize = KNN_ROWS;
 
 /// The kNN's argument checks: k in 1..=n, cell indices within 32 bits, every entry finite.
 pub fn check_embedding<T: Scalar>(x: &Dense<T>, k: usize) -> Result<()> {
@@ -266,6 +339,37 @@ mod tests {
     use crate::simd::WIDEST;
     use crate::solvers::seacells::fit::gaussian_mixture;
     use std::sync::atomic::Ordering;
+
+    /// The naive kNN: every pair's distance summed in dimension order, all cells sorted by
+    /// (distance, index) with the cell itself first.
+    #[test]
+    fn knn_is_the_naive_scan() {
+        let (mut x, _) = gaussian_mixture(700, 6, 4, 3);
+        let d = x.ncols();
+        // Exact duplicates, so ties by index are exercised across tiles.
+        for (dst, src) in [(5usize, 300usize), (640, 300), (64, 63), (699, 0)] {
+            let (ld, row) = (x.ld(), x.row(src).to_vec());
+            x.data_mut()[dst * ld..dst * ld + d].copy_from_slice(&row);
+        }
+        let (n, k) = (x.nrows(), 15);
+        let got = knn(&x, k).unwrap();
+        for i in 0..n {
+            let mut all: Vec<(f64, u32)> = (0..n)
+                .map(|j| {
+                    let mut s = 0.0;
+                    for c in 0..d {
+                        let t = x.row(i)[c] - x.row(j)[c];
+                        s += t * t;
+                    }
+                    (if i == j { -1.0 } else { s }, j as u32)
+                })
+                .collect();
+            all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            all[0].0 = 0.0;
+            let want: Vec<(u32, f64)> = all[..k].iter().map(|&(s, j)| (j, s)).collect();
+            assert_eq!(got[i], want, "cell {i}");
+        }
+    }
 
     /// The kNN's distance tiles at every vector width: the same lists bit for bit.
     #[test]
