@@ -353,7 +353,7 @@ mod tests {
         }
         let (n, k) = (x.nrows(), 15);
         let got = knn(&x, k).unwrap();
-        for i in 0..n {
+        for (i, got_i) in got.iter().enumerate() {
             let mut all: Vec<(f64, u32)> = (0..n)
                 .map(|j| {
                     let mut s = 0.0;
@@ -367,7 +367,7 @@ mod tests {
             all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             all[0].0 = 0.0;
             let want: Vec<(u32, f64)> = all[..k].iter().map(|&(s, j)| (j, s)).collect();
-            assert_eq!(got[i], want, "cell {i}");
+            assert_eq!(got_i, &want, "cell {i}");
         }
     }
 
