@@ -40,38 +40,38 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
     // Each pair's distance is computed once, in the tile of the lower row block, and offered
     // to both cells: (a - b)^2 is (b - a)^2 bit for bit, so each list is what a pass over all
     // cells would give, for half the distance work.
-    let nb = n.div_ceil(KNN_ROWS);
+    let nb = n.div_ceil(KNN_TILE);
     let lists: Vec<Mutex<Vec<Nearest>>> = (0..nb)
         .map(|b| {
-            let rows = KNN_ROWS.min(n - b * KNN_ROWS);
+            let rows = KNN_TILE.min(n - b * KNN_TILE);
             Mutex::new((0..rows).map(|_| Nearest::new(k)).collect())
         })
         .collect();
     (0..nb).into_par_iter().for_each_init(
         || {
             (
-                vec![0.0f64; KNN_ROWS * KNN_CELLS],
-                vec![0.0f64; KNN_ROWS * KNN_CELLS],
+                vec![0.0f64; KNN_TILE * KNN_TILE],
+                vec![0.0f64; KNN_TILE * KNN_TILE],
             )
         },
         |(acc, tr), ib| {
-            let r0 = ib * KNN_ROWS;
-            let nr = KNN_ROWS.min(n - r0);
+            let r0 = ib * KNN_TILE;
+            let nr = KNN_TILE.min(n - r0);
             let xi: Vec<Vec<f64>> = (0..nr)
                 .map(|r| (0..d).map(|c| xt[c * n + r0 + r]).collect())
                 .collect();
             for jb in ib..nb {
-                let j0 = jb * KNN_CELLS;
-                let len = KNN_CELLS.min(n - j0);
+                let j0 = jb * KNN_TILE;
+                let len = KNN_TILE.min(n - j0);
                 block_distances(acc, &xt, &xi, n, j0, len);
                 let mut mine = lists[ib].lock().unwrap_or_else(|e| e.into_inner());
                 offer_tile(&mut mine, acc, r0, j0, len, jb == ib);
                 drop(mine);
                 if jb != ib {
                     // The tile's columns become the rows of block jb.
-                    for (jj, dst) in tr.chunks_exact_mut(KNN_CELLS).enumerate().take(len) {
+                    for (jj, dst) in tr.chunks_exact_mut(KNN_TILE).enumerate().take(len) {
                         for (r, x) in dst.iter_mut().enumerate().take(nr) {
-                            *x = acc[r * KNN_CELLS + jj];
+                            *x = acc[r * KNN_TILE + jj];
                         }
                     }
                     let mut theirs = lists[jb].lock().unwrap_or_else(|e| e.into_inner());
@@ -87,7 +87,7 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
         .collect())
 }
 
-/// Offers row r of `tile` (cells `j0..j0 + len` at `r * KNN_CELLS`) to cell `r0 + r`'s
+/// Offers row r of `tile` (cells `j0..j0 + len` at `r * KNN_TILE`) to cell `r0 + r`'s
 /// list; `has_self` when the tile holds each row's own cell.
 fn offer_tile(
     lists: &mut [Nearest],
@@ -99,7 +99,7 @@ fn offer_tile(
 ) {
     for (r, near) in lists.iter_mut().enumerate() {
         let i = r0 + r;
-        let row = &tile[r * KNN_CELLS..r * KNN_CELLS + len];
+        let row = &tile[r * KNN_TILE..r * KNN_TILE + len];
         for (q, run) in row.chunks(8).enumerate() {
             // Runs of eight cells all farther than the bound are passed over at once (the
             // bound's own distance and index need the full comparison).
@@ -175,7 +175,7 @@ fn order(a: &(f64, u32), b: &(f64, u32)) -> std::cmp::Ordering {
 
 crate::simd::multiversion! {
 /// Squared distances of the rows `xi` (each d values) to cells `j0..j0 + len` into `acc`
-/// (row r at `r * KNN_CELLS`), each pair summed in dimension order.
+/// (row r at `r * KNN_TILE`), each pair summed in dimension order.
 fn block_distances(
     acc: &mut [f64],
     xt: &[f64],
@@ -210,7 +210,7 @@ fn block_distances(
                 }
             }
             for (r, sr) in s.iter().enumerate().take(live) {
-                let at = (g0 + r) * KNN_CELLS + jc;
+                let at = (g0 + r) * KNN_TILE + jc;
                 acc[at..at + 8].copy_from_slice(sr);
             }
         }
@@ -223,7 +223,7 @@ fn block_distances(
                 let t = xi[r][c] - xt[c * n + j0 + j];
                 x += t * t;
             }
-            acc[r * KNN_CELLS + j] = x;
+            acc[r * KNN_TILE + j] = x;
         }
     }
 }
@@ -231,9 +231,8 @@ fn block_distances(
 
 /// Rows and cells per (square) tile of the CPU kNN's distance computation, and rows per
 /// register tile within it.
-const KNN_ROWS: usize = 64;
+const KNN_TILE: usize = 64;
 const TILE_ROWS: usize = 8;
-const KNN_CELLS: usize = KNN_ROWS;
 
 /// The kNN's argument checks: k in 1..=n, cell indices within 32 bits, every entry finite.
 pub fn check_embedding<T: Scalar>(x: &Dense<T>, k: usize) -> Result<()> {
@@ -351,23 +350,26 @@ mod tests {
             let (ld, row) = (x.ld(), x.row(src).to_vec());
             x.data_mut()[dst * ld..dst * ld + d].copy_from_slice(&row);
         }
-        let (n, k) = (x.nrows(), 15);
-        let got = knn(&x, k).unwrap();
-        for (i, got_i) in got.iter().enumerate() {
-            let mut all: Vec<(f64, u32)> = (0..n)
-                .map(|j| {
-                    let mut s = 0.0;
-                    for c in 0..d {
-                        let t = x.row(i)[c] - x.row(j)[c];
-                        s += t * t;
-                    }
-                    (if i == j { -1.0 } else { s }, j as u32)
-                })
-                .collect();
-            all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            all[0].0 = 0.0;
-            let want: Vec<(u32, f64)> = all[..k].iter().map(|&(s, j)| (j, s)).collect();
-            assert_eq!(got_i, &want, "cell {i}");
+        let n = x.nrows();
+        // k = 1 trims at every second offer; k = n never trims.
+        for k in [1, 15, n] {
+            let got = knn(&x, k).unwrap();
+            for (i, got_i) in got.iter().enumerate() {
+                let mut all: Vec<(f64, u32)> = (0..n)
+                    .map(|j| {
+                        let mut s = 0.0;
+                        for c in 0..d {
+                            let t = x.row(i)[c] - x.row(j)[c];
+                            s += t * t;
+                        }
+                        (if i == j { -1.0 } else { s }, j as u32)
+                    })
+                    .collect();
+                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                all[0].0 = 0.0;
+                let want: Vec<(u32, f64)> = all[..k].iter().map(|&(s, j)| (j, s)).collect();
+                assert_eq!(got_i, &want, "k {k}, cell {i}");
+            }
         }
     }
 
