@@ -28,13 +28,16 @@ pub enum Symmetrize {
 pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
     check_embedding(x, k)?;
     let (n, d) = (x.nrows(), x.ncols());
-    // The embedding transposed (d x n): a block of rows' distances to a block of cells then
-    // vectorises across the cells and reuses each loaded value for every row of the block,
+    // The embedding in panels of eight cells, each panel dimension-major (eight values per
+    // dimension, zeros past the last cell): a tile's distances then vectorise across a panel
+    // of cells and reuse each loaded value for a panel of rows, with every load contiguous,
     // while each pair's sum still runs in dimension order, as a plain loop would.
-    let mut xt = vec![0.0f64; n * d];
+    let np = n.div_ceil(PANEL);
+    let mut panels = vec![0.0f64; np * d * PANEL];
     for i in 0..n {
+        let at = (i / PANEL) * d * PANEL + i % PANEL;
         for (c, v) in x.row(i).iter().enumerate() {
-            xt[c * n + i] = v.to_f64();
+            panels[at + c * PANEL] = v.to_f64();
         }
     }
     // Each pair's distance is computed once, in the tile of the lower row block, and offered
@@ -47,6 +50,7 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
             Mutex::new((0..rows).map(|_| Nearest::new(k)).collect())
         })
         .collect();
+    let panel = |i0: usize, len: usize| &panels[i0 * d..(i0 + len.next_multiple_of(PANEL)) * d];
     (0..nb).into_par_iter().for_each_init(
         || {
             (
@@ -57,23 +61,15 @@ pub fn knn<T: Scalar>(x: &Dense<T>, k: usize) -> Result<Vec<Vec<(u32, f64)>>> {
         |(acc, tr), ib| {
             let r0 = ib * KNN_TILE;
             let nr = KNN_TILE.min(n - r0);
-            let xi: Vec<Vec<f64>> = (0..nr)
-                .map(|r| (0..d).map(|c| xt[c * n + r0 + r]).collect())
-                .collect();
             for jb in ib..nb {
                 let j0 = jb * KNN_TILE;
                 let len = KNN_TILE.min(n - j0);
-                block_distances(acc, &xt, &xi, n, j0, len);
+                block_distances(acc, tr, panel(r0, nr), panel(j0, len), d);
                 let mut mine = lists[ib].lock().unwrap_or_else(|e| e.into_inner());
                 offer_tile(&mut mine, acc, r0, j0, len, jb == ib);
                 drop(mine);
                 if jb != ib {
-                    // The tile's columns become the rows of block jb.
-                    for (jj, dst) in tr.chunks_exact_mut(KNN_TILE).enumerate().take(len) {
-                        for (r, x) in dst.iter_mut().enumerate().take(nr) {
-                            *x = acc[r * KNN_TILE + jj];
-                        }
-                    }
+                    // The tile's columns, the rows of block jb.
                     let mut theirs = lists[jb].lock().unwrap_or_else(|e| e.into_inner());
                     offer_tile(&mut theirs, tr, j0, r0, nr, false);
                 }
@@ -174,65 +170,65 @@ fn order(a: &(f64, u32), b: &(f64, u32)) -> std::cmp::Ordering {
 }
 
 crate::simd::multiversion! {
-/// Squared distances of the rows `xi` (each d values) to cells `j0..j0 + len` into `acc`
-/// (row r at `r * KNN_TILE`), each pair summed in dimension order.
-fn block_distances(
-    acc: &mut [f64],
-    xt: &[f64],
-    xi: &[Vec<f64>],
-    n: usize,
-    j0: usize,
-    len: usize,
-) {
-    let d = xi.first().map_or(0, |r| r.len());
-    let nr = xi.len();
-    // Eight cells by eight rows at a time, each row summing in its own registers over the
-    // dimensions, so a loaded value of the cells serves eight rows and nothing is stored
-    // until the sums are done; the block's cells stay in L2 while every group of eight rows
-    // passes over them. Rows past `nr` (the last group) repeat the group's first, unused.
-    let mut jc = 0;
-    while jc + 8 <= len {
-        for g0 in (0..nr).step_by(TILE_ROWS) {
-            let live = TILE_ROWS.min(nr - g0);
-            let mut rows = [g0; TILE_ROWS];
-            for (r, x) in rows.iter_mut().enumerate().take(live) {
-                *x = g0 + r;
+/// Squared distances of the panels of rows `rows` to the panels of cells `cells` (both
+/// panels of [`PANEL`] cells, `d` values each, dimension-major), each pair summed in dimension
+/// order: row r, cell j into `acc` at `r * KNN_TILE + j` and into `tr` at `j * KNN_TILE + r`.
+fn block_distances(acc: &mut [f64], tr: &mut [f64], rows: &[f64], cells: &[f64], d: usize) {
+    // A panel of cells against a panel of rows at a time, one vector of the rows' sums per
+    // cell held in registers over the dimensions, so a loaded value of the rows serves eight
+    // cells and nothing is stored until the sums are done; the tile's panels of rows stay in
+    // L1 while every panel of cells passes over them.
+    let w = d * PANEL;
+    if w == 0 {
+        acc.fill(0.0);
+        tr.fill(0.0);
+        return;
+    }
+    for (jp, pj) in cells.chunks_exact(w).enumerate() {
+        for (ip, pi) in rows.chunks_exact(w).enumerate() {
+            // Eight named sums, not an array the loop vectoriser would turn across cells
+            // (gathering and scattering the sums through memory at every dimension).
+            let [mut s0, mut s1, mut s2, mut s3, mut s4, mut s5, mut s6, mut s7] =
+                [[0.0f64; PANEL]; PANEL];
+            for (xv, xa) in pj.chunks_exact(PANEL).zip(pi.chunks_exact(PANEL)) {
+                let xv: &[f64; PANEL] = xv.try_into().expect("a panel's dimension");
+                let xa: &[f64; PANEL] = xa.try_into().expect("a panel's dimension");
+                add_squares(&mut s0, xa, xv[0]);
+                add_squares(&mut s1, xa, xv[1]);
+                add_squares(&mut s2, xa, xv[2]);
+                add_squares(&mut s3, xa, xv[3]);
+                add_squares(&mut s4, xa, xv[4]);
+                add_squares(&mut s5, xa, xv[5]);
+                add_squares(&mut s6, xa, xv[6]);
+                add_squares(&mut s7, xa, xv[7]);
             }
-            let mut s = [[0.0f64; 8]; TILE_ROWS];
-            for c in 0..d {
-                let xv = &xt[c * n + j0 + jc..c * n + j0 + jc + 8];
-                for (sr, &r) in s.iter_mut().zip(&rows) {
-                    let a = xi[r][c];
-                    for (x, &b) in sr.iter_mut().zip(xv) {
-                        let t = a - b;
-                        *x += t * t;
-                    }
+            let s = [s0, s1, s2, s3, s4, s5, s6, s7];
+            for (jj, sj) in s.iter().enumerate() {
+                let j = jp * PANEL + jj;
+                let at = j * KNN_TILE + ip * PANEL;
+                tr[at..at + PANEL].copy_from_slice(sj);
+                for (r, &x) in sj.iter().enumerate() {
+                    acc[(ip * PANEL + r) * KNN_TILE + j] = x;
                 }
             }
-            for (r, sr) in s.iter().enumerate().take(live) {
-                let at = (g0 + r) * KNN_TILE + jc;
-                acc[at..at + 8].copy_from_slice(sr);
-            }
-        }
-        jc += 8;
-    }
-    for r in 0..nr {
-        for j in jc..len {
-            let mut x = 0.0;
-            for c in 0..d {
-                let t = xi[r][c] - xt[c * n + j0 + j];
-                x += t * t;
-            }
-            acc[r * KNN_TILE + j] = x;
         }
     }
 }
 }
 
-/// Rows and cells per (square) tile of the CPU kNN's distance computation, and rows per
-/// register tile within it.
+/// s[r] += (a[r] - b)^2.
+#[inline(always)]
+fn add_squares(s: &mut [f64; PANEL], a: &[f64; PANEL], b: f64) {
+    for (x, &a) in s.iter_mut().zip(a) {
+        let t = a - b;
+        *x += t * t;
+    }
+}
+
+/// Rows and cells per (square) tile of the CPU kNN's distance computation, and cells per panel
+/// (the register tile is a panel of rows by a panel of cells).
 const KNN_TILE: usize = 64;
-const TILE_ROWS: usize = 8;
+const PANEL: usize = 8;
 
 /// The kNN's argument checks: k in 1..=n, cell indices within 32 bits, every entry finite.
 pub fn check_embedding<T: Scalar>(x: &Dense<T>, k: usize) -> Result<()> {
