@@ -174,23 +174,31 @@ pub fn a_at(a: &[SpVec], nm: usize) -> Vec<f64> {
 }
 
 /// The lowest c with the smallest w[c] - kb[c] (0 when none is below +inf), as a serial scan
-/// with a strict comparison finds it: first the smallest value over eight interleaved lanes
-/// (a minimum is exact in any order), then the first c that reaches it, so the scan
-/// vectorises.
+/// with a strict comparison finds it: eight interleaved lanes each keep their smallest value
+/// and the first c that reached it, so the scan vectorises in one pass; the answer is the
+/// lowest such c among the lanes that hold the overall smallest.
 #[inline(always)]
 fn argmin_diff(w: &[f64], kb: &[f64]) -> usize {
     let mut m = [f64::INFINITY; 8];
+    let mut at = [0u64; 8];
     let mut chunks = w.chunks_exact(8).zip(kb.chunks_exact(8));
+    let mut base = 0u64;
     for (a, b) in &mut chunks {
         for q in 0..8 {
             let g = a[q] - b[q];
-            m[q] = if g < m[q] { g } else { m[q] };
+            let take = g < m[q];
+            m[q] = if take { g } else { m[q] };
+            at[q] = if take { base + q as u64 } else { at[q] };
         }
+        base += 8;
     }
     let tail = w.len() - w.len() % 8;
     for c in tail..w.len() {
         let g = w[c] - kb[c];
-        m[0] = if g < m[0] { g } else { m[0] };
+        if g < m[0] {
+            m[0] = g;
+            at[0] = c as u64;
+        }
     }
     let low = m
         .iter()
@@ -198,10 +206,12 @@ fn argmin_diff(w: &[f64], kb: &[f64]) -> usize {
     if low == f64::INFINITY {
         return 0;
     }
-    w.iter()
-        .zip(kb)
-        .position(|(a, b)| a - b == low)
-        .unwrap_or(0)
+    m.iter()
+        .zip(&at)
+        .filter(|(&v, _)| v == low)
+        .map(|(_, &c)| c)
+        .min()
+        .unwrap_or(0) as usize
 }
 
 /// What the B update did.
@@ -490,8 +500,14 @@ mod tests {
             let kb = vec![0.0; w.len()];
             assert_eq!(argmin_diff(&w, &kb), serial(&w, &kb), "{w:?}");
         }
-        let w: Vec<f64> = (0..37).map(|i| ((i * 7) % 11) as f64).collect();
-        let kb: Vec<f64> = (0..37).map(|i| ((i * 5) % 3) as f64).collect();
-        assert_eq!(argmin_diff(&w, &kb), serial(&w, &kb));
+        // Small integers, so minima repeat within and across lanes and in the tail.
+        let mut rng = crate::matrix::Rng::new(5);
+        for len in 0..70 {
+            for _ in 0..20 {
+                let w: Vec<f64> = (0..len).map(|_| rng.below(4) as f64).collect();
+                let kb: Vec<f64> = (0..len).map(|_| rng.below(3) as f64).collect();
+                assert_eq!(argmin_diff(&w, &kb), serial(&w, &kb), "{w:?} {kb:?}");
+            }
+        }
     }
 }
