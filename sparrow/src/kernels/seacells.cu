@@ -286,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(256)
 // G[i, c] = sum over K B row i's archetypes m (ascending) of KB[i, m] t1[m, c], then plus
 // (-K A^T)[i, c]: each row of G is summed in registers and reduced at once to every column's
 // argmin and to the duality-gap terms, so G is never stored. The arithmetic is the CPU's
-// (rows.rs, pick_cells): products and sums rounded one by one in the same order; zero entries
+// (bounds.rs, pick_bounded): products and sums rounded one by one in the same order; zero entries
 // of t1 are skipped, which adds only +0 terms to non-negative sums.
 //
 // Thread t of a 256-thread block owns columns [t W, t W + W) in registers. t1 is CSR by row

@@ -9,9 +9,8 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::rows::{
-    blend_blocks, blocks_of, cols_of, kat_blocks, pick_cells, Layout, Padded, RowBlock,
-};
+use super::bounds::{pick_bounded, TCols};
+use super::rows::{blend_blocks, blocks_of, cols_of, kat_blocks, Aat, Layout, RowBlock};
 use super::sparse::{add_k_col, blend, lookup, Accum, SpVec};
 use crate::matrix::Csr;
 use crate::Result;
@@ -253,7 +252,7 @@ pub fn update_b(
 
 /// Where the B update's steps run: each step reads the gradient G = K B (A A^T) - K A^T to
 /// every archetype's lowest cell with the smallest G[i, c] and its gap share
-/// sum_i B[i, c] G[i, c] - min_i G[i, c] (see [`pick_cells`]), then blends K B with the picked
+/// sum_i B[i, c] G[i, c] - min_i G[i, c] (see [`pick_bounded`]), then blends K B with the picked
 /// cells' columns of K. B itself and the stop rule stay with [`update_b_with`], the same on
 /// every backend.
 pub trait BSteps {
@@ -263,12 +262,12 @@ pub trait BSteps {
         &mut self,
         m: &Csr<f64>,
         a: &[SpVec],
-        aat: &Padded,
+        aat: &Aat,
         lay: &Layout,
         kb: Vec<RowBlock>,
     ) -> Result<()>;
     /// One step's picks for B (sorted columns).
-    fn pick(&mut self, b: &[SpVec], aat: &Padded, lay: &Layout) -> Result<Vec<(u32, f64)>>;
+    fn pick(&mut self, b: &[SpVec], aat: &Aat, lay: &Layout) -> Result<Vec<(u32, f64)>>;
     /// K B <- (1 - gamma) K B + gamma K[:, picks], as [`blend_blocks`].
     fn advance(
         &mut self,
@@ -287,11 +286,16 @@ pub trait BSteps {
     }
 }
 
-/// [`BSteps`] on the CPU: K A^T and K B in row blocks, [`pick_cells`] and [`blend_blocks`].
+/// [`BSteps`] on the CPU: K A^T and K B in row blocks, [`pick_bounded`] and [`blend_blocks`].
 #[derive(Default)]
 pub struct CpuSteps {
     kat: Vec<RowBlock>,
+    t: Option<TCols>,
     kb: Vec<RowBlock>,
+    spare: Vec<RowBlock>,
+    /// Per archetype, the cells read first: the cell with the largest K A^T entry and the last
+    /// step's pick.
+    seeds: Vec<Vec<u32>>,
 }
 
 impl BSteps for CpuSteps {
@@ -299,17 +303,35 @@ impl BSteps for CpuSteps {
         &mut self,
         m: &Csr<f64>,
         a: &[SpVec],
-        aat: &Padded,
+        aat: &Aat,
         lay: &Layout,
         kb: Vec<RowBlock>,
     ) -> Result<()> {
         self.kat = kat_blocks(m, a, aat.nm(), lay);
+        self.t = Some(TCols::new(aat));
         self.kb = kb;
+        self.spare = Vec::new();
+        let mut top = vec![(f64::NEG_INFINITY, u32::MAX); aat.nm()];
+        for blk in &self.kat {
+            for (r, &i) in blk.cells.iter().enumerate() {
+                let (kc, kv) = blk.row(r);
+                for (&c, &k) in kc.iter().zip(kv) {
+                    if k > top[c as usize].0 {
+                        top[c as usize] = (k, i);
+                    }
+                }
+            }
+        }
+        self.seeds = top
+            .iter()
+            .map(|&(_, i)| if i == u32::MAX { vec![] } else { vec![i] })
+            .collect();
         Ok(())
     }
 
-    fn pick(&mut self, b: &[SpVec], aat: &Padded, lay: &Layout) -> Result<Vec<(u32, f64)>> {
-        Ok(pick_cells(&self.kb, &self.kat, b, aat, lay))
+    fn pick(&mut self, b: &[SpVec], aat: &Aat, lay: &Layout) -> Result<Vec<(u32, f64)>> {
+        let t = self.t.get_or_insert_with(|| TCols::new(aat));
+        Ok(pick_bounded(&self.kb, &self.kat, b, t, &self.seeds, lay))
     }
 
     fn advance(
@@ -320,6 +342,10 @@ impl BSteps for CpuSteps {
         lay: &Layout,
     ) -> Result<()> {
         // The picked cells' K columns, blended into K B's rows block by block.
+        for (s, p) in self.seeds.iter_mut().zip(picks) {
+            s.truncate(1);
+            s.push(p.0);
+        }
         let n = m.nrows();
         let kcols: Vec<SpVec> = picks
             .par_iter()
@@ -331,11 +357,12 @@ impl BSteps for CpuSteps {
                 },
             )
             .collect();
-        blend_blocks(&mut self.kb, &kcols, gamma, lay);
+        blend_blocks(&mut self.kb, &mut self.spare, &kcols, gamma, lay);
         Ok(())
     }
 
     fn finish(&mut self, lay: &Layout, nm: usize) -> Result<Vec<SpVec>> {
+        self.spare = Vec::new();
         Ok(cols_of(&self.kb, lay, nm))
     }
 }
@@ -352,7 +379,7 @@ pub fn update_b_with(
 ) -> Result<BUpdate> {
     let nm = b_prev.len();
     let clock = Instant::now();
-    let aat = Padded::new(&a_at(a, nm), nm);
+    let aat = Aat::new(a_at(a, nm), nm);
     // K B and K A^T by cells, the cells laid out by their heaviest archetype.
     let lay = Layout::by_archetype(a);
     let mut b: Vec<SpVec> = b_prev.to_vec();

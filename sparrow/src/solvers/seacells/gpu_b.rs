@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use super::fw::BSteps;
 use super::gpu::{Cols, Solver};
-use super::rows::{kat_blocks, Layout, Padded, RowBlock};
+use super::rows::{kat_blocks, Aat, Layout, RowBlock};
 use super::sparse::SpVec;
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::{SEACELLS, SEACELLS_B_TIERS};
@@ -65,7 +65,7 @@ pub struct SegRows {
 
 impl SegRows {
     /// Rows of `t` for threads owning `w` columns each.
-    pub fn new(t: &Padded, w: usize) -> Self {
+    pub fn new(t: &Aat, w: usize) -> Self {
         let nm = t.nm();
         let mut seg = Vec::with_capacity(nm * (THREADS + 1));
         let (mut col, mut val) = (Vec::new(), Vec::new());
@@ -418,7 +418,7 @@ impl BSteps for GpuSteps<'_, '_> {
         &mut self,
         m: &Csr<f64>,
         a: &[SpVec],
-        aat: &Padded,
+        aat: &Aat,
         lay: &Layout,
         kb: Vec<RowBlock>,
     ) -> Result<()> {
@@ -482,7 +482,7 @@ impl BSteps for GpuSteps<'_, '_> {
         Ok(())
     }
 
-    fn pick(&mut self, b: &[SpVec], aat: &Padded, _lay: &Layout) -> Result<Vec<(u32, f64)>> {
+    fn pick(&mut self, b: &[SpVec], aat: &Aat, _lay: &Layout) -> Result<Vec<(u32, f64)>> {
         let st = self
             .state
             .as_ref()
@@ -788,7 +788,7 @@ mod tests {
                 t[r * nm + c] = 1.0 + (r * nm + c) as f64;
             }
         }
-        let p = Padded::new(&t, nm);
+        let p = Aat::new(t.clone(), nm);
         for w in [1usize, 3, 4, 8] {
             let s = SegRows::new(&p, w);
             for r in 0..nm {

@@ -4,6 +4,7 @@
 //! Frank-Wolfe updates with K = M M applied through products with M and every n x N matrix
 //! held sparse ([`fw`]), and the fit loop with its outputs and metrics ([`fit`]).
 
+pub mod bounds;
 pub mod diffusion;
 pub mod fit;
 pub mod fw;

@@ -89,32 +89,53 @@ impl RowBlock {
     }
 }
 
-/// Entries (row in block, column, value) of sorted sparse columns, bucketed by block; within
-/// a bucket, columns ascend.
-fn bucket(cols: &[SpVec], lay: &Layout) -> Vec<Vec<(u32, u32, f64)>> {
-    let mut out = vec![Vec::new(); lay.blocks()];
-    for (c, col) in cols.iter().enumerate() {
-        for &(i, v) in col {
-            let p = lay.pos[i as usize] as usize;
-            out[p / BLOCK_ROWS].push(((p % BLOCK_ROWS) as u32, c as u32, v));
+/// Entries (row in block, column, value) of sparse columns, bucketed by block in parallel:
+/// per block, one part per run of [`BUCKET_COLS`] columns, the parts in column order and
+/// each part's columns ascending.
+type Buckets = Vec<Vec<Vec<(u32, u32, f64)>>>;
+
+fn bucket(cols: &[SpVec], lay: &Layout) -> Buckets {
+    let parts: Vec<Vec<Vec<(u32, u32, f64)>>> = cols
+        .par_chunks(BUCKET_COLS)
+        .enumerate()
+        .map(|(k, chunk)| {
+            let mut out = vec![Vec::new(); lay.blocks()];
+            for (d, col) in chunk.iter().enumerate() {
+                let c = (k * BUCKET_COLS + d) as u32;
+                for &(i, v) in col {
+                    let p = lay.pos[i as usize] as usize;
+                    out[p / BLOCK_ROWS].push(((p % BLOCK_ROWS) as u32, c, v));
+                }
+            }
+            out
+        })
+        .collect();
+    let mut by_block: Buckets = vec![Vec::with_capacity(parts.len()); lay.blocks()];
+    for part in parts {
+        for (b, e) in part.into_iter().enumerate() {
+            by_block[b].push(e);
         }
     }
-    out
+    by_block
 }
 
+/// Columns per part of a bucket.
+const BUCKET_COLS: usize = 32;
+
 /// A block from its bucket, by a stable counting sort on the row.
-fn block_from(cells: &[u32], entries: &[(u32, u32, f64)]) -> RowBlock {
+fn block_from(cells: &[u32], parts: &[Vec<(u32, u32, f64)>]) -> RowBlock {
     let rows = cells.len();
     let mut ptr = vec![0usize; rows + 1];
-    for e in entries {
+    for e in parts.iter().flatten() {
         ptr[e.0 as usize + 1] += 1;
     }
     for r in 0..rows {
         ptr[r + 1] += ptr[r];
     }
     let mut next = ptr[..rows].to_vec();
-    let (mut col, mut val) = (vec![0u32; entries.len()], vec![0.0f64; entries.len()]);
-    for e in entries {
+    let total = ptr[rows];
+    let (mut col, mut val) = (vec![0u32; total], vec![0.0f64; total]);
+    for e in parts.iter().flatten() {
         let p = &mut next[e.0 as usize];
         col[*p] = e.1;
         val[*p] = e.2;
@@ -253,53 +274,57 @@ const KAT_CHUNK: usize = 64;
 
 /// (1 - g) a + g b row by row, for `a` in row blocks and `b` as sparse columns (entries in any
 /// order within a column): per entry the arithmetic of [`super::sparse::blend`] on columns.
-pub fn blend_blocks(a: &mut [RowBlock], b: &[SpVec], g: f64, lay: &Layout) {
+/// `spare` holds buffers for the blended blocks (the old blocks' are left there for the next
+/// call), so a step allocates nothing once the blocks have grown.
+pub fn blend_blocks(
+    a: &mut [RowBlock],
+    spare: &mut Vec<RowBlock>,
+    b: &[SpVec],
+    g: f64,
+    lay: &Layout,
+) {
     let buckets = bucket(b, lay);
-    a.par_iter_mut().zip(buckets).for_each(|(blk, e)| {
-        let add = block_from(&blk.cells, &e);
-        let mut out = RowBlock {
-            cells: std::mem::take(&mut blk.cells),
-            ptr: Vec::with_capacity(blk.ptr.len()),
-            col: Vec::with_capacity(blk.col.len() + add.col.len()),
-            val: Vec::with_capacity(blk.col.len() + add.col.len()),
-        };
-        out.ptr.push(0);
-        for r in 0..out.cells.len() {
-            let ((ac, av), (bc, bv)) = (blk.row(r), add.row(r));
-            blend_runs(
-                ac.len(),
-                |i| (ac[i], av[i]),
-                bc.len(),
-                |j| (bc[j], bv[j]),
-                g,
-                |c, v| {
-                    out.col.push(c);
-                    out.val.push(v);
-                },
-            );
-            out.ptr.push(out.col.len());
-        }
-        *blk = out;
-    });
+    spare.resize_with(a.len(), RowBlock::default);
+    a.par_iter_mut()
+        .zip(spare.par_iter_mut())
+        .zip(buckets)
+        .for_each(|((blk, out), e)| {
+            let add = block_from(&blk.cells, &e);
+            out.ptr.clear();
+            out.col.clear();
+            out.val.clear();
+            out.cells = std::mem::take(&mut blk.cells);
+            out.ptr.push(0);
+            for r in 0..out.cells.len() {
+                let ((ac, av), (bc, bv)) = (blk.row(r), add.row(r));
+                blend_runs(
+                    ac.len(),
+                    |i| (ac[i], av[i]),
+                    bc.len(),
+                    |j| (bc[j], bv[j]),
+                    g,
+                    |c, v| {
+                        out.col.push(c);
+                        out.val.push(v);
+                    },
+                );
+                out.ptr.push(out.col.len());
+            }
+            std::mem::swap(blk, out);
+        });
 }
 
-/// T = A A^T (N x N, row-major) with each row padded with zeros to a multiple of [`LANES`],
-/// made once per B update for all its steps.
-pub struct Padded {
+/// T = A A^T (N x N, row-major), made once per B update for all its steps.
+pub struct Aat {
     t: Vec<f64>,
     nm: usize,
-    stride: usize,
 }
 
-impl Padded {
-    /// Pads `t` (nm x nm, row-major).
-    pub fn new(t: &[f64], nm: usize) -> Self {
-        let stride = nm.div_ceil(LANES) * LANES;
-        let mut tp = vec![0.0f64; nm * stride];
-        for (dst, src) in tp.chunks_exact_mut(stride).zip(t.chunks_exact(nm)) {
-            dst[..nm].copy_from_slice(src);
-        }
-        Padded { t: tp, nm, stride }
+impl Aat {
+    /// From `t` (nm x nm, row-major).
+    pub fn new(t: Vec<f64>, nm: usize) -> Self {
+        debug_assert_eq!(t.len(), nm * nm);
+        Aat { t, nm }
     }
 
     /// Archetypes (N).
@@ -307,210 +332,23 @@ impl Padded {
         self.nm
     }
 
-    /// Row `m` of T, without its padding.
+    /// Row `m` of T.
     pub fn row(&self, m: usize) -> &[f64] {
-        &self.t[m * self.stride..m * self.stride + self.nm]
+        &self.t[m * self.nm..(m + 1) * self.nm]
     }
 }
-
-/// One Frank-Wolfe step's reading of the B gradient G = K B T - K A^T (T = A A^T, N x N
-/// row-major): per column c, the lowest cell with the smallest G[i, c] (cells no product
-/// reaches are zeros) and the duality-gap share sum_i B[i, c] G[i, c] - min_i G[i, c].
-///
-/// `kb` and `kat` are K B and K A^T in the layout's row blocks, `b` is B as sorted columns.
-/// Every G entry sums its K B row's archetypes in ascending order, then subtracts K A^T, as
-/// the column-wise accumulation did; the argmin is the lowest cell among the smallest values
-/// (for values without NaN, what a serial scan with a strict comparison finds), and each
-/// column's gap sum runs over its cells in ascending order.
-pub fn pick_cells(
-    kb: &[RowBlock],
-    kat: &[RowBlock],
-    b: &[SpVec],
-    t: &Padded,
-    lay: &Layout,
-) -> Vec<(u32, f64)> {
-    let (nm, stride) = (t.nm, t.stride);
-    // B's entries by block: (row, column, place in B's column-major order), rows ascending.
-    let mut b_at = Vec::with_capacity(b.len() + 1);
-    b_at.push(0usize);
-    for col in b {
-        b_at.push(b_at.last().unwrap() + col.len());
-    }
-    let mut b_blocks: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); kb.len()];
-    for (c, col) in b.iter().enumerate() {
-        for (q, &(i, _)) in col.iter().enumerate() {
-            let p = lay.pos[i as usize] as usize;
-            b_blocks[p / BLOCK_ROWS].push((
-                (p % BLOCK_ROWS) as u32,
-                c as u32,
-                (b_at[c] + q) as u32,
-            ));
-        }
-    }
-    b_blocks
-        .par_iter_mut()
-        .for_each(|v| v.sort_unstable_by_key(|e| (e.0, e.1)));
-    let parts: Vec<Part> = kb
-        .par_iter()
-        .zip(kat.par_iter())
-        .zip(b_blocks.par_iter())
-        .map_init(
-            || vec![0.0f64; GROUP * stride],
-            |g, ((kbb, katb), bb)| {
-                let cx = Ctx {
-                    b,
-                    b_at: &b_at,
-                    t: &t.t,
-                    nm,
-                    stride,
-                };
-                block_pass(&cx, kbb, katb, bb, g)
-            },
-        )
-        .collect();
-    let mut best = vec![(u32::MAX, f64::INFINITY); nm];
-    let mut prod = vec![0.0f64; *b_at.last().unwrap()];
-    for part in &parts {
-        for (c, bc) in best.iter_mut().enumerate() {
-            let (v, i) = (part.best_v[c], part.best_i[c] as u32);
-            if v < bc.1 || (v == bc.1 && i < bc.0) {
-                *bc = (i, v);
-            }
-        }
-        for &(pos, x) in &part.terms {
-            prod[pos as usize] = x;
-        }
-    }
-    best.iter()
-        .enumerate()
-        .map(|(c, &(i, low))| {
-            let dot: f64 = prod[b_at[c]..b_at[c + 1]].iter().sum();
-            (if i == u32::MAX { 0 } else { i }, dot - low)
-        })
-        .collect()
-}
-
-/// What every block reads.
-struct Ctx<'a> {
-    b: &'a [SpVec],
-    b_at: &'a [usize],
-    t: &'a [f64],
-    nm: usize,
-    stride: usize,
-}
-
-/// What one block of cells contributes: per column, its lowest cell with the smallest
-/// gradient, and the gap terms B[i, c] G[i, c] at their places in B's column-major order.
-struct Part {
-    best_v: Vec<f64>,
-    best_i: Vec<u64>,
-    terms: Vec<(u32, f64)>,
-}
-
-crate::simd::multiversion! {
-/// One block of [`pick_cells`].
-fn block_pass(
-    cx: &Ctx,
-    kbb: &RowBlock,
-    katb: &RowBlock,
-    bb: &[(u32, u32, u32)],
-    g: &mut [f64],
-) -> Part {
-    let (nm, stride) = (cx.nm, cx.stride);
-    let mut best_v = vec![f64::INFINITY; nm];
-    let mut best_i = vec![u64::MAX; nm];
-    let mut terms = Vec::new();
-    let mut bq = 0;
-    for r0 in (0..kbb.rows()).step_by(GROUP) {
-        let live = GROUP.min(kbb.rows() - r0);
-        // Each run of columns summed in registers over a row's archetypes (ascending), for
-        // the group's rows one after another: the group's cells share most archetypes (the
-        // layout puts them together), so the run's slice of T stays in cache across the
-        // group instead of all of T's rows streaming once per cell (about 7% faster at
-        // 50,000 cells, where T outgrows the L2 cache).
-        let mut q = 0;
-        while q < stride {
-            let w = if q + WIDE <= stride { WIDE } else { LANES };
-            for (rr, gr) in g.chunks_exact_mut(stride).take(live).enumerate() {
-                let (mc, mv) = kbb.row(r0 + rr);
-                if w == WIDE {
-                    sum_run::<WIDE>(gr, q, mc, mv, cx.t, stride);
-                } else {
-                    sum_run::<LANES>(gr, q, mc, mv, cx.t, stride);
-                }
-            }
-            q += w;
-        }
-        for (rr, g) in g.chunks_exact_mut(stride).take(live).enumerate() {
-            let r = r0 + rr;
-            let (ac, av) = katb.row(r);
-            for (&c, &v) in ac.iter().zip(av) {
-                g[c as usize] += -v;
-            }
-            let cell = kbb.cells[r] as u64;
-            for ((bv, bi), &x) in best_v.iter_mut().zip(best_i.iter_mut()).zip(g[..nm].iter()) {
-                let take = x < *bv || (x == *bv && cell < *bi);
-                *bv = if take { x } else { *bv };
-                *bi = if take { cell } else { *bi };
-            }
-            while bq < bb.len() && bb[bq].0 as usize == r {
-                let (_, c, pos) = bb[bq];
-                let wt = cx.b[c as usize][pos as usize - cx.b_at[c as usize]].1;
-                terms.push((pos, wt * g[c as usize]));
-                bq += 1;
-            }
-        }
-    }
-    Part {
-        best_v,
-        best_i,
-        terms,
-    }
-}
-}
-
-/// Columns `q..q + W` of a gradient row: the sum over the row's archetypes `mc` (weights `mv`,
-/// ascending) of their rows of T, held in registers until it is stored.
-#[inline(always)]
-fn sum_run<const W: usize>(
-    g: &mut [f64],
-    q: usize,
-    mc: &[u32],
-    mv: &[f64],
-    t: &[f64],
-    stride: usize,
-) {
-    let mut acc = [0.0f64; W];
-    for (&m, &v) in mc.iter().zip(mv) {
-        let row = &t[m as usize * stride + q..m as usize * stride + q + W];
-        for (x, &y) in acc.iter_mut().zip(row) {
-            *x += v * y;
-        }
-    }
-    g[q..q + W].copy_from_slice(&acc);
-}
-
-/// Columns summed together in registers: four 8-wide vectors, so four independent sums hide
-/// the adds' latency.
-const WIDE: usize = 64;
-/// Gradient rows summed together, run by run of columns.
-const GROUP: usize = 16;
-/// The padding of a row of T (and of the gradient row).
-const LANES: usize = 8;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::matrix::Rng;
-    use crate::simd::WIDEST;
     use crate::solvers::seacells::fit::gaussian_mixture;
     use crate::solvers::seacells::kernel::{kernel, Symmetrize};
     use crate::solvers::seacells::sparse::blend;
-    use std::sync::atomic::Ordering;
 
     /// A kernel over more cells than one block, A with a few atoms per cell (some cells
     /// without any), B with a few cells per archetype.
-    fn case(n: usize, nm: usize) -> (Csr<f64>, Vec<SpVec>, Vec<SpVec>) {
+    pub(crate) fn case(n: usize, nm: usize) -> (Csr<f64>, Vec<SpVec>, Vec<SpVec>) {
         let (x, _) = gaussian_mixture(n, 3, 7, 11);
         let m = kernel(&x, 6, Symmetrize::Union).unwrap();
         let mut rng = Rng::new(3);
@@ -540,7 +378,7 @@ mod tests {
         (m, a, b)
     }
 
-    fn by_arch(a: &[SpVec], nm: usize) -> Vec<SpVec> {
+    pub(crate) fn by_arch(a: &[SpVec], nm: usize) -> Vec<SpVec> {
         let mut out = vec![Vec::new(); nm];
         for (j, col) in a.iter().enumerate() {
             for &(c, w) in col {
@@ -553,7 +391,7 @@ mod tests {
     /// The column-wise reading the row blocks replace: per column, a dense gradient over the
     /// cells summed archetype by archetype, a serial strict-comparison argmin, the gap in cell
     /// order.
-    fn columnwise(
+    pub(crate) fn columnwise(
         kb: &[SpVec],
         kat: &[SpVec],
         b: &[SpVec],
@@ -613,7 +451,7 @@ mod tests {
             .iter()
             .map(|c| c.iter().rev().copied().collect())
             .collect();
-        blend_blocks(&mut blocks, &shuffled, 0.3, &lay);
+        blend_blocks(&mut blocks, &mut Vec::new(), &shuffled, 0.3, &lay);
         let want: Vec<SpVec> = kb.iter().zip(&add).map(|(x, y)| blend(x, y, 0.3)).collect();
         assert_eq!(cols_of(&blocks, &lay, nm), want);
     }
@@ -625,49 +463,5 @@ mod tests {
         let lay = Layout::by_archetype(&a);
         let got = kat_blocks(&m, &a, nm, &lay);
         assert_eq!(cols_of(&got, &lay, nm), kb_cols(&m, &by_arch(&a, nm)));
-    }
-
-    #[test]
-    fn pick_cells_is_the_columnwise_reading_bit_for_bit() {
-        for (n, nm) in [(1300, 70), (600, 9), (40, 1)] {
-            let (m, a, b) = case(n, nm);
-            let lay = Layout::by_archetype(&a);
-            let mut rng = Rng::new(9);
-            // T with zeros, as A A^T has where archetypes share no cell.
-            let t: Vec<f64> = (0..nm * nm)
-                .map(|_| {
-                    if rng.below(3) == 0 {
-                        0.0
-                    } else {
-                        rng.range_f64(-0.5, 1.0)
-                    }
-                })
-                .collect();
-            let kb = kb_cols(&m, &b);
-            let kat = kb_cols(&m, &by_arch(&a, nm));
-            let want = columnwise(&kb, &kat, &b, &t, n);
-            let (kbb, katb) = (blocks_of(&kb, &lay), kat_blocks(&m, &a, nm, &lay));
-            // Every vector width the CPU has, and the baseline.
-            for widest in [2, 1, 0] {
-                WIDEST.store(widest, Ordering::Relaxed);
-                let got = pick_cells(&kbb, &katb, &b, &Padded::new(&t, nm), &lay);
-                WIDEST.store(2, Ordering::Relaxed);
-                assert_eq!(got, want, "n {n}, N {nm}, widest {widest}");
-            }
-        }
-    }
-
-    /// A gradient of zeros everywhere: every column's argmin is the lowest cell, wherever the
-    /// layout puts it.
-    #[test]
-    fn ties_go_to_the_lowest_cell() {
-        let (n, nm) = (1100, 12);
-        let (m, a, b) = case(n, nm);
-        let lay = Layout::by_archetype(&a);
-        assert_ne!(lay.order[0], 0, "the layout moves cell 0");
-        let empty: Vec<RowBlock> = blocks_of(&vec![Vec::new(); nm], &lay);
-        let kb = blocks_of(&kb_cols(&m, &b), &lay);
-        let got = pick_cells(&kb, &empty, &b, &Padded::new(&vec![0.0; nm * nm], nm), &lay);
-        assert!(got.iter().all(|&(i, gap)| i == 0 && gap == 0.0), "{got:?}");
     }
 }
