@@ -1316,8 +1316,9 @@ mod seacells {
     use sparrow::matrix::Rng;
     use sparrow::matrix::{io, Dense};
     use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
-    use sparrow::solvers::seacells::fw::{update_a, update_b};
+    use sparrow::solvers::seacells::fw::{update_a, update_b, update_b_with};
     use sparrow::solvers::seacells::gpu::{knn_tiled, BPath, KatSource, Solver, B_CHUNK};
+    use sparrow::solvers::seacells::gpu_b::GpuSteps;
     use sparrow::solvers::seacells::kernel::{kernel_from_knn, knn, Symmetrize};
     use sparrow::solvers::seacells::sparse::{transpose, SpVec};
     use sparrow::Device;
@@ -1441,17 +1442,13 @@ mod seacells {
             assert_eq!(solver.b_path(nm), BPath::Fused(KatSource::Device));
             for (steps, min_steps, tol) in [(12usize, 12usize, 0.0), (50, 10, 1e-3)] {
                 let cpu = update_b(&m, &a, &b, steps, min_steps, tol);
-                let host = solver
-                    .update_b_on(
-                        BPath::Fused(KatSource::Host),
-                        &m,
-                        &a,
-                        &b,
-                        steps,
-                        min_steps,
-                        tol,
-                    )
-                    .unwrap();
+                let mut on = GpuSteps::new(&solver, nm, KatSource::Host).unwrap();
+                let host = update_b_with(&m, &a, &b, steps, min_steps, tol, &mut on).unwrap();
+                let (by_bound, by_all) = on.steps_by();
+                println!("n {n} nm {nm} steps {steps}: {by_bound} steps read by the bound, {by_all} over every cell");
+                // With more archetypes than cells most columns stay open to the bound.
+                assert!(n < nm || by_bound > 0);
+                assert_eq!(by_bound + by_all, host.steps.min(steps - 1) + 1);
                 assert_eq!(host.steps, cpu.steps, "n {n} nm {nm}");
                 assert_eq!(host.b, cpu.b, "n {n} nm {nm} steps {steps}");
                 assert_eq!(host.kb, cpu.kb, "n {n} nm {nm} steps {steps}");
@@ -1507,11 +1504,34 @@ mod seacells {
         let a: Vec<SpVec> = (0..n).map(|i| vec![((i % nm) as u32, 1.0)]).collect();
         let b: Vec<SpVec> = (0..nm).map(|c| vec![(c as u32, 1.0)]).collect();
         let solver = Solver::new(&g, &m).unwrap();
-        let cpu = update_b(&m, &a, &b, 1, 1, 0.0);
+        // B's own cell at full weight has G = t1[c, c] - 1 >= 0, so the bound cannot read the
+        // column; at weight 0.1 it is negative and the bound reads it. Every column at full
+        // weight: the fused kernel reads the step; every 16th: the bound, with those columns
+        // read at every cell by the open-column kernel; none: the bound alone.
+        for (every, bounded) in [(1usize, false), (16, true), (usize::MAX, true)] {
+            let b: Vec<SpVec> = b
+                .iter()
+                .enumerate()
+                .map(|(c, col)| vec![(col[0].0, if c % every == 0 { 1.0 } else { 0.1 })])
+                .collect();
+            fused_ties_with(&solver, &m, &a, &b, nm, bounded);
+        }
+    }
+
+    fn fused_ties_with(
+        solver: &Solver,
+        m: &Csr<f64>,
+        a: &[SpVec],
+        b: &[SpVec],
+        nm: usize,
+        bounded: bool,
+    ) {
+        let cpu = update_b(m, a, b, 1, 1, 0.0);
         for src in [KatSource::Host, KatSource::Device] {
-            let got = solver
-                .update_b_on(BPath::Fused(src), &m, &a, &b, 1, 1, 0.0)
-                .unwrap();
+            let mut on = GpuSteps::new(solver, nm, src).unwrap();
+            let got = update_b_with(m, a, b, 1, 1, 0.0, &mut on).unwrap();
+            let want_by = if bounded { (1, 0) } else { (0, 1) };
+            assert_eq!(on.steps_by(), want_by, "{src:?}");
             assert_eq!(got.b, cpu.b, "{src:?}");
             for (c, col) in got.b.iter().enumerate() {
                 // gamma = 1 at the first step: the pick carries all the weight.

@@ -425,6 +425,171 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 
+// ---- The B update's argmin by a lower bound ----
+//
+// Every G entry is a sum of non-negative products plus -K A^T, so G[i, c] >= -(K A^T)[i, c]
+// as rounded (bounds.rs). bb_seed evaluates each column at B's cells and a seed cell; where the
+// best of those is negative, only cells whose -K A^T entry is at most that bound can reach the
+// minimum, and bb_scan evaluates just those: pass 0 takes the smallest value (atomicMin on the
+// bits of negative doubles, complemented so their order is the values'), pass 1 the lowest
+// cell holding exactly it. G entries are summed as the fused kernel sums them (K B row's
+// archetypes ascending, then -K A^T), against a dense copy of t1 by columns
+// (tt[c * nm + m] = t1[m, c]); its zeros add +0 to non-negative sums, as skipping them does.
+__device__ __forceinline__ double bb_g(int cell, i64 c, const unsigned* __restrict__ pos, const i64* __restrict__ kb_ptr,
+                                       const int* __restrict__ kb_col, const double* __restrict__ kb_val,
+                                       const double* __restrict__ tt, i64 nm, const i64* __restrict__ nk_ptr,
+                                       const int* __restrict__ nk_col, const double* __restrict__ nk_val) {
+    const i64 r = pos[cell];
+    const double* tc = tt + c * nm;
+    double s = 0.0;
+    for (i64 q = kb_ptr[r]; q < kb_ptr[r + 1]; q++) s = __dadd_rn(s, __dmul_rn(kb_val[q], tc[kb_col[q]]));
+    i64 lo = nk_ptr[cell], hi = nk_ptr[cell + 1];
+    while (lo < hi) {
+        const i64 mid = (lo + hi) >> 1;
+        if (nk_col[mid] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < nk_ptr[cell + 1] && nk_col[lo] == c) s = __dadd_rn(s, nk_val[lo]);
+    return s;
+}
+
+// One warp per column c (grid-stride): G at B's cells (B by columns, cells ascending; the
+// lanes take them, keeping each G in gq) and at seed[c] (-1 for none); the smallest is the
+// bound, and lane 0 sums the gap's dot B[i, c] G[i, c] in B's order.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_bb_seed(const unsigned* __restrict__ pos, const i64* __restrict__ kb_ptr, const int* __restrict__ kb_col,
+                     const double* __restrict__ kb_val, const double* __restrict__ tt, i64 nm,
+                     const i64* __restrict__ nk_ptr, const int* __restrict__ nk_col, const double* __restrict__ nk_val,
+                     const i64* __restrict__ bc_ptr, const int* __restrict__ bc_cell, const double* __restrict__ bc_w,
+                     const int* __restrict__ seed, double* __restrict__ gq, double* __restrict__ bound,
+                     double* __restrict__ dot, unsigned long long* __restrict__ key, int* __restrict__ best) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = (i64)gridDim.x * (blockDim.x >> 5);
+    for (i64 c = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; c < nm; c += warps) {
+        double low = __longlong_as_double(0x7ff0000000000000ll);
+        for (i64 q = bc_ptr[c] + lane; q < bc_ptr[c + 1]; q += 32) {
+            const double g = bb_g(bc_cell[q], c, pos, kb_ptr, kb_col, kb_val, tt, nm, nk_ptr, nk_col, nk_val);
+            gq[q] = g;
+            if (g < low) low = g;
+        }
+        if (lane == 0 && seed[c] >= 0) {
+            const double g = bb_g(seed[c], c, pos, kb_ptr, kb_col, kb_val, tt, nm, nk_ptr, nk_col, nk_val);
+            if (g < low) low = g;
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            const double o = __shfl_xor_sync(0xffffffffu, low, off);
+            if (o < low) low = o;
+        }
+        __syncwarp();
+        if (lane == 0) {
+            double d = 0.0;
+            for (i64 q = bc_ptr[c]; q < bc_ptr[c + 1]; q++) d = __dadd_rn(d, __dmul_rn(bc_w[q], gq[q]));
+            bound[c] = low;
+            dot[c] = d;
+            key[c] = 0xffffffffffffffffull;
+            best[c] = 0x7fffffff;
+        }
+    }
+}
+
+// One warp per cell (grid-stride): the lanes take the cell's -K A^T entries; an entry within
+// its column's (negative) bound is evaluated. Pass 0 lowers key[c] to the smallest value's
+// key, pass 1 lowers best[c] to the lowest cell with exactly that value.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_bb_scan(int pass, i64 n, const unsigned* __restrict__ pos, const i64* __restrict__ kb_ptr,
+                     const int* __restrict__ kb_col, const double* __restrict__ kb_val, const double* __restrict__ tt,
+                     i64 nm, const i64* __restrict__ nk_ptr, const int* __restrict__ nk_col,
+                     const double* __restrict__ nk_val, const double* __restrict__ bound,
+                     unsigned long long* __restrict__ key, int* __restrict__ best) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = (i64)gridDim.x * (blockDim.x >> 5);
+    for (i64 cell = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; cell < n; cell += warps) {
+        for (i64 p = nk_ptr[cell] + lane; p < nk_ptr[cell + 1]; p += 32) {
+            const i64 c = nk_col[p];
+            const double lim = bound[c];
+            if (!(lim < 0.0) || nk_val[p] > lim) continue;
+            const double g = bb_g((int)cell, c, pos, kb_ptr, kb_col, kb_val, tt, nm, nk_ptr, nk_col, nk_val);
+            if (!(g <= lim)) continue;
+            const unsigned long long k = ~(unsigned long long)__double_as_longlong(g);
+            if (pass == 0)
+                atomicMin(&key[c], k);
+            else if (k == key[c])
+                atomicMin(&best[c], (int)cell);
+        }
+    }
+}
+
+// One thread per column: the pick and gap share where the bound read the column; open[c] = 1
+// where it could not (the bound not negative), for the fused kernel to read every cell.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_bb_final(i64 nm, const double* __restrict__ bound, const double* __restrict__ dot,
+                      const unsigned long long* __restrict__ key, const int* __restrict__ best,
+                      int* __restrict__ pick, double* __restrict__ share, int* __restrict__ open) {
+    FOR_EACH(c, nm) {
+        const bool ok = bound[c] < 0.0 && best[c] != 0x7fffffff;
+        open[c] = ok ? 0 : 1;
+        pick[c] = ok ? best[c] : -1;
+        share[c] = ok ? __dsub_rn(dot[c], __longlong_as_double((long long)~key[c])) : 0.0;
+    }
+}
+
+// The columns the bound left open (open_cols), read at every cell: block b takes column
+// open_cols[b / split] over its share b % split of the cells, each thread a stride of them,
+// reduced by a shared-memory tree to the lowest cell with the smallest value (the smallest
+// (value, cell) pair is the same in any order) in part_v/part_i[b].
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_bb_open(const int* __restrict__ open_cols, i64 split, i64 n, const unsigned* __restrict__ pos,
+                     const i64* __restrict__ kb_ptr, const int* __restrict__ kb_col, const double* __restrict__ kb_val,
+                     const double* __restrict__ tt, i64 nm, const i64* __restrict__ nk_ptr,
+                     const int* __restrict__ nk_col, const double* __restrict__ nk_val, double* __restrict__ part_v,
+                     int* __restrict__ part_i) {
+    __shared__ double sv[256];
+    __shared__ int si[256];
+    const i64 c = open_cols[blockIdx.x / split];
+    const i64 share = (n + split - 1) / split;
+    const i64 c0 = (blockIdx.x % split) * share;
+    const i64 c1 = c0 + share < n ? c0 + share : n;
+    double v = __longlong_as_double(0x7ff0000000000000ll);
+    int idx = 0x7fffffff;
+    for (i64 cell = c0 + threadIdx.x; cell < c1; cell += blockDim.x)
+        lower_pair(v, idx, bb_g((int)cell, c, pos, kb_ptr, kb_col, kb_val, tt, nm, nk_ptr, nk_col, nk_val), (int)cell);
+    sv[threadIdx.x] = v;
+    si[threadIdx.x] = idx;
+    __syncthreads();
+    for (int h = blockDim.x >> 1; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h) {
+            double a = sv[threadIdx.x];
+            int ai = si[threadIdx.x];
+            lower_pair(a, ai, sv[threadIdx.x + h], si[threadIdx.x + h]);
+            sv[threadIdx.x] = a;
+            si[threadIdx.x] = ai;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        part_v[blockIdx.x] = sv[0];
+        part_i[blockIdx.x] = si[0];
+    }
+}
+
+// One thread per open column: its blocks' partials reduced, the pick (cell 0 when every value
+// is +inf, as the CPU) and the gap share from the seed pass's dot.
+extern "C" __global__ void __launch_bounds__(256)
+    seacells_bb_open_final(const int* __restrict__ open_cols, i64 n_open, i64 split, const double* __restrict__ part_v,
+                           const int* __restrict__ part_i, const double* __restrict__ dot, int* __restrict__ pick,
+                           double* __restrict__ share) {
+    FOR_EACH(o, n_open) {
+        const i64 c = open_cols[o];
+        double v = __longlong_as_double(0x7ff0000000000000ll);
+        int idx = 0x7fffffff;
+        for (i64 p = 0; p < split; p++) lower_pair(v, idx, part_v[o * split + p], part_i[o * split + p]);
+        pick[c] = idx == 0x7fffffff ? 0 : idx;
+        share[c] = __dsub_rn(dot[c], v);
+    }
+}
+
 // Non-zero entries per row of a chunk of columns (G: n x ld, row-major; nc columns used),
 // added to cnt[i]: the first pass of packing K A^T by cells.
 extern "C" __global__ void __launch_bounds__(256)

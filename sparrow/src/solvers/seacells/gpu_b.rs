@@ -2,6 +2,12 @@
 //! G = K B (A A^T) - K A^T in registers and reduces it to every archetype's argmin cell and
 //! duality-gap terms, so no n x N gradient is ever stored or re-read.
 //!
+//! A step is first read by the lower bound G >= -K A^T (see [`super::bounds`]): each column
+//! is evaluated at B's cells and the last pick, then only at the cells whose K A^T entry can
+//! beat that, with the fused kernel's sums, so the picks are the same. A column whose bound is
+//! not negative is read at every cell by a block of its own; a step where more than one column
+//! in [`OPEN_SHARE`] is so (or where A A^T has a negative entry) goes to the fused kernel.
+//!
 //! K B stays on the host in the layout's row blocks, where [`super::fw::update_b_with`]
 //! blends it step by step as the CPU does; each step uploads it as one CSR. A A^T goes up once
 //! per update as sparse rows with a segment table per thread, and K A^T is built on the device
@@ -24,6 +30,9 @@ use crate::{Error, Result};
 
 /// Threads per block of the fused kernel (`257` segment bounds per row of A A^T).
 const THREADS: usize = 256;
+/// A step goes to the fused kernel when more than one column in this many is open to the
+/// bound (each open column is then read at every cell by a block of its own).
+const OPEN_SHARE: usize = 8;
 /// Fewest K B rows one block of the fused kernel takes.
 const MIN_SPAN: usize = 16;
 
@@ -248,6 +257,21 @@ pub struct GpuSteps<'s, 'a> {
     /// Seconds: setup per update, B's upload per step, gradient kernels, K B's blend, K B's
     /// download.
     secs: [f64; 5],
+    /// Steps read by the bound, and by the fused kernel over every cell.
+    steps_by: [usize; 2],
+    /// The last step's picks (-1 before the first), the bound's seeds.
+    last: Vec<i32>,
+}
+
+/// The bound's device state (see `seacells_bb_*`): t1 by columns, dense, and per column its
+/// bound, gap dot, smallest key, lowest cell and whether it stayed open.
+struct Bound {
+    tt: CudaSlice<f64>,
+    bound: CudaSlice<f64>,
+    dot: CudaSlice<f64>,
+    key: CudaSlice<u64>,
+    best: CudaSlice<i32>,
+    open: CudaSlice<i32>,
 }
 
 /// K B on the device, CSR in the layout's row order.
@@ -261,6 +285,8 @@ struct DevKb {
 
 /// What one B update keeps on the device.
 struct Update {
+    /// The bound's state, where t1 is non-negative (the bound needs it).
+    bound: Option<Bound>,
     seg: CudaSlice<i32>,
     t_col: CudaSlice<i32>,
     t_val: CudaSlice<f64>,
@@ -316,7 +342,171 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
             hs,
             state: None,
             secs: [0.0; 5],
+            steps_by: [0; 2],
+            last: Vec::new(),
         })
+    }
+
+    /// Steps read by the bound and steps read by the fused kernel over every cell, since this
+    /// was made.
+    pub fn steps_by(&self) -> (usize, usize) {
+        (self.steps_by[0], self.steps_by[1])
+    }
+
+    /// The bound's reading of one step (see `seacells_bb_*` in the kernels): the picks and
+    /// gap shares, or `None` when some column's bound was not negative.
+    fn pick_bounded(
+        &self,
+        st: &Update,
+        bd: &Bound,
+        b: &[SpVec],
+    ) -> Result<Option<Vec<(u32, f64)>>> {
+        let (gpu, n, nm) = (self.sv.gpu, self.sv.n, b.len());
+        let mut bc_ptr = Vec::with_capacity(nm + 1);
+        bc_ptr.push(0i64);
+        for col in b {
+            bc_ptr.push(bc_ptr.last().unwrap() + col.len() as i64);
+        }
+        let bc_cell: Vec<i32> = b.iter().flatten().map(|e| e.0 as i32).collect();
+        let bc_w: Vec<f64> = b.iter().flatten().map(|e| e.1).collect();
+        let bc_w_len = bc_w.len();
+        let seed: Vec<i32> = if self.last.len() == nm {
+            self.last.clone()
+        } else {
+            vec![-1; nm]
+        };
+        let (bc_ptr, bc_cell, bc_w, seed) = (
+            gpu.upload(&bc_ptr)?,
+            gpu.upload(&bc_cell)?,
+            gpu.upload(&bc_w)?,
+            gpu.upload(&seed)?,
+        );
+        let per_col = LaunchShape::linear(nm.div_ceil(256).clamp(1, 132 * 16) as u32, 256);
+        let gq = gpu.alloc_zeroed::<f64>(bc_w_len.max(1))?;
+        gpu.launch(
+            &gpu.kernel(&SEACELLS, "seacells_bb_seed")?,
+            LaunchShape::linear(nm.div_ceil(8).clamp(1, 132 * 16) as u32, 256),
+            Args::new()
+                .ptr(gpu.ptr(&st.pos))
+                .ptr(gpu.ptr(&st.kb.ptr))
+                .ptr(gpu.ptr(&st.kb.col))
+                .ptr(gpu.ptr(&st.kb.val))
+                .ptr(gpu.ptr(&bd.tt))
+                .i64(nm as i64)
+                .ptr(gpu.ptr(&st.kat.ptr))
+                .ptr(gpu.ptr(&st.kat.col))
+                .ptr(gpu.ptr(&st.kat.val))
+                .ptr(gpu.ptr(&bc_ptr))
+                .ptr(gpu.ptr(&bc_cell))
+                .ptr(gpu.ptr(&bc_w))
+                .ptr(gpu.ptr(&seed))
+                .ptr(gpu.ptr(&gq))
+                .ptr(gpu.ptr(&bd.bound))
+                .ptr(gpu.ptr(&bd.dot))
+                .ptr(gpu.ptr(&bd.key))
+                .ptr(gpu.ptr(&bd.best)),
+        )?;
+        let scan = gpu.kernel(&SEACELLS, "seacells_bb_scan")?;
+        for pass in 0..2 {
+            gpu.launch(
+                &scan,
+                LaunchShape::linear((n.div_ceil(8)).clamp(1, 132 * 16) as u32, 256),
+                Args::new()
+                    .i32(pass)
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&st.pos))
+                    .ptr(gpu.ptr(&st.kb.ptr))
+                    .ptr(gpu.ptr(&st.kb.col))
+                    .ptr(gpu.ptr(&st.kb.val))
+                    .ptr(gpu.ptr(&bd.tt))
+                    .i64(nm as i64)
+                    .ptr(gpu.ptr(&st.kat.ptr))
+                    .ptr(gpu.ptr(&st.kat.col))
+                    .ptr(gpu.ptr(&st.kat.val))
+                    .ptr(gpu.ptr(&bd.bound))
+                    .ptr(gpu.ptr(&bd.key))
+                    .ptr(gpu.ptr(&bd.best)),
+            )?;
+        }
+        gpu.fill_bytes(&st.pick, 0xff, nm * 4)?;
+        gpu.launch(
+            &gpu.kernel(&SEACELLS, "seacells_bb_final")?,
+            per_col,
+            Args::new()
+                .i64(nm as i64)
+                .ptr(gpu.ptr(&bd.bound))
+                .ptr(gpu.ptr(&bd.dot))
+                .ptr(gpu.ptr(&bd.key))
+                .ptr(gpu.ptr(&bd.best))
+                .ptr(gpu.ptr(&st.pick))
+                .ptr(gpu.ptr(&st.share))
+                .ptr(gpu.ptr(&bd.open)),
+        )?;
+        let open: Vec<i32> = gpu.download(&bd.open, nm)?;
+        let open: Vec<i32> = (0..nm as i32).filter(|&c| open[c as usize] != 0).collect();
+        if open.len() > nm.div_ceil(OPEN_SHARE) {
+            return Ok(None);
+        }
+        if !open.is_empty() {
+            // The few open columns at every cell, each split over enough blocks to fill the GPU.
+            let split = (132 * 8usize)
+                .div_ceil(open.len())
+                .clamp(1, 64)
+                .min(n.max(1));
+            let cols = gpu.upload(&open)?;
+            let part_v = gpu.alloc_zeroed::<f64>(open.len() * split)?;
+            let part_i = gpu.alloc_zeroed::<i32>(open.len() * split)?;
+            gpu.launch(
+                &gpu.kernel(&SEACELLS, "seacells_bb_open")?,
+                LaunchShape::linear((open.len() * split) as u32, 256),
+                Args::new()
+                    .ptr(gpu.ptr(&cols))
+                    .i64(split as i64)
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&st.pos))
+                    .ptr(gpu.ptr(&st.kb.ptr))
+                    .ptr(gpu.ptr(&st.kb.col))
+                    .ptr(gpu.ptr(&st.kb.val))
+                    .ptr(gpu.ptr(&bd.tt))
+                    .i64(nm as i64)
+                    .ptr(gpu.ptr(&st.kat.ptr))
+                    .ptr(gpu.ptr(&st.kat.col))
+                    .ptr(gpu.ptr(&st.kat.val))
+                    .ptr(gpu.ptr(&part_v))
+                    .ptr(gpu.ptr(&part_i)),
+            )?;
+            gpu.launch(
+                &gpu.kernel(&SEACELLS, "seacells_bb_open_final")?,
+                LaunchShape::linear(open.len().div_ceil(256) as u32, 256),
+                Args::new()
+                    .ptr(gpu.ptr(&cols))
+                    .i64(open.len() as i64)
+                    .i64(split as i64)
+                    .ptr(gpu.ptr(&part_v))
+                    .ptr(gpu.ptr(&part_i))
+                    .ptr(gpu.ptr(&bd.dot))
+                    .ptr(gpu.ptr(&st.pick))
+                    .ptr(gpu.ptr(&st.share)),
+            )?;
+        }
+        let picks: Vec<i32> = gpu.download(&st.pick, nm)?;
+        let shares: Vec<f64> = gpu.download(&st.share, nm)?;
+        picks
+            .iter()
+            .zip(&shares)
+            .enumerate()
+            .map(|(c, (&p, &s))| {
+                if p < 0 || p as usize >= n {
+                    Err(Error::device(
+                        "the bounded B kernels",
+                        format!("archetype {c} got no cell (pick {p})"),
+                    ))
+                } else {
+                    Ok((p as u32, s))
+                }
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
     }
 
     /// -K A^T on the device: M (M (-A^T)) a chunk of columns at a time, packed by cells in two
@@ -450,7 +640,32 @@ impl BSteps for GpuSteps<'_, '_> {
             (slots * 24 + (col.len() * 2 + slots) * 12) as u64,
             "the B update's K B and its blend",
         )?;
+        // t1 by columns for the bound, where every entry is non-negative.
+        let mut tt = vec![0.0f64; nm * nm];
+        let mut nonneg = true;
+        for r in 0..nm {
+            for (c, &x) in aat.row(r).iter().enumerate() {
+                tt[c * nm + r] = x;
+                nonneg &= x >= 0.0;
+            }
+        }
+        let bound = if nonneg {
+            gpu.ensure_fits((nm * nm * 8 + nm * 40) as u64, "the B update's bound")?;
+            Some(Bound {
+                tt: gpu.upload(&tt)?,
+                bound: gpu.alloc_zeroed(nm)?,
+                dot: gpu.alloc_zeroed(nm)?,
+                key: gpu.alloc_zeroed(nm)?,
+                best: gpu.alloc_zeroed(nm)?,
+                open: gpu.alloc_zeroed(nm)?,
+            })
+        } else {
+            None
+        };
+        drop(tt);
+        self.last = vec![-1; nm];
         self.state = Some(Update {
+            bound,
             seg: gpu.upload(&t.seg)?,
             t_col: gpu.upload(&t.col)?,
             t_val: gpu.upload(&t.val)?,
@@ -488,6 +703,17 @@ impl BSteps for GpuSteps<'_, '_> {
             .as_ref()
             .ok_or_else(|| Error::invalid("b-update", "a step before the update began"))?;
         let (gpu, n, nm) = (self.sv.gpu, self.sv.n, aat.nm());
+        if let Some(bd) = &st.bound {
+            let clock = Instant::now();
+            let got = self.pick_bounded(st, bd, b)?;
+            self.secs[2] += clock.elapsed().as_secs_f64();
+            if let Some(picks) = got {
+                self.steps_by[0] += 1;
+                self.last = picks.iter().map(|p| p.0 as i32).collect();
+                return Ok(picks);
+            }
+        }
+        self.steps_by[1] += 1;
         let clock = Instant::now();
         let br = BRows::new(b, n);
         let bnnz = *br.at.last().unwrap() as usize;
@@ -557,7 +783,7 @@ impl BSteps for GpuSteps<'_, '_> {
         let picks: Vec<i32> = gpu.download(&st.pick, nm)?;
         let shares: Vec<f64> = gpu.download(&st.share, nm)?;
         self.secs[2] += clock.elapsed().as_secs_f64();
-        picks
+        let got: Vec<(u32, f64)> = picks
             .iter()
             .zip(&shares)
             .enumerate()
@@ -571,7 +797,9 @@ impl BSteps for GpuSteps<'_, '_> {
                     Ok((p as u32, s))
                 }
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        self.last = got.iter().map(|p| p.0 as i32).collect();
+        Ok(got)
     }
 
     fn advance(
