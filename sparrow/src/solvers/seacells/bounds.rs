@@ -44,6 +44,16 @@ impl TCols {
     fn col(&self, c: usize) -> &[f64] {
         &self.t[c * self.nm..(c + 1) * self.nm]
     }
+
+    /// T's columns one after another (`nm * nm`).
+    pub fn data(&self) -> &[f64] {
+        &self.t
+    }
+
+    /// Whether every entry of T is non-negative.
+    pub fn nonneg(&self) -> bool {
+        self.nonneg
+    }
 }
 
 /// What a step's reading reads.

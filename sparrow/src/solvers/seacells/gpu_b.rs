@@ -19,6 +19,7 @@ use std::time::Instant;
 use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
+use super::bounds::TCols;
 use super::fw::BSteps;
 use super::gpu::{Cols, Solver};
 use super::rows::{kat_blocks, Aat, Layout, RowBlock};
@@ -386,16 +387,7 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
         gpu.launch(
             &gpu.kernel(&SEACELLS, "seacells_bb_seed")?,
             LaunchShape::linear(nm.div_ceil(8).clamp(1, 132 * 16) as u32, 256),
-            Args::new()
-                .ptr(gpu.ptr(&st.pos))
-                .ptr(gpu.ptr(&st.kb.ptr))
-                .ptr(gpu.ptr(&st.kb.col))
-                .ptr(gpu.ptr(&st.kb.val))
-                .ptr(gpu.ptr(&bd.tt))
-                .i64(nm as i64)
-                .ptr(gpu.ptr(&st.kat.ptr))
-                .ptr(gpu.ptr(&st.kat.col))
-                .ptr(gpu.ptr(&st.kat.val))
+            g_args(gpu, st, bd, nm, &mut Args::new())
                 .ptr(gpu.ptr(&bc_ptr))
                 .ptr(gpu.ptr(&bc_cell))
                 .ptr(gpu.ptr(&bc_w))
@@ -411,18 +403,7 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
             gpu.launch(
                 &scan,
                 LaunchShape::linear((n.div_ceil(8)).clamp(1, 132 * 16) as u32, 256),
-                Args::new()
-                    .i32(pass)
-                    .i64(n as i64)
-                    .ptr(gpu.ptr(&st.pos))
-                    .ptr(gpu.ptr(&st.kb.ptr))
-                    .ptr(gpu.ptr(&st.kb.col))
-                    .ptr(gpu.ptr(&st.kb.val))
-                    .ptr(gpu.ptr(&bd.tt))
-                    .i64(nm as i64)
-                    .ptr(gpu.ptr(&st.kat.ptr))
-                    .ptr(gpu.ptr(&st.kat.col))
-                    .ptr(gpu.ptr(&st.kat.val))
+                g_args(gpu, st, bd, nm, Args::new().i32(pass).i64(n as i64))
                     .ptr(gpu.ptr(&bd.bound))
                     .ptr(gpu.ptr(&bd.key))
                     .ptr(gpu.ptr(&bd.best)),
@@ -449,7 +430,7 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
         }
         if !open.is_empty() {
             // The few open columns at every cell, each split over enough blocks to fill the GPU.
-            let split = (132 * 8usize)
+            let split = (gpu.limits().sms as usize * 8)
                 .div_ceil(open.len())
                 .clamp(1, 64)
                 .min(n.max(1));
@@ -459,21 +440,18 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
             gpu.launch(
                 &gpu.kernel(&SEACELLS, "seacells_bb_open")?,
                 LaunchShape::linear((open.len() * split) as u32, 256),
-                Args::new()
-                    .ptr(gpu.ptr(&cols))
-                    .i64(split as i64)
-                    .i64(n as i64)
-                    .ptr(gpu.ptr(&st.pos))
-                    .ptr(gpu.ptr(&st.kb.ptr))
-                    .ptr(gpu.ptr(&st.kb.col))
-                    .ptr(gpu.ptr(&st.kb.val))
-                    .ptr(gpu.ptr(&bd.tt))
-                    .i64(nm as i64)
-                    .ptr(gpu.ptr(&st.kat.ptr))
-                    .ptr(gpu.ptr(&st.kat.col))
-                    .ptr(gpu.ptr(&st.kat.val))
-                    .ptr(gpu.ptr(&part_v))
-                    .ptr(gpu.ptr(&part_i)),
+                g_args(
+                    gpu,
+                    st,
+                    bd,
+                    nm,
+                    Args::new()
+                        .ptr(gpu.ptr(&cols))
+                        .i64(split as i64)
+                        .i64(n as i64),
+                )
+                .ptr(gpu.ptr(&part_v))
+                .ptr(gpu.ptr(&part_i)),
             )?;
             gpu.launch(
                 &gpu.kernel(&SEACELLS, "seacells_bb_open_final")?,
@@ -641,18 +619,11 @@ impl BSteps for GpuSteps<'_, '_> {
             "the B update's K B and its blend",
         )?;
         // t1 by columns for the bound, where every entry is non-negative.
-        let mut tt = vec![0.0f64; nm * nm];
-        let mut nonneg = true;
-        for r in 0..nm {
-            for (c, &x) in aat.row(r).iter().enumerate() {
-                tt[c * nm + r] = x;
-                nonneg &= x >= 0.0;
-            }
-        }
-        let bound = if nonneg {
+        let tt = TCols::new(aat);
+        let bound = if tt.nonneg() {
             gpu.ensure_fits((nm * nm * 8 + nm * 40) as u64, "the B update's bound")?;
             Some(Bound {
-                tt: gpu.upload(&tt)?,
+                tt: gpu.upload(tt.data())?,
                 bound: gpu.alloc_zeroed(nm)?,
                 dot: gpu.alloc_zeroed(nm)?,
                 key: gpu.alloc_zeroed(nm)?,
@@ -961,6 +932,20 @@ impl BSteps for GpuSteps<'_, '_> {
             ("kb-download", self.secs[4]),
         ]
     }
+}
+
+/// Appends what `bb_g` reads in the bound's kernels: the layout positions, K B's rows, t1 by
+/// columns and N, -K A^T's rows.
+fn g_args<'x>(gpu: &Gpu, st: &Update, bd: &Bound, nm: usize, args: &'x mut Args) -> &'x mut Args {
+    args.ptr(gpu.ptr(&st.pos))
+        .ptr(gpu.ptr(&st.kb.ptr))
+        .ptr(gpu.ptr(&st.kb.col))
+        .ptr(gpu.ptr(&st.kb.val))
+        .ptr(gpu.ptr(&bd.tt))
+        .i64(nm as i64)
+        .ptr(gpu.ptr(&st.kat.ptr))
+        .ptr(gpu.ptr(&st.kat.col))
+        .ptr(gpu.ptr(&st.kat.val))
 }
 
 /// Blocks of the fused kernel and K B rows per block: about eight blocks per SM, each at
