@@ -66,7 +66,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// G[i, c] for the cell at layout position p, with (K A^T)[i, c] = `kat` (when stored),
-    /// summed as the dense reading did.
+    /// summed as a dense reading of the row would (archetypes ascending, then -K A^T).
     #[inline]
     fn g(&self, p: usize, c: usize, kat: Option<f64>) -> f64 {
         let (mc, mv) = self.kb[p / BLOCK_ROWS].row(p % BLOCK_ROWS);

@@ -6,7 +6,7 @@
 //! is evaluated at B's cells and the last pick, then only at the cells whose K A^T entry can
 //! beat that, with the fused kernel's sums, so the picks are the same. A column whose bound is
 //! not negative is read at every cell by a block of its own; a step where more than one column
-//! in [`OPEN_SHARE`] is so (or where A A^T has a negative entry) goes to the fused kernel.
+//! in eight is so (or where A A^T has a negative entry) goes to the fused kernel.
 //!
 //! K B stays on the host in the layout's row blocks, where [`super::fw::update_b_with`]
 //! blends it step by step as the CPU does; each step uploads it as one CSR. A A^T goes up once

@@ -1,10 +1,11 @@
 //! n x N sparse matrices held by cells, in blocks of rows, for the B update's gradient.
 //!
-//! Each cell's gradient row is summed in registers over the rows of A A^T its K B row names,
-//! instead of scattering every K B column into an n-long buffer per archetype; cells are laid
-//! out by their heaviest archetype in A, so neighbouring cells read the same rows of A A^T
-//! while they are in cache. The layout and the block size do not depend on the thread count,
-//! and every sum keeps the order the column-wise products had, so the result is the same on any
+//! The gradient is read a cell at a time ([`super::bounds`] on the CPU, the fused and bound
+//! kernels on the GPU), so K B and K A^T are kept by cells, each cell's rows found directly,
+//! and the picked cells' K columns are blended into K B block by block. Cells are laid out
+//! by their heaviest archetype in A, so neighbouring cells read the same columns of A A^T while
+//! they are in cache. The layout and the block size do not depend on the thread count, and
+//! every sum keeps the order the column-wise products had, so the result is the same on any
 //! machine.
 
 use rayon::prelude::*;
