@@ -130,6 +130,100 @@ fn triplets_sum_duplicates_and_check_ranges() {
     assert!(e.starts_with("invalid argument `triplets`"), "{e}");
 }
 
+/// The stream builder against a dense sum of the same triplets in stream order, on streams
+/// with many duplicates (up to four of an entry), empty rows and rows of one column.
+#[test]
+fn triplet_stream_is_the_dense_sum_in_stream_order() {
+    use sparrow::matrix::Rng;
+    for (seed, nrows, ncols, len) in [
+        (1u64, 7usize, 5usize, 60usize),
+        (2, 40, 3, 200),
+        (3, 9, 1, 30),
+        (4, 3, 50, 0),
+    ] {
+        let mut rng = Rng::new(seed);
+        let trip: Vec<(usize, usize, f64)> = (0..len)
+            .map(|_| {
+                // Rows past nrows / 2 stay empty.
+                let r = rng.below((nrows / 2).max(1) as u64) as usize;
+                let c = rng.below(ncols as u64) as usize;
+                (r, c, rng.range_f64(-1.0, 1.0))
+            })
+            .collect();
+        let got = Csr::<f64>::from_triplet_stream(nrows, ncols, |put| {
+            for &(r, c, v) in &trip {
+                put(r, c, v);
+            }
+        })
+        .unwrap();
+        let mut dense = vec![None::<f64>; nrows * ncols];
+        for &(r, c, v) in &trip {
+            let e = &mut dense[r * ncols + c];
+            *e = Some(e.map_or(v, |x| x + v));
+        }
+        let (mut ptr, mut col, mut val) = (vec![0i64], Vec::new(), Vec::new());
+        for r in 0..nrows {
+            for c in 0..ncols {
+                if let Some(v) = dense[r * ncols + c] {
+                    col.push(c as i32);
+                    val.push(v);
+                }
+            }
+            ptr.push(col.len() as i64);
+        }
+        assert_eq!(got.row_ptr(), &ptr[..], "seed {seed}");
+        assert_eq!(got.col_idx(), &col[..], "seed {seed}");
+        let same = got
+            .values()
+            .iter()
+            .zip(&val)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "seed {seed}: {:?} vs {:?}", got.values(), val);
+        // The slice builder gives the same matrix.
+        let (r, c, v): (Vec<usize>, Vec<usize>, Vec<f64>) =
+            trip.iter()
+                .fold((vec![], vec![], vec![]), |(mut r, mut c, mut v), t| {
+                    r.push(t.0);
+                    c.push(t.1);
+                    v.push(t.2);
+                    (r, c, v)
+                });
+        let old = Csr::<f64>::from_triplets(nrows, ncols, &r, &c, &v).unwrap();
+        assert_eq!(old.col_idx(), got.col_idx());
+        assert_eq!(old.values(), got.values());
+    }
+}
+
+#[test]
+fn triplet_stream_checks_ranges_and_a_changing_stream() {
+    let e = err_text(Csr::from_triplet_stream(2, 3, |put| {
+        put(0, 0, 1.0);
+        put(1, 3, 1.0);
+    }));
+    assert_eq!(
+        e,
+        "invalid argument `cols`: entry 1: column index 3 is out of range for 3 columns"
+    );
+    let e = err_text(Csr::from_triplet_stream(2, 3, |put| put(5, 0, 1.0)));
+    assert_eq!(
+        e,
+        "invalid argument `rows`: entry 0: row index 5 is out of range for 2 rows"
+    );
+    // A stream that differs between its two runs is refused, not half placed.
+    let runs = std::cell::Cell::new(0);
+    let e = err_text(Csr::from_triplet_stream(2, 3, |put| {
+        runs.set(runs.get() + 1);
+        put(0, 0, 1.0);
+        if runs.get() == 2 {
+            put(1, 1, 1.0);
+        }
+    }));
+    assert!(
+        e.starts_with("invalid argument `triplets`: the second pass"),
+        "{e}"
+    );
+}
+
 #[test]
 fn empty_matrices_are_valid() {
     let a = Csr::<f32>::empty(0, 0).unwrap();

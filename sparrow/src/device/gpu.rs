@@ -267,6 +267,22 @@ impl Gpu {
         Ok(v)
     }
 
+    /// Copies elements `start..start + len` of a device buffer back; waits for the stream.
+    /// Large results come back in pieces this way, so the host never holds all of them.
+    pub fn download_range<T: DeviceRepr + Default + Clone>(
+        &self,
+        s: &CudaSlice<T>,
+        start: usize,
+        len: usize,
+    ) -> Result<Vec<T>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        self.stream
+            .clone_dtoh(&s.slice(start..start + len))
+            .map_err(|e| Error::device("copying results to the host", e))
+    }
+
     /// Fills `bytes` bytes of a buffer with `byte` (enqueued): the sentinel that shows any
     /// output element a kernel failed to write.
     pub fn fill_bytes<T>(&self, s: &CudaSlice<T>, byte: u8, bytes: usize) -> Result<()> {

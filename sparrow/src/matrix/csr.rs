@@ -90,47 +90,129 @@ impl<T: Scalar> Csr<T> {
     }
 
     /// Builds a matrix from parts whose rows may be unsorted or hold duplicates: each row is
-    /// sorted by column and duplicates are summed. Everything else is validated as in [`Csr::new`].
+    /// sorted by column (stably) and duplicates are summed in that order. Everything else is
+    /// validated as in [`Csr::new`]. The work is done in the given arrays, so a large matrix
+    /// is never held twice.
     pub fn normalized(
         nrows: usize,
         ncols: usize,
-        row_ptr: Vec<i64>,
-        col_idx: Vec<i32>,
-        values: Vec<T>,
+        mut row_ptr: Vec<i64>,
+        mut col_idx: Vec<i32>,
+        mut values: Vec<T>,
     ) -> Result<Self> {
         check_shape(nrows, ncols)?;
         check_row_ptr(nrows, &row_ptr, col_idx.len(), values.len())?;
-        let mut new_ptr = Vec::with_capacity(nrows + 1);
-        let mut new_col = Vec::with_capacity(col_idx.len());
-        let mut new_val = Vec::with_capacity(values.len());
-        new_ptr.push(0i64);
-        let mut row: Vec<(i32, T)> = Vec::new();
         for r in 0..nrows {
             let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
-            row.clear();
-            for p in s..e {
-                check_col(r, p, col_idx[p], ncols)?;
-                row.push((col_idx[p], values[p]));
+            for (p, &c) in col_idx[s..e].iter().enumerate() {
+                check_col(r, s + p, c, ncols)?;
             }
+        }
+        // Rows are compacted towards the front: a row is written no further than where it
+        // was read from, so the rows after it are intact when their turn comes.
+        let mut out = 0usize;
+        let mut row: Vec<(i32, T)> = Vec::new();
+        // Where the next row was read from, before its pointer is overwritten.
+        let mut s = 0usize;
+        for r in 0..nrows {
+            let e = row_ptr[r + 1] as usize;
+            row.clear();
+            row.extend(
+                col_idx[s..e]
+                    .iter()
+                    .copied()
+                    .zip(values[s..e].iter().copied()),
+            );
             row.sort_by_key(|&(c, _)| c);
+            let start = out;
             for &(c, v) in row.iter() {
-                if new_col.len() as i64 > *new_ptr.last().unwrap() && *new_col.last().unwrap() == c
-                {
-                    *new_val.last_mut().unwrap() += v;
+                if out > start && col_idx[out - 1] == c {
+                    values[out - 1] += v;
                 } else {
-                    new_col.push(c);
-                    new_val.push(v);
+                    col_idx[out] = c;
+                    values[out] = v;
+                    out += 1;
                 }
             }
-            new_ptr.push(new_col.len() as i64);
+            row_ptr[r + 1] = out as i64;
+            s = e;
         }
+        col_idx.truncate(out);
+        values.truncate(out);
+        col_idx.shrink_to_fit();
+        values.shrink_to_fit();
         Ok(Csr {
             nrows,
             ncols,
-            row_ptr: new_ptr,
-            col_idx: new_col,
-            values: new_val,
+            row_ptr,
+            col_idx,
+            values,
         })
+    }
+
+    /// Builds a matrix from the coordinate triplets that `emit` hands to its sink, duplicates
+    /// summed as in [`Csr::from_triplets`] (the same matrix for the same stream). `emit` runs
+    /// twice, to count each row's entries and then to place them, so the triplets are never
+    /// stored: the matrix's own arrays are all the memory it takes. Both runs must hand over
+    /// the same stream.
+    pub fn from_triplet_stream(
+        nrows: usize,
+        ncols: usize,
+        emit: impl Fn(&mut dyn FnMut(usize, usize, T)),
+    ) -> Result<Self> {
+        check_shape(nrows, ncols)?;
+        let mut counts = vec![0i64; nrows + 1];
+        let mut bad: Option<Error> = None;
+        let mut k = 0usize;
+        emit(&mut |r, c, _| {
+            if bad.is_none() {
+                if r >= nrows {
+                    bad = Some(Error::invalid(
+                        "rows",
+                        format!("entry {k}: row index {r} is out of range for {nrows} rows"),
+                    ));
+                } else if c >= ncols {
+                    bad = Some(Error::invalid(
+                        "cols",
+                        format!("entry {k}: column index {c} is out of range for {ncols} columns"),
+                    ));
+                } else {
+                    counts[r + 1] += 1;
+                }
+            }
+            k += 1;
+        });
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        for r in 0..nrows {
+            counts[r + 1] += counts[r];
+        }
+        let total = counts[nrows] as usize;
+        let mut next = counts.clone();
+        let mut col_idx = vec![0i32; total];
+        let mut values = vec![T::ZERO; total];
+        let mut placed = 0usize;
+        let mut differs = false;
+        emit(&mut |r, c, v| {
+            if r < nrows && c < ncols && next[r] < counts[r + 1] {
+                let p = next[r] as usize;
+                col_idx[p] = c as i32;
+                values[p] = v;
+                next[r] += 1;
+                placed += 1;
+            } else {
+                differs = true;
+            }
+        });
+        if differs || placed != total {
+            return Err(Error::invalid(
+                "triplets",
+                "the second pass over the stream gave other entries than the first",
+            ));
+        }
+        drop(next);
+        Self::normalized(nrows, ncols, counts, col_idx, values)
     }
 
     /// Builds a matrix from coordinate triplets in any order; duplicates are summed.

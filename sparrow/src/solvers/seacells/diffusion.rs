@@ -31,26 +31,30 @@ pub struct Diffusion {
 /// it is 0).
 pub fn diffusion_kernel(nbrs: &[Vec<(u32, f64)>], k: usize, adaptive: usize) -> Result<Csr<f64>> {
     let n = nbrs.len();
-    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, row) in nbrs.iter().enumerate() {
-        let others: Vec<(usize, f64)> = row[..k.min(row.len())]
-            .iter()
-            .filter(|(j, _)| *j as usize != i)
-            .map(|&(j, d2)| (j as usize, d2.sqrt()))
-            .collect();
-        if others.is_empty() {
-            continue;
+    // W = K + K^T: each weight is handed over as (i, j) and (j, i), in cell order, and the
+    // stream is run twice instead of stored (see [`Csr::from_triplet_stream`]).
+    Csr::from_triplet_stream(n, n, |put| {
+        let mut others: Vec<(usize, f64)> = Vec::new();
+        for (i, row) in nbrs.iter().enumerate() {
+            others.clear();
+            others.extend(
+                row[..k.min(row.len())]
+                    .iter()
+                    .filter(|(j, _)| *j as usize != i)
+                    .map(|&(j, d2)| (j as usize, d2.sqrt())),
+            );
+            if others.is_empty() {
+                continue;
+            }
+            let s = others[(adaptive.max(1) - 1).min(others.len() - 1)].1;
+            let s = if s > 0.0 { s } else { 1.0 };
+            for &(j, d) in &others {
+                let w = (-d / s).exp();
+                put(i, j, w);
+                put(j, i, w);
+            }
         }
-        let s = others[(adaptive.max(1) - 1).min(others.len() - 1)].1;
-        let s = if s > 0.0 { s } else { 1.0 };
-        for &(j, d) in &others {
-            let w = (-d / s).exp();
-            r.extend([i, j]);
-            c.extend([j, i]);
-            v.extend([w, w]);
-        }
-    }
-    Csr::from_triplets(n, n, &r, &c, &v)
+    })
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

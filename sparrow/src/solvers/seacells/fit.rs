@@ -229,6 +229,8 @@ pub fn fit_on<T: Scalar>(
     let mut iterations = 0;
     while iterations < cfg.max_iter {
         a = run_a(&kb, &t1, Some(&a), &mut t_a)?;
+        // The B update builds K B afresh from B; the old one is not held beside it.
+        drop(std::mem::take(&mut kb));
         let c = Instant::now();
         let up = match &solver {
             Some(sv) => sv.update_b(&m, &a, &b, cfg.fw_steps, B_MIN_STEPS, B_GAP_TOL)?,

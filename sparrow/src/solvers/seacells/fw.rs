@@ -145,6 +145,7 @@ fn a_steps(w: &mut [f64], kb: &[f64], t1: &[f64], nm: usize, steps: usize) -> Ve
         }
     }
     atoms.sort_unstable_by_key(|a| a.0);
+    atoms.shrink_to_fit();
     atoms
 }
 }

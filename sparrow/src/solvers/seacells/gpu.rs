@@ -160,6 +160,8 @@ pub fn knn_tiled<T: Scalar>(
 /// Largest archetype count whose A update runs on the GPU (two f64 vectors of it per block in
 /// shared memory).
 pub const A_MAX_METACELLS: usize = 12_000;
+/// Cells per piece of the A update's download.
+const A_DOWNLOAD_CELLS: usize = 4096;
 
 /// Where the GPU B update reads its gradient.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -346,25 +348,29 @@ impl<'a> Solver<'a> {
                 .ptr(gpu.ptr(&out_c))
                 .ptr(gpu.ptr(&out_w)),
         )?;
-        let cs: Vec<i32> = gpu.download(&out_c, n * cap)?;
-        let ws: Vec<f64> = gpu.download(&out_w, n * cap)?;
-        (0..n)
-            .map(|i| {
-                let mut atoms: SpVec = (0..cap)
-                    .map(|j| (cs[i * cap + j], ws[i * cap + j]))
-                    .take_while(|a| a.0 >= 0)
-                    .map(|(c, w)| (c as u32, w))
-                    .collect();
-                if atoms.is_empty() && steps > 0 {
+        // The atoms come back a slice of cells at a time: the host holds one slice of the
+        // n x cap output beside A, not all of it (30 MB at 50,000 cells).
+        let mut a = Vec::with_capacity(n);
+        for c0 in (0..n).step_by(A_DOWNLOAD_CELLS) {
+            let cn = A_DOWNLOAD_CELLS.min(n - c0);
+            let cs: Vec<i32> = gpu.download_range(&out_c, c0 * cap, cn * cap)?;
+            let ws: Vec<f64> = gpu.download_range(&out_w, c0 * cap, cn * cap)?;
+            for i in 0..cn {
+                // Counted first, so each cell's atoms are allocated at their size.
+                let row = &cs[i * cap..(i + 1) * cap];
+                let len = row.iter().take_while(|&&c| c >= 0).count();
+                if len == 0 && steps > 0 {
                     return Err(Error::device(
                         "the GPU A update",
-                        format!("cell {i} came back without atoms"),
+                        format!("cell {} came back without atoms", c0 + i),
                     ));
                 }
+                let mut atoms: SpVec = (0..len).map(|j| (row[j] as u32, ws[i * cap + j])).collect();
                 atoms.sort_unstable_by_key(|a| a.0);
-                Ok(atoms)
-            })
-            .collect()
+                a.push(atoms);
+            }
+        }
+        Ok(a)
     }
 
     /// V[:, c0..c0 + nc] -= A^T's columns (A by cell), then G = M (M V) for those columns:

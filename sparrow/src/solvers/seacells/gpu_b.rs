@@ -607,6 +607,7 @@ impl BSteps for GpuSteps<'_, '_> {
             KatSource::Host => self.host_kat(m, a, nm, lay)?,
         };
         let (ptr, col, val) = flatten(&kb);
+        drop(kb);
         if ptr.len() != n + 1 {
             return Err(Error::invalid(
                 "kb",

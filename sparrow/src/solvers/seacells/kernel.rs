@@ -292,40 +292,31 @@ pub fn kernel_from_knn(all: &[Vec<(u32, f64)>], k: usize, sym: Symmetrize) -> Re
     let sigma = bandwidths(all, k);
     // Directed edges i -> j (j among i's neighbours), with squared distances.
     let has = |i: usize, j: usize| nbrs[i].iter().any(|&(c, _)| c as usize == j);
-    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..n {
-        rows.push(i);
-        cols.push(i);
-        vals.push(1.0);
-        for &(j, d2) in nbrs[i] {
-            let j = j as usize;
-            if j == i {
-                continue;
-            }
-            let w = (-d2 / (sigma[i] * sigma[j])).exp();
-            let mutual = has(j, i);
-            match sym {
-                Symmetrize::Intersection if mutual => {
-                    // Added from both sides: once here for (i, j).
-                    rows.push(i);
-                    cols.push(j);
-                    vals.push(w);
+    // The edges are handed over twice instead of stored (see [`Csr::from_triplet_stream`]).
+    Csr::from_triplet_stream(n, n, |put| {
+        for i in 0..n {
+            put(i, i, 1.0);
+            for &(j, d2) in nbrs[i] {
+                let j = j as usize;
+                if j == i {
+                    continue;
                 }
-                Symmetrize::Intersection => {}
-                Symmetrize::Union => {
-                    rows.push(i);
-                    cols.push(j);
-                    vals.push(w);
-                    if !mutual {
-                        rows.push(j);
-                        cols.push(i);
-                        vals.push(w);
+                let w = (-d2 / (sigma[i] * sigma[j])).exp();
+                let mutual = has(j, i);
+                match sym {
+                    // Added from both sides: once here for (i, j).
+                    Symmetrize::Intersection if mutual => put(i, j, w),
+                    Symmetrize::Intersection => {}
+                    Symmetrize::Union => {
+                        put(i, j, w);
+                        if !mutual {
+                            put(j, i, w);
+                        }
                     }
                 }
             }
         }
-    }
-    Csr::from_triplets(n, n, &rows, &cols, &vals)
+    })
 }
 
 #[cfg(test)]
