@@ -150,13 +150,69 @@ fn block_from(cells: &[u32], parts: &[Vec<(u32, u32, f64)>]) -> RowBlock {
     }
 }
 
-/// The transpose of sorted sparse columns, in the layout's row blocks.
+/// The transpose of sorted sparse columns, in the layout's row blocks. Each row's entries
+/// are counted, then placed column by column (so each row's columns ascend): the blocks are
+/// the only memory taken beside the columns.
 pub fn blocks_of(cols: &[SpVec], lay: &Layout) -> Vec<RowBlock> {
-    bucket(cols, lay)
-        .into_par_iter()
-        .enumerate()
-        .map(|(b, e)| block_from(lay.cells(b), &e))
+    let mut blocks = empty_blocks(lay);
+    for col in cols {
+        for &(i, _) in col {
+            count(&mut blocks, lay, i);
+        }
+    }
+    let mut next = size_blocks(&mut blocks);
+    for (c, col) in cols.iter().enumerate() {
+        for &(i, v) in col {
+            place(&mut blocks, &mut next, lay, i, c as u32, v);
+        }
+    }
+    blocks
+}
+
+/// The layout's blocks with no entries.
+fn empty_blocks(lay: &Layout) -> Vec<RowBlock> {
+    (0..lay.blocks())
+        .map(|b| RowBlock {
+            cells: lay.cells(b).to_vec(),
+            ptr: vec![0; lay.cells(b).len() + 1],
+            col: Vec::new(),
+            val: Vec::new(),
+        })
         .collect()
+}
+
+/// Counts one entry of cell `i`'s row (in `ptr[row + 1]`, before [`size_blocks`]).
+#[inline]
+fn count(blocks: &mut [RowBlock], lay: &Layout, i: u32) {
+    let p = lay.pos[i as usize] as usize;
+    blocks[p / BLOCK_ROWS].ptr[p % BLOCK_ROWS + 1] += 1;
+}
+
+/// Turns the counts into row offsets and allocates the entries; returns each row's next free
+/// slot, per block.
+fn size_blocks(blocks: &mut [RowBlock]) -> Vec<Vec<usize>> {
+    let mut next = Vec::with_capacity(blocks.len());
+    for blk in blocks {
+        for r in 0..blk.cells.len() {
+            blk.ptr[r + 1] += blk.ptr[r];
+        }
+        let nnz = blk.ptr[blk.cells.len()];
+        blk.col = vec![0; nnz];
+        blk.val = vec![0.0; nnz];
+        next.push(blk.ptr[..blk.cells.len()].to_vec());
+    }
+    next
+}
+
+/// Puts entry (cell `i`, column `c`) = `v` in the next free slot of the cell's row.
+#[inline]
+fn place(blocks: &mut [RowBlock], next: &mut [Vec<usize>], lay: &Layout, i: u32, c: u32, v: f64) {
+    let p = lay.pos[i as usize] as usize;
+    let (b, r) = (p / BLOCK_ROWS, p % BLOCK_ROWS);
+    let at = next[b][r];
+    blocks[b].col[at] = c;
+    blocks[b].val[at] = v;
+    next[b][r] += 1;
 }
 
 /// The columns (`ncols` of them, sorted by cell) of a matrix held in row blocks.
@@ -186,14 +242,7 @@ pub fn kat_blocks(m: &Csr<f64>, a: &[SpVec], nm: usize, lay: &Layout) -> Vec<Row
     }
     // Two passes over chunks of columns: count each row's entries, then fill the blocks, so
     // only one chunk's columns exist beside the blocks.
-    let mut blocks: Vec<RowBlock> = (0..lay.blocks())
-        .map(|b| RowBlock {
-            cells: lay.cells(b).to_vec(),
-            ptr: vec![0; lay.cells(b).len() + 1],
-            col: Vec::new(),
-            val: Vec::new(),
-        })
-        .collect();
+    let mut blocks = empty_blocks(lay);
     // The count needs only each column's support: two hops through M's pattern, no values.
     let n_cells = lay.pos.len();
     for chunk in by_arch.chunks(KAT_CHUNK) {
@@ -206,31 +255,16 @@ pub fn kat_blocks(m: &Csr<f64>, a: &[SpVec], nm: usize, lay: &Layout) -> Vec<Row
             .collect();
         for sup in supports {
             for i in sup {
-                let p = lay.pos[i as usize] as usize;
-                blocks[p / BLOCK_ROWS].ptr[p % BLOCK_ROWS + 1] += 1;
+                count(&mut blocks, lay, i);
             }
         }
     }
-    let mut next: Vec<Vec<usize>> = Vec::with_capacity(blocks.len());
-    for blk in &mut blocks {
-        for r in 0..blk.cells.len() {
-            blk.ptr[r + 1] += blk.ptr[r];
-        }
-        let nnz = blk.ptr[blk.cells.len()];
-        blk.col = vec![0; nnz];
-        blk.val = vec![0.0; nnz];
-        next.push(blk.ptr[..blk.cells.len()].to_vec());
-    }
+    let mut next = size_blocks(&mut blocks);
     for (k, chunk) in by_arch.chunks(KAT_CHUNK).enumerate() {
         for (d, col) in kb_cols(m, chunk).into_iter().enumerate() {
             let c = (k * KAT_CHUNK + d) as u32;
             for (i, v) in col {
-                let p = lay.pos[i as usize] as usize;
-                let (b, r) = (p / BLOCK_ROWS, p % BLOCK_ROWS);
-                let at = next[b][r];
-                blocks[b].col[at] = c;
-                blocks[b].val[at] = v;
-                next[b][r] += 1;
+                place(&mut blocks, &mut next, lay, i, c, v);
             }
         }
     }
