@@ -154,7 +154,7 @@ impl<T: Scalar> Csr<T> {
     /// summed as in [`Csr::from_triplets`] (the same matrix for the same stream). `emit` runs
     /// twice, to count each row's entries and then to place them, so the triplets are never
     /// stored: the matrix's own arrays are all the memory it takes. Both runs must hand over
-    /// the same stream.
+    /// the same stream; a second run whose rows hold more or fewer entries is refused.
     pub fn from_triplet_stream(
         nrows: usize,
         ncols: usize,
