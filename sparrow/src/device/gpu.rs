@@ -278,8 +278,18 @@ impl Gpu {
         if len == 0 {
             return Ok(Vec::new());
         }
+        let view = s.try_slice(start..start + len).ok_or_else(|| {
+            Error::invalid(
+                "download range",
+                format!(
+                    "elements {start}..{} of a {}-element buffer",
+                    start + len,
+                    s.len()
+                ),
+            )
+        })?;
         self.stream
-            .clone_dtoh(&s.slice(start..start + len))
+            .clone_dtoh(&view)
             .map_err(|e| Error::device("copying results to the host", e))
     }
 

@@ -235,38 +235,11 @@ impl<T: Scalar> Csr<T> {
                 ),
             ));
         }
-        let mut counts = vec![0i64; nrows + 1];
-        for (k, &r) in rows.iter().enumerate() {
-            if r >= nrows {
-                return Err(Error::invalid(
-                    "rows",
-                    format!("entry {k}: row index {r} is out of range for {nrows} rows"),
-                ));
+        Self::from_triplet_stream(nrows, ncols, |put| {
+            for k in 0..rows.len() {
+                put(rows[k], cols[k], vals[k]);
             }
-            if cols[k] >= ncols {
-                return Err(Error::invalid(
-                    "cols",
-                    format!(
-                        "entry {k}: column index {} is out of range for {ncols} columns",
-                        cols[k]
-                    ),
-                ));
-            }
-            counts[r + 1] += 1;
-        }
-        for r in 0..nrows {
-            counts[r + 1] += counts[r];
-        }
-        let mut next = counts.clone();
-        let mut col_idx = vec![0i32; rows.len()];
-        let mut values = vec![T::ZERO; rows.len()];
-        for k in 0..rows.len() {
-            let p = next[rows[k]] as usize;
-            col_idx[p] = cols[k] as i32;
-            values[p] = vals[k];
-            next[rows[k]] += 1;
-        }
-        Self::normalized(nrows, ncols, counts, col_idx, values)
+        })
     }
 
     /// An `nrows x ncols` matrix with no entries.

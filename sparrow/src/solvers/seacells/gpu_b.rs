@@ -8,8 +8,9 @@
 //! not negative is read at every cell by a block of its own; a step where more than one column
 //! in eight is so (or where A A^T has a negative entry) goes to the fused kernel.
 //!
-//! K B stays on the host in the layout's row blocks, where [`super::fw::update_b_with`]
-//! blends it step by step as the CPU does; each step uploads it as one CSR. A A^T goes up once
+//! K B goes up once per update as one CSR in the layout's row order and is blended on the
+//! device at every step (the picked cells' K columns expanded there), then comes back after
+//! the last step. A A^T goes up once
 //! per update as sparse rows with a segment table per thread, and K A^T is built on the device
 //! once per update and packed by cells. With the CPU's K A^T ([`KatSource::Host`]) every
 //! pick is the CPU's bit for bit.
@@ -363,34 +364,21 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
         b: &[SpVec],
     ) -> Result<Option<Vec<(u32, f64)>>> {
         let (gpu, n, nm) = (self.sv.gpu, self.sv.n, b.len());
-        let mut bc_ptr = Vec::with_capacity(nm + 1);
-        bc_ptr.push(0i64);
-        for col in b {
-            bc_ptr.push(bc_ptr.last().unwrap() + col.len() as i64);
-        }
-        let bc_cell: Vec<i32> = b.iter().flatten().map(|e| e.0 as i32).collect();
-        let bc_w: Vec<f64> = b.iter().flatten().map(|e| e.1).collect();
-        let bc_w_len = bc_w.len();
-        let seed: Vec<i32> = if self.last.len() == nm {
-            self.last.clone()
+        let bc = Cols::upload(gpu, b)?;
+        let seed = if self.last.len() == nm {
+            gpu.upload(&self.last)?
         } else {
-            vec![-1; nm]
+            gpu.upload(&vec![-1i32; nm])?
         };
-        let (bc_ptr, bc_cell, bc_w, seed) = (
-            gpu.upload(&bc_ptr)?,
-            gpu.upload(&bc_cell)?,
-            gpu.upload(&bc_w)?,
-            gpu.upload(&seed)?,
-        );
         let per_col = LaunchShape::linear(nm.div_ceil(256).clamp(1, 132 * 16) as u32, 256);
-        let gq = gpu.alloc_zeroed::<f64>(bc_w_len.max(1))?;
+        let gq = gpu.alloc_zeroed::<f64>(b.iter().map(|col| col.len()).sum::<usize>().max(1))?;
         gpu.launch(
             &gpu.kernel(&SEACELLS, "seacells_bb_seed")?,
             LaunchShape::linear(nm.div_ceil(8).clamp(1, 132 * 16) as u32, 256),
             g_args(gpu, st, bd, nm, &mut Args::new())
-                .ptr(gpu.ptr(&bc_ptr))
-                .ptr(gpu.ptr(&bc_cell))
-                .ptr(gpu.ptr(&bc_w))
+                .ptr(gpu.ptr(&bc.ptr))
+                .ptr(gpu.ptr(&bc.cell))
+                .ptr(gpu.ptr(&bc.w))
                 .ptr(gpu.ptr(&seed))
                 .ptr(gpu.ptr(&gq))
                 .ptr(gpu.ptr(&bd.bound))
@@ -467,24 +455,7 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
                     .ptr(gpu.ptr(&st.share)),
             )?;
         }
-        let picks: Vec<i32> = gpu.download(&st.pick, nm)?;
-        let shares: Vec<f64> = gpu.download(&st.share, nm)?;
-        picks
-            .iter()
-            .zip(&shares)
-            .enumerate()
-            .map(|(c, (&p, &s))| {
-                if p < 0 || p as usize >= n {
-                    Err(Error::device(
-                        "the bounded B kernels",
-                        format!("archetype {c} got no cell (pick {p})"),
-                    ))
-                } else {
-                    Ok((p as u32, s))
-                }
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(Some)
+        read_picks(gpu, st, n, nm, "the bounded B kernels").map(Some)
     }
 
     /// -K A^T on the device: M (M (-A^T)) a chunk of columns at a time, packed by cells in two
@@ -752,24 +723,8 @@ impl BSteps for GpuSteps<'_, '_> {
                 .ptr(gpu.ptr(&st.pick))
                 .ptr(gpu.ptr(&st.share)),
         )?;
-        let picks: Vec<i32> = gpu.download(&st.pick, nm)?;
-        let shares: Vec<f64> = gpu.download(&st.share, nm)?;
+        let got = read_picks(gpu, st, n, nm, "the fused B kernel")?;
         self.secs[2] += clock.elapsed().as_secs_f64();
-        let got: Vec<(u32, f64)> = picks
-            .iter()
-            .zip(&shares)
-            .enumerate()
-            .map(|(c, (&p, &s))| {
-                if p < 0 || p as usize >= n.max(1) {
-                    Err(Error::device(
-                        "the fused B kernel",
-                        format!("archetype {c} got no cell (pick {p})"),
-                    ))
-                } else {
-                    Ok((p as u32, s))
-                }
-            })
-            .collect::<Result<_>>()?;
         self.last = got.iter().map(|p| p.0 as i32).collect();
         Ok(got)
     }
@@ -933,6 +888,28 @@ impl BSteps for GpuSteps<'_, '_> {
             ("kb-download", self.secs[4]),
         ]
     }
+}
+
+/// The step's picks and gap shares the kernels left in `st`, each pick checked to be a cell:
+/// a kernel that did not write its column shows as an error, never as a pick.
+fn read_picks(gpu: &Gpu, st: &Update, n: usize, nm: usize, what: &str) -> Result<Vec<(u32, f64)>> {
+    let picks: Vec<i32> = gpu.download(&st.pick, nm)?;
+    let shares: Vec<f64> = gpu.download(&st.share, nm)?;
+    picks
+        .iter()
+        .zip(&shares)
+        .enumerate()
+        .map(|(c, (&p, &s))| {
+            if p < 0 || p as usize >= n.max(1) {
+                Err(Error::device(
+                    what,
+                    format!("archetype {c} got no cell (pick {p})"),
+                ))
+            } else {
+                Ok((p as u32, s))
+            }
+        })
+        .collect()
 }
 
 /// Appends what `bb_g` reads in the bound's kernels: the layout positions, K B's rows, t1 by
