@@ -1113,6 +1113,30 @@ mod topk {
                 }
             }
         }
+        // Keys of 16 bits or fewer: the filter always counts the threshold's ties, since a
+        // segment longer than the key's value range repeats its threshold whatever the sample
+        // saw.
+        filter_narrow_keys::<bf16>(&d, &o, &v);
+        filter_narrow_keys::<i16>(&d, &o, &v);
+        filter_narrow_keys::<u8>(&d, &o, &v);
+    }
+
+    fn filter_narrow_keys<K: Key>(d: &Device, o: &[i64], v: &[u16]) {
+        for pattern in [
+            Pattern::Uniform,
+            Pattern::HeavyTies,
+            Pattern::SharedHighBits,
+        ] {
+            let k: Vec<K> = keys(45_000, pattern, 3);
+            for tie in TIES {
+                for kk in [1usize, 50, 700] {
+                    let req = TopK::largest(kk)
+                        .tie_break(tie)
+                        .force_path(Some(GpuPath::Filter));
+                    check(d, &req, &k, Segments::Offsets(o), Some(v));
+                }
+            }
+        }
     }
 
     /// The split path where the plan picks it (a 16M-key segment at an unaligned offset, an

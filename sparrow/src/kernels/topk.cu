@@ -739,10 +739,12 @@ extern "C" __global__ void __launch_bounds__(256)
     // small.
     if (threadIdx.x == 0) {
         thresh[s] = kk[s] == 0 ? ~0ull : sel.shift >= RBITS ? 0 : (u64)(sel.prefix << sel.shift);
-        // Samples tied at the threshold (the select resolved every bit): the filter counts
-        // the segment's keys equal to it, for the selection to complete too few candidates
-        // with. Otherwise (distinct keys) such keys are unlikely and are not counted.
-        count_eq[s] = kk[s] != 0 && sel.shift == 0;
+        // Samples tied at the threshold (the select resolved every bit), or keys of 16 bits
+        // or fewer (at most 65,536 values, so a long segment repeats its threshold even when
+        // the sample does not): the filter counts the segment's keys equal to it, for the
+        // selection to complete too few candidates with, instead of selecting again from
+        // memory. Otherwise (distinct keys) such keys are unlikely and are not counted.
+        count_eq[s] = kk[s] != 0 && (sel.shift == 0 || KBITS <= 16);
     }
 }
 
