@@ -253,18 +253,14 @@ impl Gpu {
         })
     }
 
-    /// Copies a device buffer back; waits for the stream.
+    /// Copies the first `len` elements of a device buffer back (all of it when shorter);
+    /// waits for the stream. Buffers are often allocated larger than what they hold.
     pub fn download<T: DeviceRepr + Default + Clone>(
         &self,
         s: &CudaSlice<T>,
         len: usize,
     ) -> Result<Vec<T>> {
-        let mut v = self
-            .stream
-            .clone_dtoh(s)
-            .map_err(|e| Error::device("copying results to the host", e))?;
-        v.truncate(len);
-        Ok(v)
+        self.download_range(s, 0, len.min(s.len()))
     }
 
     /// Copies elements `start..start + len` of a device buffer back; waits for the stream.

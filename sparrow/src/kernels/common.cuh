@@ -8,6 +8,20 @@ typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned char u8;
 
+// The first index in [lo, hi) of an ascending run p whose element is not below x (hi when
+// none): where x would be inserted before its equals.
+template <class T, class I>
+__device__ __forceinline__ I lower_bound(const T* p, I lo, I hi, T x) {
+    while (lo < hi) {
+        const I mid = lo + ((hi - lo) >> 1);
+        if (p[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 // ld.global.nc.L1::no_allocate: read-only load that does not displace reusable data in L1.
 // For data streamed exactly once (a CSR row's indices and values). Valid on sm_70 and later;
 // the buffer must not be written during the kernel.

@@ -152,19 +152,6 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 
-// The first position in [lo, hi) of an ascending column list holding a column >= key (hi
-// when there is none), by bisection.
-__device__ __forceinline__ i64 first_at_least(const int* __restrict__ col, i64 lo, i64 hi, i64 key) {
-    while (lo < hi) {
-        const i64 mid = (lo + hi) >> 1;
-        if (col[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 // The (value, index) pair that is smaller, ties to the lower index.
 __device__ __forceinline__ void lower_pair(double& v, int& i, double ov, int oi) {
     if (ov < v || (ov == v && oi < i)) {
@@ -363,7 +350,7 @@ __device__ __forceinline__ void b_grad(const i64* __restrict__ kb_ptr, const int
             }
         }
         // -K A^T: this thread's run of the cell's row, found by bisection.
-        for (i64 p = first_at_least(nk_col, nk_ptr[cell], nk_ptr[cell + 1], c0); p < nk_ptr[cell + 1]; p++) {
+        for (i64 p = lower_bound(nk_col, nk_ptr[cell], nk_ptr[cell + 1], (int)c0); p < nk_ptr[cell + 1]; p++) {
             const int col = nk_col[p] - c0;
             if (col >= W) break;
             const double x = nk_val[p];
@@ -448,7 +435,7 @@ __device__ __forceinline__ double bb_g(int cell, i64 c, const unsigned* __restri
     const double* tc = tt + c * nm;
     double s = 0.0;
     for (i64 q = kb_ptr[r]; q < kb_ptr[r + 1]; q++) s = __dadd_rn(s, __dmul_rn(kb_val[q], tc[kb_col[q]]));
-    const i64 lo = first_at_least(nk_col, nk_ptr[cell], nk_ptr[cell + 1], c);
+    const i64 lo = lower_bound(nk_col, nk_ptr[cell], nk_ptr[cell + 1], (int)c);
     if (lo < nk_ptr[cell + 1] && nk_col[lo] == c) s = __dadd_rn(s, nk_val[lo]);
     return s;
 }

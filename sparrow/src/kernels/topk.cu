@@ -520,8 +520,10 @@ extern "C" __global__ void __launch_bounds__(256)
 // For k up to 32 the warp first prefilters: the k-th largest of the 32 lane maxima is reached
 // by at least k keys, so every key of the answer (ties at the k-th key included) is at or
 // above it. When at most WARP_CAND keys are, they are compacted in position order into shared
-// memory and the select runs on those few instead of all 32 per lane; otherwise (ties, sorted
-// or adversarial keys) the warp selects from all its keys as before.
+// memory and the select runs on those few instead of all 32 per lane (a bitonic sort when they
+// fit one per lane, as uniform keys' k + k/4 do). Otherwise (ties, few distinct values) fewer
+// than k keys above the threshold make it the k-th key itself, with no select; failing that
+// the warp selects from all its keys.
 #define WARP_KPL 32
 #define WARP_MAX (32 * WARP_KPL)
 #define WARP_CAND 128
@@ -637,6 +639,27 @@ __device__ __forceinline__ void warp_among(const R* cr, const u16* cp, int n, u3
     warp_emit(r, n, c, larger_index, lane, e, st, row, [&](int j) { return (int)cp[32 * j + lane]; });
 }
 
+// Selection among at most 32 compacted candidates, one per lane in position order: the
+// kk-th largest by the bitonic sort (the padding radix 0 never outranks a candidate, as
+// kk <= n), then the keys above it and the tie-break's window of those equal to it.
+__device__ __forceinline__ void warp_among_one(const R* cr, const u16* cp, int n, u32 kk, int larger_index,
+                                               int lane, const Writer& e, i64 st, i64 row) {
+    const bool ok = lane < n;
+    const R c = ok ? cr[lane] : (R)0;
+    const R v = warp_kth_largest(c, kk, lane);
+    const u32 lt = (1u << lane) - 1u;
+    const u32 above = __popc(__ballot_sync(0xffffffffu, ok && c > v));
+    const u32 tb = __ballot_sync(0xffffffffu, ok && c == v);
+    const u32 rem = kk - above, rank = __popc(tb & lt);
+    const u32 lo = larger_index ? (u32)__popc(tb) - rem : 0u;
+    const bool take = ok && (c > v || (c == v && rank >= lo && rank < lo + rem));
+    const u32 sb = __ballot_sync(0xffffffffu, take);
+    if (take) {
+        const int p = (int)cp[lane];
+        e.put(st + p, p, row + (i64)__popc(sb & lt));
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(warp)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
                 const i64* __restrict__ kk_arr, i64 nseg, K* out_keys, void* out_idx, i64 width, int idx64,
@@ -653,18 +676,21 @@ extern "C" __global__ void __launch_bounds__(256)
     if (kk == 0) return;
     // Every load first, from an in-bounds address and with no branch, so all of them are in
     // flight together; then the radixes.
+    const K* __restrict__ p = keys + st + lane;
+    const int last = len - 1 - lane;
     K raw[WARP_KPL];
 #pragma unroll
-    for (int i = 0; i < WARP_KPL; i++) raw[i] = keys[st + min(32 * i + lane, len - 1)];
+    for (int i = 0; i < WARP_KPL; i++) raw[i] = p[min(32 * i, last)];
     R r[WARP_KPL];
     R m4[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < WARP_KPL; i++) {
-        r[i] = 32 * i + lane < len ? directed(raw[i], largest) : (R)0;
+        r[i] = 32 * i <= last ? directed(raw[i], largest) : (R)0;
         m4[i & 3] = r[i] > m4[i & 3] ? r[i] : m4[i & 3];
     }
     const i64 row = s * width;
     const Writer e{keys, out_keys, out_idx, idx64};
+    WarpCut cut{0, 0, 0};
     if (kk <= 32 && kk < (u32)len && len > 2 * WARP_CAND) {
         R m = m4[0] > m4[1] ? m4[0] : m4[1];
         const R m23 = m4[2] > m4[3] ? m4[2] : m4[3];
@@ -684,14 +710,23 @@ extern "C" __global__ void __launch_bounds__(256)
         }
         if (n <= WARP_CAND) {
             __syncwarp();
-            // One instantiation for every count: specialising on small counts (one or two
-            // candidates per lane) measured slower on the H200 (0.38 vs 0.31 ms at 100,000 x
-            // 1,024, k 16), the larger code costing more than the shorter select saved.
-            warp_among<WARP_CPL>(cand_r[w], cand_p[w], (int)n, kk, larger_index, lane, e, st, row);
+            // Uniform keys leave about k + k/4 candidates: one per lane takes a bitonic sort
+            // instead of the bitwise select.
+            if (n <= 32)
+                warp_among_one(cand_r[w], cand_p[w], (int)n, kk, larger_index, lane, e, st, row);
+            else
+                warp_among<WARP_CPL>(cand_r[w], cand_p[w], (int)n, kk, larger_index, lane, e, st, row);
             return;
         }
+        // Too many keys reach t (ties, few distinct values): when fewer than kk are above it,
+        // t is the kk-th key itself and the cut needs no select.
+        u32 a4[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int i = 0; i < WARP_KPL; i++) a4[i & 3] += (u32)(r[i] > t);
+        const u32 above = __reduce_add_sync(0xffffffffu, (a4[0] + a4[1]) + (a4[2] + a4[3]));
+        if (above < kk) cut = WarpCut{width_mask(), t, kk - above};
     }
-    const WarpCut c = warp_select(r, len, kk, lane);
+    const WarpCut c = cut.rem != 0 ? cut : warp_select(r, len, kk, lane);
     warp_emit(r, len, c, larger_index, lane, e, st, row, [&](int i) { return 32 * i + lane; });
 }
 
@@ -1069,19 +1104,6 @@ __device__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool g
     return ties_here;
 }
 
-// Number of the n ascending positions p[0..n) below x.
-__device__ __forceinline__ u32 count_below(const u32* p, u32 n, u32 x) {
-    u32 lo = 0, hi = n;
-    while (lo < hi) {
-        const u32 mid = (lo + hi) >> 1;
-        if (p[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 extern "C" __global__ void __launch_bounds__(256)
     ENTRY(cand)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
                 const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start,
@@ -1195,8 +1217,8 @@ extern "C" __global__ void __launch_bounds__(256)
         }
         for (u64 j = threadIdx.x; j < kk; j += blockDim.x) {
             const u32 p = pos[j];
-            const u64 o = j < total ? j + count_below(pos + total, (u32)need, p)
-                                    : (j - total) + count_below(pos, (u32)total, p);
+            const u64 o = j < total ? j + lower_bound(pos + total, 0u, (u32)need, p)
+                                    : (j - total) + lower_bound(pos, 0u, (u32)total, p);
             e.put_key(key_at(j), (i64)p, row + (i64)o);
         }
     } else {

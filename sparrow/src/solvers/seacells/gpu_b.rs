@@ -371,7 +371,7 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
             gpu.upload(&vec![-1i32; nm])?
         };
         let per_col = LaunchShape::linear(nm.div_ceil(256).clamp(1, 132 * 16) as u32, 256);
-        let gq = gpu.alloc_zeroed::<f64>(b.iter().map(|col| col.len()).sum::<usize>().max(1))?;
+        let gq = gpu.alloc_zeroed::<f64>(bc.w.len())?;
         gpu.launch(
             &gpu.kernel(&SEACELLS, "seacells_bb_seed")?,
             LaunchShape::linear(nm.div_ceil(8).clamp(1, 132 * 16) as u32, 256),
@@ -900,7 +900,7 @@ fn read_picks(gpu: &Gpu, st: &Update, n: usize, nm: usize, what: &str) -> Result
         .zip(&shares)
         .enumerate()
         .map(|(c, (&p, &s))| {
-            if p < 0 || p as usize >= n.max(1) {
+            if p < 0 || p as usize >= n {
                 Err(Error::device(
                     what,
                     format!("archetype {c} got no cell (pick {p})"),
