@@ -1121,6 +1121,61 @@ mod topk {
         filter_narrow_keys::<u8>(&d, &o, &v);
     }
 
+    /// The filter compares float keys as floats against the threshold's float: thresholds at
+    /// NaN, infinities, zeros of both signs, subnormals and the most negative keys, for both
+    /// directions, checked on every float type.
+    #[test]
+    fn sanitize_topk_filter_float_keys() {
+        let d = dev();
+        let o = [0i64, 20_000, 20_003, 45_000];
+        let v: Vec<u16> = keys(45_000, Pattern::RandomBits, 2);
+        filter_float_keys::<f32>(&d, &o, &v);
+        filter_float_keys::<f64>(&d, &o, &v);
+        filter_float_keys::<f16>(&d, &o, &v);
+        filter_float_keys::<bf16>(&d, &o, &v);
+    }
+
+    fn filter_float_keys<K: Key>(d: &Device, o: &[i64], v: &[u16]) {
+        let n = 45_000;
+        let sign = 1u64 << (K::BITS - 1);
+        let mut rng = Rng::new(K::BITS as u64);
+        // Uniform keys, a third made negative and one in 64 a zero of either sign.
+        let mixed: Vec<K> = keys::<K>(n, Pattern::Uniform, 7)
+            .into_iter()
+            .map(|x| match rng.below(64) {
+                0 => K::from_bits(0),
+                1 => K::from_bits(sign),
+                r if r % 3 == 0 => K::from_bits(x.to_bits() | sign),
+                _ => x,
+            })
+            .collect();
+        // -inf and the most negative finite keys: radixes at the bottom of the range.
+        let low: Vec<K> = (0..n)
+            .map(|_| K::from_bits(K::lowest().to_bits() - rng.below(64)))
+            .collect();
+        let sets = [
+            keys::<K>(n, Pattern::Specials, 5),
+            keys::<K>(n, Pattern::RandomBits, 6),
+            mixed,
+            low,
+        ];
+        for k in &sets {
+            for kk in [1usize, 50, 700] {
+                for largest in [true, false] {
+                    for tie in [TieBreak::Fast, TieBreak::LargerIndex] {
+                        let req = if largest {
+                            TopK::largest(kk)
+                        } else {
+                            TopK::smallest(kk)
+                        };
+                        let req = req.tie_break(tie).force_path(Some(GpuPath::Filter));
+                        check(d, &req, k, Segments::Offsets(o), Some(v));
+                    }
+                }
+            }
+        }
+    }
+
     fn filter_narrow_keys<K: Key>(d: &Device, o: &[i64], v: &[u16]) {
         for pattern in [
             Pattern::Uniform,

@@ -783,11 +783,74 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 
+// ---- Threshold compares on float keys as floats ----
+// A float key's radix takes several instructions (NaN and -0 made canonical); the filter's
+// compare with a threshold needs one, on the key as a float, once the threshold radix is
+// turned into the float it stands for. FloatCut holds, for a directed radix threshold th,
+//   directed(x) > th   as   !(x <= f) (largest: NaN is above every key)   or   x < f (smallest)
+//   directed(x) == th  as   x == fe
+// `fast` is false for the thresholds no such compare expresses (largest: only NaN may pass
+// it; smallest: every key but NaN passes it); those take the radix compares.
+template <int B>
+struct FltT {
+    typedef float T;
+};
+template <>
+struct FltT<64> {
+    typedef double T;
+};
+typedef FltT<KBITS>::T F;
+
+__device__ __forceinline__ F key_float(K b) {
+    if (KBITS == 64) return __longlong_as_double((long long)b);
+    if (KBITS == 32) return __uint_as_float((u32)b);
+    if (TOPK_INF == 0x7f80ull) return __uint_as_float((u32)b << 16);  // bf16
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((u16)b));
+    return f;
+}
+
+// The key bits whose radix is v, where one has it (radix_of inverted).
+__device__ __forceinline__ K radix_bits(R v) {
+    const R sign = (R)1 << (KBITS - 1);
+    return (K)(v >= sign ? (v & ~sign) : (~v & width_mask()));
+}
+
+struct FloatCut {
+    F f, fe;
+    bool fast;
+};
+
+__device__ __forceinline__ FloatCut float_cut(R th, int largest) {
+    const R sign = (R)1 << (KBITS - 1), hole = sign - 1;  // no key has the radix of -0's bits
+    const R pinf = (R)TOPK_INF | sign, ninf = ~pinf & width_mask();
+    FloatCut c;
+    // Keys equal to th have radix v; fe is NaN (equal to nothing) where no key has it.
+    const R v = largest ? th : (~th & width_mask());
+    const K vb = radix_bits(v);
+    c.fe = radix_of(vb) == v ? key_float(vb) : key_float((K)width_mask());
+    R b;
+    if (largest) {
+        // The largest radix a key has at or below th: keys above it are above th. Below -inf
+        // that is no radix, and f's NaN passes every key.
+        b = th < pinf ? th : pinf;
+        if (b == hole) b = hole - 1;
+        c.fast = th != width_mask();
+    } else {
+        // The smallest radix a key has at or above v: keys below it are below v.
+        b = v > ninf ? v : ninf;
+        if (b == hole) b = sign;
+        c.fast = v <= pinf;
+    }
+    c.f = key_float(radix_bits(b));
+    return c;
+}
+
 // Blocks stride over the tiles, loading the next tile's keys before filtering the current
 // one so loads stay in flight; warp w holds the tile's keys w * 512 + r * 32 + lane, so
 // ballots order a warp's candidates and one barrier orders the warps.
 #define FR (TILE / 256)
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
     ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
                   const i64* __restrict__ tile_end, const u64* __restrict__ thresh, i64 ntiles, int ct,
                   const u32* __restrict__ count_eq, K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq,
@@ -819,7 +882,21 @@ extern "C" __global__ void __launch_bounds__(256)
         const bool none = th64 > (u64)width_mask();
         const bool ceq = count_eq[tile_seg[t]] != 0;  // the same in the whole block
         u32 m = 0, eq = 0;
-        if (n == TILE && !ceq) {
+        const FloatCut fc = float_cut(th, largest);
+        if (TOPK_KIND == 0 && n == TILE && fc.fast && !none) {
+            // Full tiles of float keys: one compare per key (two where equal keys count).
+            if (largest) {
+#pragma unroll
+                for (int r = 0; r < FR; r++) m |= (u32)!(key_float(cur[r]) <= fc.f) << r;
+            } else {
+#pragma unroll
+                for (int r = 0; r < FR; r++) m |= (u32)(key_float(cur[r]) < fc.f) << r;
+            }
+            if (ceq) {
+#pragma unroll
+                for (int r = 0; r < FR; r++) eq += key_float(cur[r]) == fc.fe;
+            }
+        } else if (n == TILE && !ceq) {
 #pragma unroll
             for (int r = 0; r < FR; r++) m |= (u32)(directed(cur[r], largest) > th) << r;
         } else if (n == TILE) {
