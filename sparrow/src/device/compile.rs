@@ -56,6 +56,70 @@ fn check(r: nv::nvrtcResult, what: &str, module: &str) -> Result<()> {
 /// Compiles `module` for `arch` (such as `sm_90`) to a cubin. ptxas runs inside NVRTC here,
 /// so success means the kernels assemble for that architecture, not only that they parse.
 pub fn compile_cubin(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
+    compile_logged(module, arch, &[]).map(|(cubin, _)| cubin)
+}
+
+/// What ptxas reported for one entry point: its occupancy rests on the registers, and spills
+/// turn register pressure into local-memory traffic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelResources {
+    /// The entry point.
+    pub name: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes of spill stores per thread.
+    pub spill_stores: u32,
+    /// Bytes of spill loads per thread.
+    pub spill_loads: u32,
+    /// Static shared memory in bytes.
+    pub smem: u32,
+}
+
+/// [`compile_cubin`] with ptxas's report of every entry point's registers, spills and static
+/// shared memory.
+pub fn compile_with_resources(
+    module: &KernelModule,
+    arch: &str,
+) -> Result<(Vec<u8>, Vec<KernelResources>)> {
+    let (cubin, log) = compile_logged(module, arch, &["-Xptxas=-v"])?;
+    Ok((cubin, parse_ptxas_log(&log)))
+}
+
+/// ptxas's verbose log: per entry, "Compiling entry function 'NAME'", then a line with
+/// "N bytes spill stores, M bytes spill loads" and one with "Used R registers ... S bytes smem".
+pub fn parse_ptxas_log(log: &str) -> Vec<KernelResources> {
+    fn number_before(line: &str, unit: &str) -> Option<u32> {
+        let at = line.find(unit)?;
+        line[..at].split_whitespace().last()?.parse().ok()
+    }
+    let mut out = Vec::new();
+    let mut cur: Option<KernelResources> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            if let Some(name) = rest.split('\'').next() {
+                cur = Some(KernelResources {
+                    name: name.to_string(),
+                    registers: 0,
+                    spill_stores: 0,
+                    spill_loads: 0,
+                    smem: 0,
+                });
+            }
+        } else if let Some(k) = cur.as_mut() {
+            if line.contains("spill stores") {
+                k.spill_stores = number_before(line, "bytes spill stores").unwrap_or(0);
+                k.spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
+            } else if line.contains("Used") && line.contains("registers") {
+                k.registers = number_before(line, "registers").unwrap_or(0);
+                k.smem = number_before(line, "bytes smem").unwrap_or(0);
+                out.extend(cur.take());
+            }
+        }
+    }
+    out
+}
+
+fn compile_logged(module: &KernelModule, arch: &str, extra: &[&str]) -> Result<(Vec<u8>, String)> {
     nvrtc_version()?;
     let src = CString::new(module.source).expect("kernel source has no NUL");
     let name = CString::new(format!("{}.cu", module.name)).expect("no NUL");
@@ -89,19 +153,20 @@ pub fn compile_cubin(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
     let opts: Vec<CString> = nvrtc_options(arch)
         .into_iter()
         .chain(module.options.iter().map(|o| o.to_string()))
+        .chain(extra.iter().map(|o| o.to_string()))
         .map(|o| CString::new(o).unwrap())
         .collect();
     let opt_p: Vec<*const std::ffi::c_char> = opts.iter().map(|o| o.as_ptr()).collect();
     let result = unsafe {
         let r = nv::nvrtcCompileProgram(prog, opt_p.len() as i32, opt_p.as_ptr());
+        let mut size = 0usize;
+        nv::nvrtcGetProgramLogSize(prog, &mut size);
+        let mut log = vec![0u8; size.max(1)];
+        nv::nvrtcGetProgramLog(prog, log.as_mut_ptr() as *mut _);
+        let log = CStr::from_bytes_until_nul(&log)
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if r != nv::nvrtcResult::NVRTC_SUCCESS {
-            let mut size = 0usize;
-            nv::nvrtcGetProgramLogSize(prog, &mut size);
-            let mut log = vec![0u8; size.max(1)];
-            nv::nvrtcGetProgramLog(prog, log.as_mut_ptr() as *mut _);
-            let log = CStr::from_bytes_until_nul(&log)
-                .map(|c| c.to_string_lossy().into_owned())
-                .unwrap_or_default();
             Err(Error::Compile {
                 module: module.name.to_string(),
                 arch: arch.to_string(),
@@ -121,7 +186,7 @@ pub fn compile_cubin(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
                     "nvrtcGetCUBIN",
                     module.name,
                 )
-                .map(|_| cubin)
+                .map(|_| (cubin, log))
             })
         }
     };
@@ -196,5 +261,43 @@ pub fn disk_put(key: &str, cubin: &[u8]) {
     let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
     if std::fs::write(&tmp, cubin).is_ok() {
         let _ = std::fs::rename(&tmp, dir.join(format!("{key}.cubin")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptxas_log_gives_each_entrys_resources() {
+        let log = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'topk_warp_f32' for 'sm_90'\n\
+ptxas info    : Function properties for topk_warp_f32\n\
+    16 bytes stack frame, 16 bytes spill stores, 28 bytes spill loads\n\
+ptxas info    : Used 80 registers, used 1 barriers, 16 bytes cumulative stack size, 6144 bytes smem, 400 bytes cmem[0]\n\
+ptxas info    : Compiling entry function 'topk_pad_f32' for 'sm_90'\n\
+ptxas info    : Function properties for topk_pad_f32\n\
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 16 registers, used 0 barriers, 392 bytes cmem[0]\n";
+        let got = parse_ptxas_log(log);
+        assert_eq!(
+            got,
+            vec![
+                KernelResources {
+                    name: "topk_warp_f32".into(),
+                    registers: 80,
+                    spill_stores: 16,
+                    spill_loads: 28,
+                    smem: 6144,
+                },
+                KernelResources {
+                    name: "topk_pad_f32".into(),
+                    registers: 16,
+                    spill_stores: 0,
+                    spill_loads: 0,
+                    smem: 0,
+                },
+            ]
+        );
     }
 }
