@@ -95,7 +95,7 @@ impl RowBlock {
 /// each part's columns ascending.
 type Buckets = Vec<Vec<Vec<(u32, u32, f64)>>>;
 
-fn bucket(cols: &[SpVec], lay: &Layout) -> Buckets {
+fn bucket<C: AsRef<[(u32, f64)]> + Sync>(cols: &[C], lay: &Layout) -> Buckets {
     let parts: Vec<Vec<Vec<(u32, u32, f64)>>> = cols
         .par_chunks(BUCKET_COLS)
         .enumerate()
@@ -103,7 +103,7 @@ fn bucket(cols: &[SpVec], lay: &Layout) -> Buckets {
             let mut out = vec![Vec::new(); lay.blocks()];
             for (d, col) in chunk.iter().enumerate() {
                 let c = (k * BUCKET_COLS + d) as u32;
-                for &(i, v) in col {
+                for &(i, v) in col.as_ref() {
                     let p = lay.pos[i as usize] as usize;
                     out[p / BLOCK_ROWS].push(((p % BLOCK_ROWS) as u32, c, v));
                 }
@@ -311,10 +311,10 @@ const KAT_CHUNK: usize = 64;
 /// order within a column): per entry the arithmetic of [`super::sparse::blend`] on columns.
 /// `spare` holds buffers for the blended blocks (the old blocks' are left there for the next
 /// call), so a step allocates nothing once the blocks have grown.
-pub fn blend_blocks(
+pub fn blend_blocks<C: AsRef<[(u32, f64)]> + Sync>(
     a: &mut [RowBlock],
     spare: &mut Vec<RowBlock>,
-    b: &[SpVec],
+    b: &[C],
     g: f64,
     lay: &Layout,
 ) {
