@@ -10,9 +10,20 @@ pub struct Args {
     /// Also measure each GPU's device-to-device copy bandwidth (a 1 GiB copy, median of 10).
     #[arg(long)]
     bandwidth: bool,
+    /// Instead: compile every kernel module for this architecture (such as sm_90) and print
+    /// each entry point's registers, spills and static shared memory as ptxas reports them.
+    /// Needs libnvrtc, not a GPU.
+    #[arg(long, value_name = "ARCH")]
+    kernels: Option<String>,
+    /// With --kernels: only entry points whose name contains this.
+    #[arg(long, default_value = "")]
+    filter: String,
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
+    if let Some(arch) = &args.kernels {
+        return kernel_resources(arch, &args.filter);
+    }
     let mut report = serde_json::Map::new();
     let driver = driver_version();
     let nvrtc = compile::nvrtc_version();
@@ -85,6 +96,28 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             println!(
                 "       copy bandwidth {:.0} GB/s (read + write)",
                 bw.as_f64().unwrap_or(0.0)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The table of `--kernels`: ptxas's report through NVRTC, with the options the kernels are
+/// compiled with at run time.
+fn kernel_resources(arch: &str, filter: &str) -> Result<ExitCode> {
+    println!(
+        "{:<32} {:>9} {:>14} {:>14}",
+        "kernel", "registers", "spill st/ld B", "static smem B"
+    );
+    for m in sparrow::kernels::all_modules() {
+        let (_, res) = compile::compile_with_resources(&m, arch)?;
+        for k in res.iter().filter(|k| k.name.contains(filter)) {
+            println!(
+                "{:<32} {:>9} {:>14} {:>14}",
+                k.name,
+                k.registers,
+                format!("{}/{}", k.spill_stores, k.spill_loads),
+                k.smem
             );
         }
     }

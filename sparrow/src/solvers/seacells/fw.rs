@@ -357,19 +357,16 @@ impl BSteps for CpuSteps {
             s.truncate(1);
             s.push(p.0);
         }
-        let mut missing: Vec<u32> = picks
-            .iter()
-            .map(|p| p.0)
+        let mut cells: Vec<u32> = picks.iter().map(|p| p.0).collect();
+        cells.sort_unstable();
+        cells.dedup();
+        if self.kcols.len() + cells.len() > KCOLS_PER_ARCHETYPE * picks.len().max(1) {
+            self.kcols.clear();
+        }
+        let missing: Vec<u32> = cells
+            .into_iter()
             .filter(|c| !self.kcols.contains_key(c))
             .collect();
-        missing.sort_unstable();
-        missing.dedup();
-        if self.kcols.len() + missing.len() > KCOLS_PER_ARCHETYPE * picks.len().max(1) {
-            self.kcols.clear();
-            missing = picks.iter().map(|p| p.0).collect();
-            missing.sort_unstable();
-            missing.dedup();
-        }
         let n = m.nrows();
         let fresh: Vec<(u32, SpVec)> = missing
             .par_iter()
