@@ -12,8 +12,9 @@ use sparrow::kernels::all_modules;
 /// with small source changes (one more live value took the warp kernel from 80 registers to
 /// 127), so a change that crosses these shows here, before any timing.
 const BUDGETS: &[(&str, u32, u32)] = &[
-    // 64 registers: four 256-thread blocks per SM.
-    ("topk_warp_", 64, 0),
+    // 64 registers (its launch bounds): four 256-thread blocks per SM; the few bytes it spills
+    // are on the paths past the prefilter (ties, few distinct values).
+    ("topk_warp_", 64, 16),
     // Capped at 64 by its launch bounds; spills past a few bytes would cost the stream.
     ("topk_filter_", 64, 16),
 ];

@@ -18,11 +18,15 @@ pub struct Args {
     /// With --kernels: only entry points whose name contains this.
     #[arg(long, default_value = "")]
     filter: String,
+    /// With --kernels: also write each module's cubin here as MODULE.ARCH.cubin, for reading
+    /// its machine code with `nvdisasm` or `cuobjdump -sass`.
+    #[arg(long, value_name = "DIR")]
+    cubin_dir: Option<std::path::PathBuf>,
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     if let Some(arch) = &args.kernels {
-        return kernel_resources(arch, &args.filter);
+        return kernel_resources(arch, &args.filter, args.cubin_dir.as_deref());
     }
     let mut report = serde_json::Map::new();
     let driver = driver_version();
@@ -104,13 +108,24 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
 
 /// The table of `--kernels`: ptxas's report through NVRTC, with the options the kernels are
 /// compiled with at run time.
-fn kernel_resources(arch: &str, filter: &str) -> Result<ExitCode> {
+fn kernel_resources(
+    arch: &str,
+    filter: &str,
+    cubin_dir: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    if let Some(dir) = cubin_dir {
+        std::fs::create_dir_all(dir).map_err(|e| sparrow::Error::io(dir, e))?;
+    }
     println!(
         "{:<32} {:>9} {:>14} {:>14}",
         "kernel", "registers", "spill st/ld B", "static smem B"
     );
     for m in sparrow::kernels::all_modules() {
-        let (_, res) = compile::compile_with_resources(&m, arch)?;
+        let (cubin, res) = compile::compile_with_resources(&m, arch)?;
+        if let Some(dir) = cubin_dir {
+            let path = dir.join(format!("{}.{arch}.cubin", m.name));
+            std::fs::write(&path, cubin).map_err(|e| sparrow::Error::io(&path, e))?;
+        }
         for k in res.iter().filter(|k| k.name.contains(filter)) {
             println!(
                 "{:<32} {:>9} {:>14} {:>14}",

@@ -79,6 +79,21 @@ __device__ __forceinline__ R radix_of(K b) {
     return x;
 }
 
+// radix_of with selects instead of branches, for the warp kernel, whose 32 keys a lane would
+// otherwise take through two branches each. (In the filter path's kernels this form changed
+// the results of 64- and 16-bit float keys: kept to the warp kernel, where the tests pass.)
+__device__ __forceinline__ R radix_sel(K b) {
+    const R x = (R)b;
+    const R sign = (R)1 << (KBITS - 1);
+    if (TOPK_KIND == 0) {
+        const R mag = x & ~sign & width_mask();
+        R r = x ^ ((x & sign) ? width_mask() : sign);
+        r = mag == 0 ? sign : r;
+        return mag > (R)TOPK_INF ? width_mask() : r;
+    }
+    return radix_of(b);
+}
+
 __device__ __forceinline__ R directed(K b, int largest) {
     const R r = radix_of(b);
     return largest ? r : (~r & width_mask());
@@ -660,7 +675,7 @@ __device__ __forceinline__ void warp_among_one(const R* cr, const u16* cp, int n
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
     ENTRY(warp)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
                 const i64* __restrict__ kk_arr, i64 nseg, K* out_keys, void* out_idx, i64 width, int idx64,
                 int largest, int larger_index) {
@@ -674,18 +689,28 @@ extern "C" __global__ void __launch_bounds__(256)
     const int len = (int)lens[s];
     const u32 kk = (u32)kk_arr[s];
     if (kk == 0) return;
-    // Every load first, from an in-bounds address and with no branch, so all of them are in
-    // flight together; then the radixes.
+    // Every load first, predicated, at constant offsets from one base (no address arithmetic
+    // per key), so all of them are in flight together; then the radixes.
     const K* __restrict__ p = keys + st + lane;
     const int last = len - 1 - lane;
-    K raw[WARP_KPL];
+    R raw[WARP_KPL];
 #pragma unroll
-    for (int i = 0; i < WARP_KPL; i++) raw[i] = p[min(32 * i, last)];
+    for (int i = 0; i < WARP_KPL; i++) raw[i] = 32 * i <= last ? (R)p[32 * i] : (R)0;
+    // Every radix below depends on every load through `all & (largest >> 1)`, zero at run time
+    // (largest is 0 or 1) but not to the compiler, which would otherwise consume each key as it
+    // arrives, with one or two loads in flight instead of 32.
+    R all = 0;
+#pragma unroll
+    for (int i = 0; i < WARP_KPL; i++) all |= raw[i];
+    // Selects, not branches: the radix of every loaded key, zeroed past the end.
+    const R zero = all & (R)(largest >> 1);
+    const R dir = largest ? (R)0 : width_mask();
     R r[WARP_KPL];
     R m4[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < WARP_KPL; i++) {
-        r[i] = 32 * i <= last ? directed(raw[i], largest) : (R)0;
+        const R d = radix_sel((K)(raw[i] ^ zero)) ^ dir;
+        r[i] = 32 * i <= last ? d : (R)0;
         m4[i & 3] = r[i] > m4[i & 3] ? r[i] : m4[i & 3];
     }
     const i64 row = s * width;
@@ -696,19 +721,29 @@ extern "C" __global__ void __launch_bounds__(256)
         const R m23 = m4[2] > m4[3] ? m4[2] : m4[3];
         m = m > m23 ? m : m23;
         const R t = warp_kth_largest(m, kk, lane);
-        u32 n = 0;
+        // This lane's keys that reach t as bits, counted across the warp; only when they fit
+        // are they placed, by ballots in position order, and only in the rounds (item
+        // indices) where some lane has one.
+        u32 keep = 0;
 #pragma unroll
-        for (int i = 0; i < WARP_KPL; i++) {
-            const bool keep = 32 * i + lane < len && r[i] >= t;
-            const u32 b = __ballot_sync(0xffffffffu, keep);
-            const u32 slot = n + __popc(b & lt);
-            if (keep && slot < WARP_CAND) {
-                cand_r[w][slot] = r[i];
-                cand_p[w][slot] = (u16)(32 * i + lane);
-            }
-            n += __popc(b);
-        }
+        for (int i = 0; i < WARP_KPL; i++) keep |= (u32)(32 * i <= last && r[i] >= t) << i;
+        const u32 n = __reduce_add_sync(0xffffffffu, __popc(keep));
         if (n <= WARP_CAND) {
+            const u32 rounds = __reduce_or_sync(0xffffffffu, keep);
+            u32 o = 0;
+#pragma unroll
+            for (int i = 0; i < WARP_KPL; i++) {
+                if ((rounds >> i) & 1u) {
+                    const bool mine = 32 * i <= last && r[i] >= t;
+                    const u32 b = __ballot_sync(0xffffffffu, mine);
+                    if (mine) {
+                        const u32 slot = o + __popc(b & lt);
+                        cand_r[w][slot] = r[i];
+                        cand_p[w][slot] = (u16)(32 * i + lane);
+                    }
+                    o += __popc(b);
+                }
+            }
             __syncwarp();
             // Uniform keys leave about k + k/4 candidates: one per lane takes a bitonic sort
             // instead of the bitwise select.
