@@ -80,8 +80,10 @@ __device__ __forceinline__ R radix_of(K b) {
 }
 
 // radix_of with selects instead of branches, for the warp kernel, whose 32 keys a lane would
-// otherwise take through two branches each. (In the filter path's kernels this form changed
-// the results of 64- and 16-bit float keys: kept to the warp kernel, where the tests pass.)
+// otherwise take through two branches each. In the filter path's kernels this form changed
+// the results of 64- and 16-bit float keys though it computes the same function (see
+// bench/results/2026-12-01-h200-topk-warp-select.txt), so it is kept to the warp kernel, whose
+// tests pass with it for every key type.
 __device__ __forceinline__ R radix_sel(K b) {
     const R x = (R)b;
     const R sign = (R)1 << (KBITS - 1);
@@ -734,6 +736,8 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
 #pragma unroll
             for (int i = 0; i < WARP_KPL; i++) {
                 if ((rounds >> i) & 1u) {
+                    // Compared again rather than read from keep's bit i: holding those bits
+                    // as predicates made ptxas spill.
                     const bool mine = 32 * i <= last && r[i] >= t;
                     const u32 b = __ballot_sync(0xffffffffu, mine);
                     if (mine) {
