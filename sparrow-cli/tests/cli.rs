@@ -197,6 +197,19 @@ fn bad_inputs_give_one_line_errors() {
         e,
         "error: invalid argument `--tie-break`: \"first\" is not fast, smaller-index or larger-index"
     );
+
+    // info --kernels checks its filter before it compiles anything (or needs libnvrtc).
+    let e = failure(&sparrow(&[
+        "info",
+        "--kernels",
+        "sm_90",
+        "--filter",
+        "topk_nope",
+    ]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--filter`: no kernel entry point contains \"topk_nope\""
+    );
 }
 
 #[test]

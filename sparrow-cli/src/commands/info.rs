@@ -15,11 +15,12 @@ pub struct Args {
     /// Needs libnvrtc, not a GPU.
     #[arg(long, value_name = "ARCH")]
     kernels: Option<String>,
-    /// With --kernels: only entry points whose name contains this.
+    /// With --kernels: only entry points whose name contains this (and only their modules are
+    /// compiled).
     #[arg(long, default_value = "")]
     filter: String,
-    /// With --kernels: also write each module's cubin here as MODULE.ARCH.cubin, for reading
-    /// its machine code with `nvdisasm` or `cuobjdump -sass`.
+    /// With --kernels: also write each compiled module's cubin here as MODULE.ARCH.cubin, for
+    /// reading its machine code with `nvdisasm` or `cuobjdump -sass`.
     #[arg(long, value_name = "DIR")]
     cubin_dir: Option<std::path::PathBuf>,
 }
@@ -113,6 +114,18 @@ fn kernel_resources(
     filter: &str,
     cubin_dir: Option<&std::path::Path>,
 ) -> Result<ExitCode> {
+    // Only modules that export a matching entry point are compiled (one takes seconds).
+    let modules: Vec<_> = sparrow::kernels::all_modules()
+        .into_iter()
+        .filter(|m| (m.entry_points)().iter().any(|e| e.contains(filter)))
+        .collect();
+    if modules.is_empty() {
+        return Err(sparrow::Error::invalid(
+            "--filter",
+            format!("no kernel entry point contains \"{filter}\""),
+        ));
+    }
+    compile::nvrtc_version()?;
     if let Some(dir) = cubin_dir {
         std::fs::create_dir_all(dir).map_err(|e| sparrow::Error::io(dir, e))?;
     }
@@ -120,7 +133,7 @@ fn kernel_resources(
         "{:<32} {:>9} {:>14} {:>14}",
         "kernel", "registers", "spill st/ld B", "static smem B"
     );
-    for m in sparrow::kernels::all_modules() {
+    for m in modules {
         let (cubin, res) = compile::compile_with_resources(&m, arch)?;
         if let Some(dir) = cubin_dir {
             let path = dir.join(format!("{}.{arch}.cubin", m.name));
