@@ -695,6 +695,67 @@ mod topk {
         }
     }
 
+    /// The warp prefilter's candidate counts at their bounds. A segment holds `n` copies of the
+    /// extreme key, five of them in distinct lanes, and the opposite extreme elsewhere, so with
+    /// k up to 5 the threshold is the extreme key and the candidates are exactly its copies: up
+    /// to 32 take the one-per-lane bitonic select, 33 to 128 the bitwise select among the
+    /// candidates, and 129 the cut at the threshold. Every tie-break picks among the copies.
+    fn warp_candidate_bounds<K: Key>(d: &Device) {
+        for largest in [true, false] {
+            let (top, rest) = if largest {
+                (K::highest(), K::lowest())
+            } else {
+                (K::lowest(), K::highest())
+            };
+            let mut k: Vec<K> = Vec::new();
+            let mut o = vec![0i64];
+            for len in [1024usize, 1000, 300] {
+                for n in [1usize, 31, 32, 33, 127, 128, 129] {
+                    let mut seg = vec![rest; len];
+                    // 37 is prime to every length here: n distinct positions, the first five
+                    // (below 300, so unwrapped) in distinct lanes: 37 j mod 32 = 5 j mod 32.
+                    for j in 0..n {
+                        seg[(j * 37 + 5) % len] = top;
+                    }
+                    k.extend(seg);
+                    o.push(k.len() as i64);
+                }
+            }
+            for kk in [1usize, 5] {
+                for tie in TIES {
+                    for sorted in [false, true] {
+                        let base = if largest {
+                            TopK::largest(kk)
+                        } else {
+                            TopK::smallest(kk)
+                        };
+                        let req = base.tie_break(tie).sorted(sorted);
+                        let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
+                        assert!(plan.reason.starts_with("warp"), "{plan}");
+                        check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_topk_warp_candidate_bounds() {
+        let d = dev();
+        warp_candidate_bounds::<f32>(&d);
+        warp_candidate_bounds::<f64>(&d);
+        warp_candidate_bounds::<f16>(&d);
+        warp_candidate_bounds::<bf16>(&d);
+        warp_candidate_bounds::<i8>(&d);
+        warp_candidate_bounds::<u8>(&d);
+        warp_candidate_bounds::<i16>(&d);
+        warp_candidate_bounds::<u16>(&d);
+        warp_candidate_bounds::<i32>(&d);
+        warp_candidate_bounds::<u32>(&d);
+        warp_candidate_bounds::<i64>(&d);
+        warp_candidate_bounds::<u64>(&d);
+    }
+
     #[test]
     fn small_topk_warp_path() {
         let d = dev();
