@@ -15,6 +15,7 @@ fn h200_like() -> Limits {
         max_grid: [i32::MAX as u32, 65535, 65535],
         smem_per_block: 48 * 1024,
         smem_per_block_optin: 227 * 1024,
+        smem_per_sm: 228 * 1024,
         max_cluster_portable: 8,
         max_cluster: 16,
         l2_bytes: 50 << 20,

@@ -1182,6 +1182,120 @@ mod topk {
         filter_narrow_keys::<u8>(&d, &o, &v);
     }
 
+    /// The staged filter (sm_90: keys staged by bulk copies) and the register filter on the
+    /// same inputs: segments at every byte offset of the bulk copy's 16-byte alignment, so
+    /// tiles have unaligned heads and tails (peeled to the producer warp's lanes), tiles of
+    /// under 32 bytes with no aligned interior at all, an empty segment; every key width,
+    /// friendly and adversarial keys, both directions, every tie-break.
+    #[test]
+    fn topk_filter_staging_every_width() {
+        let d = dev();
+        let sm90 = match &d {
+            Device::Cuda(g) => g.limits().compute_capability.0 >= 9,
+            Device::Cpu => false,
+        };
+        // Lengths of 1 to 31 keys (under 32 bytes for 1-byte keys), a tile and 3, two tiles
+        // and 5: the segments start at many offsets from a 16-byte boundary for every width.
+        let mut o = vec![0i64];
+        for len in [7i64, 4099, 1, 31, 9000, 0, 13, 4096 * 2 + 5, 3, 6007] {
+            o.push(o.last().unwrap() + len);
+        }
+        let all = [Pattern::Uniform, Pattern::TwoValues, Pattern::Ascending];
+        let both = [true, false];
+        staged_vs_register::<f32>(&d, &o, sm90, &all, &both, &TIES);
+        staged_vs_register::<f64>(&d, &o, sm90, &all, &both, &TIES);
+        staged_vs_register::<bf16>(&d, &o, sm90, &all, &both, &TIES);
+        staged_vs_register::<i8>(&d, &o, sm90, &all, &both, &TIES);
+        staged_vs_register::<u16>(&d, &o, sm90, &all, &both, &TIES);
+        staged_vs_register::<i64>(&d, &o, sm90, &all, &both, &TIES);
+    }
+
+    /// The staged filter at sizes compute-sanitizer's race check can take: every key width,
+    /// unaligned tiles, uniform keys and ascending ones (whose last tiles overflow their slots).
+    #[test]
+    fn sanitize_topk_filter_staging() {
+        let d = dev();
+        let sm90 = match &d {
+            Device::Cuda(g) => g.limits().compute_capability.0 >= 9,
+            Device::Cpu => false,
+        };
+        let mut o = vec![0i64];
+        for len in [7i64, 4099, 31, 9000, 13, 4096 * 2 + 5] {
+            o.push(o.last().unwrap() + len);
+        }
+        let pats = [Pattern::Uniform, Pattern::Ascending];
+        let ties = [TieBreak::Fast, TieBreak::LargerIndex];
+        staged_vs_register::<f32>(&d, &o, sm90, &pats, &[true], &ties);
+        staged_vs_register::<f64>(&d, &o, sm90, &pats, &[true], &ties);
+        staged_vs_register::<bf16>(&d, &o, sm90, &pats, &[true], &ties);
+        staged_vs_register::<i8>(&d, &o, sm90, &pats, &[true], &ties);
+    }
+
+    fn staged_vs_register<K: Key>(
+        d: &Device,
+        o: &[i64],
+        sm90: bool,
+        patterns: &[Pattern],
+        stagings: &[bool],
+        ties: &[TieBreak],
+    ) {
+        let n = *o.last().unwrap() as usize;
+        let v: Vec<u16> = keys(n, Pattern::RandomBits, 4);
+        for (pi, &pattern) in patterns.iter().enumerate() {
+            let k: Vec<K> = keys(n, pattern, pi as u64 + 11);
+            for &staging in stagings {
+                for largest in [true, false] {
+                    for &tie in ties {
+                        for kk in [1usize, 50] {
+                            let req = if largest {
+                                TopK::largest(kk)
+                            } else {
+                                TopK::smallest(kk)
+                            };
+                            let req = req
+                                .tie_break(tie)
+                                .staging(staging)
+                                .force_path(Some(GpuPath::Filter));
+                            let (_, plan) = req.run_keys(d, &k, Segments::Offsets(o)).unwrap();
+                            let kernel = plan.kernel.clone().unwrap_or_default();
+                            assert_eq!(
+                                kernel.contains("filter_tma"),
+                                staging && sm90,
+                                "{} [{plan}]",
+                                K::NAME
+                            );
+                            check(d, &req, &k, Segments::Offsets(o), Some(&v));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The staged filter with many tiles per block (its grid holds a few blocks per SM), so
+    /// every stage is refilled several times and the barriers' phases wrap: 12M f32 keys and
+    /// 24M bf16 keys in segments at unaligned offsets, against the register filter's and the
+    /// CPU's answers.
+    #[test]
+    fn topk_staged_filter_reuses_its_stages() {
+        let d = dev();
+        let o = [0i64, 3, 4_000_003, 4_000_010, 12_000_001];
+        let n = *o.last().unwrap() as usize;
+        let kf: Vec<f32> = keys(n, Pattern::Uniform, 21);
+        let o2 = [0i64, 5, 16_000_005, 24_000_000];
+        let kb: Vec<bf16> = keys(24_000_000, Pattern::Uniform, 22);
+        for tie in TIES {
+            for staging in [true, false] {
+                let req = TopK::largest(100)
+                    .tie_break(tie)
+                    .staging(staging)
+                    .force_path(Some(GpuPath::Filter));
+                check::<f32, f32>(&d, &req, &kf, Segments::Offsets(&o), None);
+                check::<bf16, bf16>(&d, &req, &kb, Segments::Offsets(&o2), None);
+            }
+        }
+    }
+
     /// The filter compares float keys as floats against the threshold's float: thresholds at
     /// NaN, infinities, zeros of both signs, subnormals and the most negative keys, for both
     /// directions, checked on every float type.

@@ -33,7 +33,8 @@ pub struct Args {
     /// Also time the CPU backend.
     #[arg(long)]
     cpu: bool,
-    /// Also time every GPU path that computes each case (rows marked `sweep`).
+    /// Also time every GPU path that computes each case (rows marked `sweep`; bench topk:
+    /// the register filter beside the staged one).
     #[arg(long)]
     sweep: bool,
     /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the seven issue shapes).
@@ -438,9 +439,10 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     let pb = super::spinner("bench topk");
     pb.set_message("measuring copy bandwidth");
     let bw = sparrow::bench::copy_bandwidth(gpu, 1 << 30)?;
-    let records = sparrow::bench::topk::run(gpu, &shapes, &cases, args.reps, bw, &mut |m| {
-        pb.set_message(m.to_string())
-    })?;
+    let records =
+        sparrow::bench::topk::run(gpu, &shapes, &cases, args.reps, bw, args.sweep, &mut |m| {
+            pb.set_message(m.to_string())
+        })?;
     pb.finish_and_clear();
     super::report_compiles(&device);
     emit_json(ctx, args.jsonl.as_deref(), &records)?;

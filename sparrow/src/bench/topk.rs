@@ -118,13 +118,15 @@ pub struct TopkRecord {
     pub frac_copy_bw: f64,
 }
 
-/// Times every shape in `shapes` for every case in `cases` on `gpu`.
+/// Times every shape in `shapes` for every case in `cases` on `gpu`; with `sweep`, a plan on
+/// the staged filter is timed again on the register filter (the crossover between them).
 pub fn run(
     gpu: &std::sync::Arc<Gpu>,
     shapes: &[(usize, usize, usize)],
     cases: &[Case],
     reps: usize,
     bw: f64,
+    sweep: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<TopkRecord>> {
     let mut out = Vec::new();
@@ -138,9 +140,10 @@ pub fn run(
             ));
             let n = len * segments;
             let pat = case.pattern.1;
-            out.push(match case.key {
-                BenchKey::F32 => one(gpu, shape, *case, reps, bw, &keys::<f32>(n, pat, 21))?,
-                BenchKey::Bf16 => one(gpu, shape, *case, reps, bw, &bf16_keys(n, pat))?,
+            let t = (shape, *case, reps, bw, sweep);
+            out.extend(match case.key {
+                BenchKey::F32 => one(gpu, t, &keys::<f32>(n, pat, 21))?,
+                BenchKey::Bf16 => one(gpu, t, &bf16_keys(n, pat))?,
             });
         }
     }
@@ -160,14 +163,13 @@ fn bf16_keys(n: usize, pat: Pattern) -> Vec<bf16> {
     }
 }
 
+type Setup = ((usize, usize, usize), Case, usize, f64, bool);
+
 fn one<K: Key>(
     gpu: &std::sync::Arc<Gpu>,
-    (len, k, segments): (usize, usize, usize),
-    case: Case,
-    reps: usize,
-    bw: f64,
+    ((len, k, segments), case, reps, bw, sweep): Setup,
     data: &[K],
-) -> Result<TopkRecord> {
+) -> Result<Vec<TopkRecord>> {
     let device = Device::Cuda(gpu.clone());
     let req = TopK::largest(k).tie_break(case.tie);
     let segs = Segments::Fixed {
@@ -176,21 +178,48 @@ fn one<K: Key>(
     };
     let layout = req.layout(data.len(), segs, None)?;
     let plan = req.plan::<K>(&device, &layout)?;
-    let t = GpuTopK::<K, K>::new(gpu, &req, data, &layout, None)?;
-    let timing = time_gpu(gpu, 2, reps.max(10), || t.enqueue())?;
-    let gbs = std::mem::size_of_val(data) as f64 / (timing.median_ms * 1e-3) / 1e9;
-    Ok(TopkRecord {
+    let mut reqs = vec![req.clone()];
+    if sweep && plan.kernel.as_deref().unwrap_or("").contains("filter_tma") {
+        reqs.push(req.staging(false));
+    }
+    reqs.iter()
+        .map(|req| {
+            let plan = req.plan::<K>(&device, &layout)?;
+            let t = GpuTopK::<K, K>::new(gpu, req, data, &layout, None)?;
+            let timing = time_gpu(gpu, 2, reps.max(10), || t.enqueue())?;
+            Ok(record(
+                (len, k, segments),
+                case,
+                plan.kernel.unwrap_or_default(),
+                &timing,
+                std::mem::size_of_val(data),
+                bw,
+            ))
+        })
+        .collect()
+}
+
+fn record(
+    (len, k, segments): (usize, usize, usize),
+    case: Case,
+    variant: String,
+    timing: &crate::bench::timing::Timing,
+    bytes: usize,
+    bw: f64,
+) -> TopkRecord {
+    let gbs = bytes as f64 / (timing.median_ms * 1e-3) / 1e9;
+    TopkRecord {
         key: case.key.name().to_string(),
         pattern: case.pattern.0.to_string(),
         tie: format!("{:?}", case.tie),
         len,
         k,
         segments,
-        variant: plan.kernel.unwrap_or_default(),
+        variant,
         median_ms: timing.median_ms,
         min_ms: timing.min_ms,
         reps: timing.reps,
         key_gbs: gbs,
         frac_copy_bw: gbs / bw,
-    })
+    }
 }

@@ -26,6 +26,8 @@ pub struct Limits {
     pub smem_per_block: u32,
     /// Shared memory per block with opt-in, bytes.
     pub smem_per_block_optin: u32,
+    /// Shared memory per SM, bytes (what the blocks resident on one SM share).
+    pub smem_per_sm: u32,
     /// Largest portable cluster (8 on sm_90), or 1 where clusters do not exist.
     pub max_cluster_portable: u32,
     /// Largest cluster with the non-portable attribute (16 on sm_90), or 1.
@@ -68,6 +70,7 @@ impl Limits {
             ],
             smem_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
             smem_per_block_optin: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            smem_per_sm: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
             // The driver reports no attribute for these; they are fixed by the architecture
             // (CUDA programming guide, thread block clusters).
             max_cluster_portable: if clusters { 8 } else { 1 },

@@ -120,6 +120,12 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// bar.sync id, threads: a barrier for `threads` (a multiple of 32) of the block's threads, so
+// that a warp with other work (a producer) need not take part.
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 #if __CUDA_ARCH__ >= 900
 // mbarrier.init.shared::cta.b64 [bar], count (sm_80+; used here with the sm_90 bulk copies).
 __device__ __forceinline__ void mbar_init(u64* bar, u32 count) {
@@ -144,6 +150,11 @@ __device__ __forceinline__ bool mbar_try_wait(u64* bar, u32 phase) {
         : "r"(smem_addr(bar)), "r"(phase)
         : "memory");
     return ok != 0;
+}
+// mbarrier.arrive.shared::cta.b64 (sm_90 for the sink `_`): one arrival, with release
+// semantics for this thread's earlier shared-memory accesses.
+__device__ __forceinline__ void mbar_arrive(u64* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 // fence.proxy.async.shared::cta (sm_90): orders this thread's (and, after a barrier, the
 // block's) generic-proxy accesses to shared memory before later bulk-copy (async-proxy)

@@ -94,7 +94,7 @@ fn spmm_entry_points() -> Vec<String> {
 const TOPK_SRC: &str = include_str!("topk.cu");
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 26] = [
+pub const TOPK_KERNELS: [&str; 27] = [
     "init",
     "hist",
     "pick",
@@ -116,6 +116,7 @@ pub const TOPK_KERNELS: [&str; 26] = [
     "thresh",
     "remap",
     "filter",
+    "filter_tma",
     "cand",
     "values_v1",
     "values_v2",

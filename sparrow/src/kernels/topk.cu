@@ -885,18 +885,132 @@ __device__ __forceinline__ FloatCut float_cut(R th, int largest) {
     return c;
 }
 
-// Blocks stride over the tiles, loading the next tile's keys before filtering the current
-// one so loads stay in flight; warp w holds the tile's keys w * 512 + r * 32 + lane, so
-// ballots order a warp's candidates and one barrier orders the warps.
+// Both filter kernels: a block filters one tile at a time, warp w holding the tile's keys
+// w * 512 + r * 32 + lane (r < FR), so ballots order a warp's candidates and one barrier per
+// tile orders the warps (their totals double-buffered by tile parity, so no second barrier
+// guards them).
 #define FR (TILE / 256)
+
+// The per-tile facts the filter compares with: the segment's threshold, and whether it
+// counts the keys equal to it.
+struct TileCut {
+    R th;
+    bool none, ceq;
+    FloatCut fc;
+};
+
+__device__ __forceinline__ TileCut tile_cut(u64 th64, u32 count_eq, int largest) {
+    TileCut c;
+    c.none = th64 > (u64)width_mask();
+    c.th = c.none ? width_mask() : (R)th64;
+    c.ceq = count_eq != 0;
+    c.fc = float_cut(c.th, largest);
+    return c;
+}
+
+// Bit r of the returned mask: key r of this thread is above the threshold; *eq counts those
+// equal to it (when counted).
+__device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileCut& c, int largest, int first,
+                                          u32* eq_out) {
+    u32 m = 0, eq = 0;
+    if (TOPK_KIND == 0 && n == TILE && c.fc.fast && !c.none) {
+        // Full tiles of float keys: one compare per key (two where equal keys count).
+        if (largest) {
+#pragma unroll
+            for (int r = 0; r < FR; r++) m |= (u32)!(key_float(cur[r]) <= c.fc.f) << r;
+        } else {
+#pragma unroll
+            for (int r = 0; r < FR; r++) m |= (u32)(key_float(cur[r]) < c.fc.f) << r;
+        }
+        if (c.ceq) {
+#pragma unroll
+            for (int r = 0; r < FR; r++) eq += key_float(cur[r]) == c.fc.fe;
+        }
+    } else if (n == TILE && !c.ceq) {
+#pragma unroll
+        for (int r = 0; r < FR; r++) m |= (u32)(directed(cur[r], largest) > c.th) << r;
+    } else if (n == TILE) {
+#pragma unroll
+        for (int r = 0; r < FR; r++) {
+            const R d = directed(cur[r], largest);
+            m |= (u32)(d > c.th) << r;
+            eq += d == c.th;
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < FR; r++) {
+            const R d = directed(cur[r], largest);
+            const bool in = first + r * 32 < n;
+            m |= (u32)(in && d > c.th) << r;
+            eq += c.ceq && in && d == c.th;
+        }
+    }
+    if (c.none) m = eq = 0;
+    *eq_out = eq;
+    return m;
+}
+
+// Places tile t's candidates (marks m, per-thread equal counts eq) in position order in its
+// CT slots and writes its counts. wtot and weq are this tile's parity's halves; sync() is a
+// barrier of the block's 256 filtering threads.
+template <class Sync>
+__device__ __forceinline__ void tile_place(const K (&cur)[FR], u32 m, u32 eq, bool ceq, i64 t, int ct, int first,
+                                           K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, u32* wtot,
+                                           u32* weq, const Sync& sync) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const u32 lt = (1u << lane) - 1u;
+    const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
+    const u32 eqw = ceq ? __reduce_add_sync(0xffffffffu, eq) : 0u;
+    if (lane == 0) {
+        wtot[w] = mine;
+        weq[w] = eqw;
+    }
+    sync();
+    u32 base = 0, total = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const u32 x = wtot[j];
+        base += j < w ? x : 0u;
+        total += x;
+    }
+    // Only the rounds where some lane of the warp has a candidate (the same in the whole
+    // warp) cost a ballot.
+    const u32 rounds = mine ? __reduce_or_sync(0xffffffffu, m) : 0u;
+    K* ck = cand_key + t * ct;
+    u16* co = cand_off + t * ct;
+#pragma unroll
+    for (int r = 0; r < FR; r++) {
+        if ((rounds >> r) & 1u) {
+            const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
+            if ((m >> r) & 1u) {
+                const u32 o = base + __popc(b & lt);
+                if (o < (u32)ct) {
+                    ck[o] = cur[r];
+                    co[o] = (u16)(first + r * 32);
+                }
+            }
+            base += __popc(b);
+        }
+    }
+    if (threadIdx.x == 0) {
+        tile_cnt[t] = total;
+        u32 e = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) e += weq[j];
+        tile_eq[t] = e;
+    }
+}
+
+// Blocks stride over the tiles, loading the next tile's keys into registers before
+// filtering the current one so loads stay in flight (any architecture; sm_90 takes
+// filter_tma below).
 extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
     ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
                   const i64* __restrict__ tile_end, const u64* __restrict__ thresh, i64 ntiles, int ct,
                   const u32* __restrict__ count_eq, K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq,
                   int largest) {
-    __shared__ u32 wtot[8], weq[8];
+    __shared__ u32 wtot[2][8], weq[2][8];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const u32 lt = (1u << lane) - 1u;
     const int first = w * (FR * 32) + lane;
     i64 t = blockIdx.x, a = 0, n = 0;
     if (t < ntiles) {
@@ -906,7 +1020,7 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
     K cur[FR];
 #pragma unroll
     for (int r = 0; r < FR; r++) cur[r] = first + r * 32 < n ? keys[a + first + r * 32] : (K)0;
-    for (; t < ntiles; t += gridDim.x) {
+    for (int par = 0; t < ntiles; t += gridDim.x, par ^= 1) {
         const i64 tn = t + gridDim.x;
         i64 an = 0, nn = 0;
         if (tn < ntiles) {
@@ -916,87 +1030,12 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
         K nxt[FR];
 #pragma unroll
         for (int r = 0; r < FR; r++) nxt[r] = first + r * 32 < nn ? keys[an + first + r * 32] : (K)0;
-        const u64 th64 = thresh[tile_seg[t]];
-        const R th = th64 > (u64)width_mask() ? width_mask() : (R)th64;
-        const bool none = th64 > (u64)width_mask();
-        const bool ceq = count_eq[tile_seg[t]] != 0;  // the same in the whole block
-        u32 m = 0, eq = 0;
-        const FloatCut fc = float_cut(th, largest);
-        if (TOPK_KIND == 0 && n == TILE && fc.fast && !none) {
-            // Full tiles of float keys: one compare per key (two where equal keys count).
-            if (largest) {
-#pragma unroll
-                for (int r = 0; r < FR; r++) m |= (u32)!(key_float(cur[r]) <= fc.f) << r;
-            } else {
-#pragma unroll
-                for (int r = 0; r < FR; r++) m |= (u32)(key_float(cur[r]) < fc.f) << r;
-            }
-            if (ceq) {
-#pragma unroll
-                for (int r = 0; r < FR; r++) eq += key_float(cur[r]) == fc.fe;
-            }
-        } else if (n == TILE && !ceq) {
-#pragma unroll
-            for (int r = 0; r < FR; r++) m |= (u32)(directed(cur[r], largest) > th) << r;
-        } else if (n == TILE) {
-#pragma unroll
-            for (int r = 0; r < FR; r++) {
-                const R d = directed(cur[r], largest);
-                m |= (u32)(d > th) << r;
-                eq += d == th;
-            }
-        } else {
-#pragma unroll
-            for (int r = 0; r < FR; r++) {
-                const R d = directed(cur[r], largest);
-                const bool in = first + r * 32 < n;
-                m |= (u32)(in && d > th) << r;
-                eq += ceq && in && d == th;
-            }
-        }
-        if (none) m = eq = 0;
-        const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
-        const u32 eqw = ceq ? __reduce_add_sync(0xffffffffu, eq) : 0u;
-        if (lane == 0) {
-            wtot[w] = mine;
-            weq[w] = eqw;
-        }
-        __syncthreads();
-        u32 base = 0, total = 0;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const u32 x = wtot[j];
-            base += j < w ? x : 0u;
-            total += x;
-        }
-#pragma unroll
-        // Only the rounds where some lane of the warp has a candidate (the same in the
-        // whole warp) cost a ballot.
-        const u32 rounds = mine ? __reduce_or_sync(0xffffffffu, m) : 0u;
-        K* ck = cand_key + t * ct;
-        u16* co = cand_off + t * ct;
-#pragma unroll
-        for (int r = 0; r < FR; r++) {
-            if ((rounds >> r) & 1u) {
-                const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
-                if ((m >> r) & 1u) {
-                    const u32 o = base + __popc(b & lt);
-                    if (o < (u32)ct) {
-                        ck[o] = cur[r];
-                        co[o] = (u16)(first + r * 32);
-                    }
-                }
-                base += __popc(b);
-            }
-        }
-        if (threadIdx.x == 0) {
-            tile_cnt[t] = total;
-            u32 e = 0;
-#pragma unroll
-            for (int j = 0; j < 8; j++) e += weq[j];
-            tile_eq[t] = e;
-        }
-        __syncthreads();
+        const int s = tile_seg[t];
+        const TileCut c = tile_cut(thresh[s], count_eq[s], largest);
+        u32 eq;
+        const u32 m = tile_marks(cur, n, c, largest, first, &eq);
+        tile_place(cur, m, eq, c.ceq, t, ct, first, cand_key, cand_off, tile_cnt, tile_eq, wtot[par], weq[par],
+                   [] { __syncthreads(); });
 #pragma unroll
         for (int r = 0; r < FR; r++) cur[r] = nxt[r];
         a = an;
@@ -1004,6 +1043,171 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
     }
 }
 
+// The filter with the keys staged by the TMA (sm_90). Warp-specialised: warp 8, the
+// producer, stages each tile into one of `nst` shared-memory stages (a bulk copy of its
+// 16-byte-aligned interior; its unaligned head and tail, under 16 bytes each, stored by the
+// warp's lanes; its threshold, and the float compare standing for it, in the stage's header)
+// and signals the stage's full barrier; warps 0-7 filter the stage as the register filter
+// does, each thread arriving on its empty barrier as soon as its keys are in registers. Keys
+// reach shared memory without passing through registers, so the bytes in flight are bounded
+// by shared memory, not by registers, and the filtering threads' loads are shared-memory
+// loads at constant offsets. The producer keeps its own global loads (tile bounds two tiles
+// ahead, threshold and edge keys one ahead) in flight while it waits for a free stage: its
+// loop waits first and only then uses what it loaded in the previous iteration.
+#define FT_THREADS 288
+#define FT_MAX_STAGES 8
+
+struct FtHead {
+    TileCut c;
+    int n, shift;
+};
+
+extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
+    ENTRY(filter_tma)(const K* __restrict__ keys, const int* __restrict__ tile_seg,
+                      const i64* __restrict__ tile_start, const i64* __restrict__ tile_end,
+                      const u64* __restrict__ thresh, i64 ntiles, int ct, const u32* __restrict__ count_eq,
+                      K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, int largest, int nst,
+                      int stage_bytes) {
+#if __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) u64 ft_smem[];
+    __shared__ __align__(8) u64 full[FT_MAX_STAGES], empty[FT_MAX_STAGES];
+    __shared__ FtHead head[FT_MAX_STAGES];
+    __shared__ u32 wtot[2][8], weq[2][8];
+    unsigned char* stages = (unsigned char*)ft_smem;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const i64 G = gridDim.x;
+    const i64 nj = (i64)blockIdx.x < ntiles ? (ntiles - blockIdx.x + G - 1) / G : 0;
+    // A stage holds a tile's keys at byte offset (address of its first key) % 16: at least
+    // TILE keys and 15 bytes, a multiple of 16 (the host's stage_bytes).
+    nst = nst < FT_MAX_STAGES ? nst : FT_MAX_STAGES;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < nst; s++) {
+            mbar_init(&full[s], 32);
+            mbar_init(&empty[s], 256);
+        }
+        fence_mbar_init();
+    }
+    __syncthreads();
+    if (w == 8) {
+        // The producer. Pipeline registers: bounds of tile j + 2 as loaded (p2*, used an
+        // iteration later), tile j + 1's bounds, threshold and this lane's edge key (p1*,
+        // loaded during iteration j, used after the next wait for a free stage).
+        constexpr int KS = (int)sizeof(K);
+        i64 p1a = 0, p2a = 0, p2e = 0;
+        int p1n = 0, p1s = 0, p2s = 0;
+        auto bounds = [&](i64 j, i64& a, i64& e, int& sg) {
+            if (j < nj) {
+                const i64 t = blockIdx.x + j * G;
+                a = tile_start[t];
+                e = tile_end[t];
+                sg = tile_seg[t];
+            }
+        };
+        // Edge layout of a tile at a with n keys: keys [0, hd) and [tl, n) are loaded by lanes,
+        // [hd, tl) by the bulk copy.
+        auto edges = [&](i64 a, int n, int& hd, int& tl, int& shift) {
+            const u64 A = (u64)(keys + a), E = A + (u64)n * KS;
+            const u64 lo16 = (A + 15) & ~15ull, hi16 = E & ~15ull;
+            shift = (int)(A & 15);
+            if (hi16 > lo16) {
+                hd = (int)((lo16 - A) / KS);
+                tl = (int)((hi16 - A) / KS);
+            } else {
+                hd = tl = n;
+            }
+        };
+        auto edge_load = [&](i64 j, i64 a, int n) {
+            K v = 0;
+            if (j < nj) {
+                int hd, tl, sh;
+                edges(a, n, hd, tl, sh);
+                const int i = lane < hd ? lane : tl + (lane - hd);
+                if (i < n) v = keys[a + i];
+            }
+            return v;
+        };
+        u64 p1th = 0;
+        u32 p1eq = 0;
+        K p1v = 0;
+        // Advances the pipeline by a tile: j + 1's bounds from the registers, its threshold
+        // and edge key and j + 2's bounds issued.
+        auto advance = [&](i64 j) {
+            p1a = p2a;
+            p1n = (int)(p2e - p2a);
+            p1s = p2s;
+            if (j + 1 < nj) {
+                p1th = thresh[p1s];
+                p1eq = count_eq[p1s];
+            }
+            p1v = edge_load(j + 1, p1a, p1n);
+            bounds(j + 2, p2a, p2e, p2s);
+        };
+        bounds(0, p2a, p2e, p2s);
+        advance(-1);
+        int s = 0;
+        u32 par = 0;
+        for (i64 j = 0; j < nj; j++) {
+            if (j >= nst) {
+                while (!mbar_try_wait(&empty[s], par ^ 1u)) {
+                }
+            }
+            const i64 a = p1a;
+            const int n = p1n;
+            int hd, tl, shift;
+            edges(a, n, hd, tl, shift);
+            unsigned char* sb = stages + (i64)s * stage_bytes + shift;
+            const int i = lane < hd ? lane : tl + (lane - hd);
+            if (i < n && (lane < hd || i >= tl)) ((K*)sb)[i] = p1v;
+            // Every lane arrives (lane 0 announcing the copy's bytes first), so each edge
+            // store is released by its own thread's arrival.
+            if (lane == 0) {
+                head[s] = FtHead{tile_cut(p1th, p1eq, largest), n, shift};
+                const u32 bytes = (u32)(tl - hd) * KS;
+                mbar_arrive_expect_tx(&full[s], bytes);
+                if (bytes) bulk_copy_g2s(sb + (i64)hd * KS, keys + a + hd, bytes, &full[s]);
+            } else {
+                mbar_arrive(&full[s]);
+            }
+            advance(j);
+            if (++s == nst) {
+                s = 0;
+                par ^= 1u;
+            }
+        }
+        return;
+    }
+    const int first = w * (FR * 32) + lane;
+    int s = 0;
+    u32 par = 0;
+    for (i64 j = 0; j < nj; j++) {
+        while (!mbar_try_wait(&full[s], par)) {
+        }
+        const FtHead hh = head[s];
+        const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
+        K cur[FR];
+        if (hh.n == TILE) {
+#pragma unroll
+            for (int r = 0; r < FR; r++) cur[r] = sk[first + r * 32];
+        } else {
+#pragma unroll
+            for (int r = 0; r < FR; r++) cur[r] = first + r * 32 < hh.n ? sk[first + r * 32] : (K)0;
+        }
+        mbar_arrive(&empty[s]);
+        const TileCut& c = hh.c;
+        u32 eq;
+        const u32 m = tile_marks(cur, hh.n, c, largest, first, &eq);
+        const int p = (int)(j & 1);
+        tile_place(cur, m, eq, c.ceq, (i64)blockIdx.x + j * G, ct, first, cand_key, cand_off, tile_cnt, tile_eq,
+                   wtot[p], weq[p], [] { named_barrier(1, 256); });
+        if (++s == nst) {
+            s = 0;
+            par ^= 1u;
+        }
+    }
+#else
+    __trap();
+#endif
+}
 // Key j of a run loaded as 32-bit words (keys packed little-endian).
 __device__ __forceinline__ K word_key(const u32* w, int j) {
     if (sizeof(K) == 8) return (K)(((u64)w[2 * j + 1] << 32) | (u64)w[2 * j]);
@@ -1168,6 +1372,8 @@ RBLOCK(32)
 // Tiles per segment whose overflowed candidates are re-filtered from memory; more go to the
 // in-memory selection.
 #define OVF_MAX 32
+// Candidate slots each thread of the candidate kernel reads before storing any.
+#define GU 4
 
 // Appends the keys of tile [a, a + n) (n <= TILE; a relative to the segment) whose radix
 // passes `take` (gt: above th; else: equal to th with tie rank, counted from rank0 in
@@ -1230,7 +1436,7 @@ extern "C" __global__ void __launch_bounds__(256)
     R* rad = (R*)smem_raw;
     u32* pos = (u32*)(rad + cap);
     K* skey = (K*)(pos + cap);
-    __shared__ u32 tbase[256], tcnt[256];
+    __shared__ u32 tbase[256], tcnt[256], gbase[256];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
     __shared__ u32 cnt[256];
@@ -1255,6 +1461,11 @@ extern "C" __global__ void __launch_bounds__(256)
         const u32 before = block_exclusive_scan(c, sums, &sum);
         __syncthreads();
         block_exclusive_scan(e, sums, &esum);
+        __syncthreads();
+        // Slots gathered: a tile's candidates when they fit its slots and the shared memory.
+        const bool gather = c <= (u32)ct && total + before + c <= (u64)cap;
+        u32 gsum;
+        gbase[threadIdx.x] = block_exclusive_scan(gather ? c : 0u, sums, &gsum);
         tbase[threadIdx.x] = before;
         tcnt[threadIdx.x] = c;
         if (c > (u32)ct) {
@@ -1265,19 +1476,38 @@ extern "C" __global__ void __launch_bounds__(256)
             }
         }
         __syncthreads();
-        // A warp per tile, lanes over its candidates: coalesced reads of the slots.
-        const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+        // The gathered slots of these tiles, numbered in tile order, spread over the block:
+        // slot f belongs to the last tile whose gather base is at most f. GU slots per
+        // thread are loaded before any is stored, so the reads overlap.
         const int ntb = (int)(t1 - tb < (i64)blockDim.x ? t1 - tb : (i64)blockDim.x);
-        for (int x = threadIdx.x >> 5; x < ntb; x += nw) {
-            const u32 cx = tcnt[x];
-            const i64 tt = tb + x;
-            if (cx <= (u32)ct && total + tbase[x] + cx <= (u64)cap) {
-                for (u32 q = lane; q < cx; q += 32) {
-                    const u64 j = total + tbase[x] + q;
-                    const K kv = cand_key[tt * ct + q];
-                    rad[j] = directed(kv, largest);
-                    pos[j] = (u32)((tt - t0) * TILE + cand_off[tt * ct + q]);
-                    if (CAND_KEYS_ON_CHIP) skey[j] = kv;
+        for (u32 f0 = 0; f0 < gsum; f0 += GU * blockDim.x) {
+            K kv[GU];
+            u16 ov[GU];
+            int xs[GU];
+#pragma unroll
+            for (int u = 0; u < GU; u++) {
+                const u32 f = f0 + u * blockDim.x + threadIdx.x;
+                xs[u] = -1;
+                if (f < gsum) {
+                    int x = 0;
+#pragma unroll
+                    for (int step = 128; step > 0; step >>= 1)
+                        if (x + step < ntb && gbase[x + step] <= f) x += step;
+                    const i64 slot = (tb + x) * ct + (f - gbase[x]);
+                    kv[u] = cand_key[slot];
+                    ov[u] = cand_off[slot];
+                    xs[u] = x;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < GU; u++) {
+                if (xs[u] >= 0) {
+                    const int x = xs[u];
+                    const u32 f = f0 + u * blockDim.x + threadIdx.x;
+                    const u64 j = total + tbase[x] + (f - gbase[x]);
+                    rad[j] = directed(kv[u], largest);
+                    pos[j] = (u32)((tb + x - t0) * TILE + ov[u]);
+                    if (CAND_KEYS_ON_CHIP) skey[j] = kv[u];
                 }
             }
         }

@@ -6,8 +6,8 @@ use cudarc::driver::CudaSlice;
 
 use super::key::directed;
 use super::plan::{
-    cand_bytes, filter_blocks, gpu_path, needs_padding, radix_bytes, rblock_items, split_stages,
-    tiles, FilterShape, GpuPath, SORT_MAX,
+    cand_bytes, filter_blocks, filter_staging, gpu_path, needs_padding, radix_bytes, rblock_items,
+    split_stages, tiles, FilterShape, GpuPath, FT_THREADS, SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
@@ -566,24 +566,32 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .i32(largest),
         )?;
         if b.nt > 0 {
-            run.launch(
-                "filter",
-                tiles_shape(filter_blocks(b.nt, gpu.limits()))?,
-                Args::new()
-                    .ptr(gpu.ptr(&b.keys))
-                    .ptr(gpu.ptr(&b.tseg))
-                    .ptr(gpu.ptr(&b.tst))
-                    .ptr(gpu.ptr(&b.ten))
-                    .ptr(gpu.ptr(&b.thresh))
-                    .i64(b.nt as i64)
-                    .i32(b.filter.ct as i32)
-                    .ptr(gpu.ptr(&b.count_eq))
-                    .ptr(gpu.ptr(&b.cand_key))
-                    .ptr(gpu.ptr(&b.cand_off))
-                    .ptr(gpu.ptr(&b.tile_cnt))
-                    .ptr(gpu.ptr(&b.tile_eq))
-                    .i32(largest),
-            )?;
+            let staged = filter_staging::<K>(&self.req, b.nt, gpu.limits());
+            let (name, shape) = match staged {
+                Some(f) => (
+                    "filter_tma",
+                    LaunchShape::linear(f.blocks as u32, FT_THREADS).with_smem(f.smem() as u32),
+                ),
+                None => ("filter", tiles_shape(filter_blocks(b.nt, gpu.limits()))?),
+            };
+            let mut args = Args::new();
+            args.ptr(gpu.ptr(&b.keys))
+                .ptr(gpu.ptr(&b.tseg))
+                .ptr(gpu.ptr(&b.tst))
+                .ptr(gpu.ptr(&b.ten))
+                .ptr(gpu.ptr(&b.thresh))
+                .i64(b.nt as i64)
+                .i32(b.filter.ct as i32)
+                .ptr(gpu.ptr(&b.count_eq))
+                .ptr(gpu.ptr(&b.cand_key))
+                .ptr(gpu.ptr(&b.cand_off))
+                .ptr(gpu.ptr(&b.tile_cnt))
+                .ptr(gpu.ptr(&b.tile_eq))
+                .i32(largest);
+            if let Some(f) = staged {
+                args.i32(f.stages as i32).i32(f.stage_bytes as i32);
+            }
+            run.launch(name, shape, &mut args)?;
         }
         run.launch(
             "cand",

@@ -85,6 +85,7 @@ pub struct TopK {
     tie: TieBreak,
     index: IndexType,
     path: Option<GpuPath>,
+    staging: bool,
 }
 
 /// Output positions, in the requested integer type.
@@ -180,6 +181,7 @@ impl TopK {
             tie: TieBreak::Fast,
             index: IndexType::I64,
             path: None,
+            staging: true,
         }
     }
     /// Sort each row by key (ties by position).
@@ -203,6 +205,17 @@ impl TopK {
     pub fn force_path(mut self, path: Option<GpuPath>) -> Self {
         self.path = path;
         self
+    }
+    /// Whether the filter path may stage the keys into shared memory by bulk copies where the
+    /// GPU has them (sm_90; the default). Off, it runs the register filter every architecture
+    /// has, so tests reach both on one GPU.
+    pub fn staging(mut self, on: bool) -> Self {
+        self.staging = on;
+        self
+    }
+    /// Whether the filter path may stage its keys ([`TopK::staging`]).
+    pub fn allows_staging(&self) -> bool {
+        self.staging
     }
     /// The forced GPU path, if any.
     pub fn forced_path(&self) -> Option<GpuPath> {

@@ -49,6 +49,90 @@ pub fn filter_blocks(ntiles: usize, limits: &crate::device::Limits) -> usize {
     ntiles.min(limits.sms as usize * 8).max(1)
 }
 
+/// Threads of the staged filter (`FT_THREADS` in topk.cu): eight filtering warps and one
+/// producer warp.
+pub const FT_THREADS: u32 = 288;
+/// Most stages of the staged filter; `FT_MAX_STAGES` in topk.cu caps what it is given. Eight
+/// stages of 1-byte keys already hold 32 KB in flight per block; more would leave
+/// compute-sanitizer no shared memory for its own bookkeeping.
+pub const FT_MAX_STAGES: usize = 8;
+/// Shared memory the staged filter declares statically (its barriers, stage headers and warp
+/// totals), with room to spare.
+const FT_STATIC_SMEM: usize = 1024;
+/// Shared memory the driver reserves per block on sm_80 and later.
+const DRIVER_SMEM_PER_BLOCK: usize = 1024;
+
+/// Launch of the staged filter (`topk_filter_tma`, sm_90): a persistent grid of `blocks`
+/// (every SM holding `per_sm`, as many as the register budget of its launch bounds allows),
+/// each with `stages` shared-memory stages of `stage_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagedFilter {
+    /// Blocks of the grid.
+    pub blocks: usize,
+    /// Blocks resident per SM.
+    pub per_sm: usize,
+    /// Stages per block.
+    pub stages: usize,
+    /// Bytes per stage ([`stage_bytes`]).
+    pub stage_bytes: usize,
+}
+
+impl StagedFilter {
+    /// Dynamic shared memory per block.
+    pub fn smem(&self) -> usize {
+        self.stages * self.stage_bytes
+    }
+}
+
+/// Bytes of one stage for keys of `key_bytes`: a tile, the up to 15 bytes its first key's
+/// address sits past a 16-byte boundary (the bulk copy's alignment), rounded to 128 bytes.
+pub fn stage_bytes(key_bytes: usize) -> usize {
+    (TILE * key_bytes + 16).next_multiple_of(128)
+}
+
+/// The staged filter's launch for `ntiles` tiles of keys of `key_bytes`, or None where it does
+/// not run: below compute capability 9.0 (no bulk copies) or where fewer than two stages fit
+/// a block's share of an SM's shared memory (no copy would overlap the filtering).
+pub fn staged_filter(
+    ntiles: usize,
+    key_bytes: usize,
+    limits: &crate::device::Limits,
+) -> Option<StagedFilter> {
+    if limits.compute_capability.0 < 9 || ntiles == 0 {
+        return None;
+    }
+    // The kernel's launch bounds: 4 blocks per SM for keys of up to 32 bits, 2 for 64.
+    let per_sm = if key_bytes <= 4 { 4 } else { 2 };
+    let share = (limits.smem_per_sm as usize / per_sm)
+        .saturating_sub(DRIVER_SMEM_PER_BLOCK + FT_STATIC_SMEM)
+        .min((limits.smem_per_block_optin as usize).saturating_sub(FT_STATIC_SMEM));
+    let sb = stage_bytes(key_bytes);
+    let stages = (share / sb).min(FT_MAX_STAGES);
+    if stages < 2 {
+        return None;
+    }
+    Some(StagedFilter {
+        blocks: ntiles.min(limits.sms as usize * per_sm),
+        per_sm,
+        stages,
+        stage_bytes: sb,
+    })
+}
+
+/// The staged filter's launch for request `req` on `ntiles` tiles of keys `K`, or None for the
+/// register filter (staging turned off, or [`staged_filter`] declines).
+pub fn filter_staging<K: Key>(
+    req: &TopK,
+    ntiles: usize,
+    limits: &crate::device::Limits,
+) -> Option<StagedFilter> {
+    if req.allows_staging() {
+        staged_filter(ntiles, K::BITS as usize / 8, limits)
+    } else {
+        None
+    }
+}
+
 /// Longest segment the warp path takes; must match `WARP_MAX` in `topk.cu`.
 pub const WARP_MAX: usize = 1024;
 
@@ -353,6 +437,14 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
     } else {
         ""
     };
+    let staged = filter_staging::<K>(req, ntiles, gpu.limits());
+    let pass = match staged {
+        Some(f) => format!(
+            "one pass over the keys, staged by bulk copies through {} shared-memory stages per block, keeping those that reach it",
+            f.stages
+        ),
+        None => "one pass over the keys keeping those that reach it".to_string(),
+    };
     let mut reason = match path {
         GpuPath::Warp => format!(
             "warp{forced}: every segment (longest {max_len}) fits one warp's registers (up to {WARP_MAX} keys): one warp per segment, for k <= 32 a prefilter to the keys at or above the k-th largest lane maximum, a bitwise radix select with warp sums from the first bit the keys differ in, early stop, ballot compaction in position order"
@@ -366,7 +458,7 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             ),
         },
         GpuPath::Filter => format!(
-            "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, one pass over the keys keeping those that reach it ({} slots per tile of {TILE}), selection among the candidates on chip (tiles whose candidates overflow their slots filtered again from memory; the threshold's ties completing too few candidates); segments whose candidates still miss are selected from memory",
+            "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, {pass} ({} slots per tile of {TILE}), selection among the candidates on chip (tiles whose candidates overflow their slots filtered again from memory; the threshold's ties completing too few candidates); segments whose candidates still miss are selected from memory",
             fs.expected, fs.cap, fs.ct
         ),
         GpuPath::Tiled => format!(
@@ -399,7 +491,15 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             Some(items) => format!("topk_{{rblock{pad}}}_{}_v{items}", K::NAME),
             None => format!("topk_{{block{pad}}}_{}", K::NAME),
         },
-        GpuPath::Filter => format!("topk_{{thresh,filter,cand{pad}}}_{}", K::NAME),
+        GpuPath::Filter => format!(
+            "topk_{{thresh,{},cand{pad}}}_{}",
+            if staged.is_some() {
+                "filter_tma"
+            } else {
+                "filter"
+            },
+            K::NAME
+        ),
         GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write{pad}}}_{}", K::NAME),
         GpuPath::Split { .. } => format!("two top-k stages + topk_{{remap{pad}}}_{}", K::NAME),
     };
@@ -425,7 +525,12 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             }
             GpuPath::OnChip => LaunchShape::linear(n as u32, 256)
                 .with_smem((max_len.max(1) * radix_bytes::<K>()) as u32),
-            GpuPath::Filter => LaunchShape::linear(filter_blocks(ntiles, gpu.limits()) as u32, 256),
+            GpuPath::Filter => match staged {
+                Some(f) => {
+                    LaunchShape::linear(f.blocks as u32, FT_THREADS).with_smem(f.smem() as u32)
+                }
+                None => LaunchShape::linear(filter_blocks(ntiles, gpu.limits()) as u32, 256),
+            },
             GpuPath::Tiled => LaunchShape::linear(ntiles.max(1) as u32, 256),
             GpuPath::Split { chunk } => {
                 LaunchShape::linear(split_stages(layout, chunk).first.count() as u32, 256)
@@ -452,6 +557,7 @@ mod tests {
             max_grid: [i32::MAX as u32, 65535, 65535],
             smem_per_block: 48 * 1024,
             smem_per_block_optin: 227 * 1024,
+            smem_per_sm: 228 * 1024,
             max_cluster_portable: 8,
             max_cluster: 16,
             l2_bytes: 50 << 20,
@@ -638,6 +744,53 @@ mod tests {
         assert_eq!(rblock_items(RBLOCK_MAX + 1), None);
         // The shared-memory kernel is still reached on this device: it holds more.
         assert!(block_max(&limits()) > RBLOCK_MAX);
+    }
+
+    /// The staged filter's shared memory: a stage holds a tile at any 16-byte misalignment and
+    /// keeps 128-byte alignment; the stages of every block resident on an SM fit its shared
+    /// memory beside the static and driver reserves, and one block's fit the opt-in limit;
+    /// narrower keys get more stages; no bulk copies below sm_90 or with fewer than two stages.
+    #[test]
+    fn staged_filter_fits_the_sm() {
+        let l = limits();
+        let mut last = 0;
+        for kb in [8usize, 4, 2, 1] {
+            let sb = stage_bytes(kb);
+            assert!(sb >= TILE * kb + 15 && sb.is_multiple_of(128), "{kb}: {sb}");
+            let f = staged_filter(100_000, kb, &l).unwrap();
+            assert_eq!(f.stage_bytes, sb);
+            assert_eq!(f.per_sm, if kb == 8 { 2 } else { 4 });
+            assert_eq!(f.blocks, 132 * f.per_sm);
+            assert!(f.stages >= 2 && f.stages <= FT_MAX_STAGES);
+            let per_block = f.smem() + FT_STATIC_SMEM + DRIVER_SMEM_PER_BLOCK;
+            assert!(
+                f.per_sm * per_block <= l.smem_per_sm as usize,
+                "{kb}: {f:?}"
+            );
+            assert!(f.smem() + FT_STATIC_SMEM <= l.smem_per_block_optin as usize);
+            // One more stage would not fit.
+            assert!(
+                f.stages == FT_MAX_STAGES || f.per_sm * (per_block + sb) > l.smem_per_sm as usize,
+                "{kb}: {f:?}"
+            );
+            // Four blocks per SM from 32-bit keys down: narrower keys, at least as many stages.
+            if kb <= 4 {
+                assert!(f.stages >= last, "{kb}: {f:?}");
+                last = f.stages;
+            }
+        }
+        // f32 on the H200: three stages of 16,512 bytes, four blocks per SM.
+        let f = staged_filter(65_536, 4, &l).unwrap();
+        assert_eq!((f.stages, f.stage_bytes, f.blocks), (3, 16_512, 528));
+        // Fewer tiles than resident blocks: one block per tile.
+        assert_eq!(staged_filter(7, 2, &l).unwrap().blocks, 7);
+        assert_eq!(staged_filter(0, 4, &l), None);
+        let mut ampere = limits();
+        ampere.compute_capability = (8, 0);
+        assert_eq!(staged_filter(1000, 4, &ampere), None);
+        let mut small = limits();
+        small.smem_per_sm = 64 * 1024;
+        assert_eq!(staged_filter(1000, 8, &small), None);
     }
 
     #[test]
