@@ -34,7 +34,8 @@ pub struct Args {
     #[arg(long)]
     cpu: bool,
     /// Also time every GPU path that computes each case (rows marked `sweep`; bench topk:
-    /// the register filter beside the staged one).
+    /// a row on the register filter after each row on the staged one, told apart by their
+    /// kernels).
     #[arg(long)]
     sweep: bool,
     /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the seven issue shapes).

@@ -300,7 +300,8 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         } else {
             TopK::smallest(w)
         }
-        .tie_break(req.tie());
+        .tie_break(req.tie())
+        .staging(req.allows_staging());
         let first = GpuTopK::build(
             gpu,
             &base.clone().index_type(IndexType::I32),
