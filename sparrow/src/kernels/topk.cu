@@ -27,7 +27,8 @@
 //   thresh: one block per segment radix-selects, among SAMPLE keys spread over the segment,
 //           a threshold that at least k keys reach with near certainty;
 //   filter: each tile keeps its keys above the threshold, in position order, in a fixed run
-//           of CT slots, and counts the keys equal to it when the sample had ties there;
+//           of CT slots, and counts the keys equal to it when the sample had ties there
+//           (filter_tma on sm_90: the keys staged into shared memory by bulk copies);
 //   cand:   one block per segment gathers its candidates in position order into shared
 //           memory (re-filtering from memory the few tiles whose candidates overflowed their
 //           slots, as sorted keys make them) and selects among them on chip; when they are
