@@ -571,6 +571,32 @@ mod topk {
         Device::Cuda(super::gpu())
     }
 
+    /// Whether `d` stages the filter's keys by bulk copies (sm_90 and later).
+    fn sm90(d: &Device) -> bool {
+        match d {
+            Device::Cuda(g) => g.limits().compute_capability.0 >= 9,
+            Device::Cpu => false,
+        }
+    }
+
+    /// Runs the generic check `f` on device `d` for every key type the API takes.
+    macro_rules! every_key_type {
+        ($f:ident, $d:expr) => {
+            $f::<f32>($d);
+            $f::<f64>($d);
+            $f::<f16>($d);
+            $f::<bf16>($d);
+            $f::<i8>($d);
+            $f::<u8>($d);
+            $f::<i16>($d);
+            $f::<u16>($d);
+            $f::<i32>($d);
+            $f::<u32>($d);
+            $f::<i64>($d);
+            $f::<u64>($d);
+        };
+    }
+
     fn check<K: Key, V: Key>(
         d: &Device,
         req: &TopK,
@@ -742,52 +768,19 @@ mod topk {
     #[test]
     fn small_topk_warp_candidate_bounds() {
         let d = dev();
-        warp_candidate_bounds::<f32>(&d);
-        warp_candidate_bounds::<f64>(&d);
-        warp_candidate_bounds::<f16>(&d);
-        warp_candidate_bounds::<bf16>(&d);
-        warp_candidate_bounds::<i8>(&d);
-        warp_candidate_bounds::<u8>(&d);
-        warp_candidate_bounds::<i16>(&d);
-        warp_candidate_bounds::<u16>(&d);
-        warp_candidate_bounds::<i32>(&d);
-        warp_candidate_bounds::<u32>(&d);
-        warp_candidate_bounds::<i64>(&d);
-        warp_candidate_bounds::<u64>(&d);
+        every_key_type!(warp_candidate_bounds, &d);
     }
 
     #[test]
     fn small_topk_warp_path() {
         let d = dev();
-        short_segments::<f32>(&d);
-        short_segments::<f64>(&d);
-        short_segments::<f16>(&d);
-        short_segments::<bf16>(&d);
-        short_segments::<i8>(&d);
-        short_segments::<u8>(&d);
-        short_segments::<i16>(&d);
-        short_segments::<u16>(&d);
-        short_segments::<i32>(&d);
-        short_segments::<u32>(&d);
-        short_segments::<i64>(&d);
-        short_segments::<u64>(&d);
+        every_key_type!(short_segments, &d);
     }
 
     #[test]
     fn small_topk_every_key_type_and_pattern() {
         let d = dev();
-        every_pattern::<f32>(&d);
-        every_pattern::<f64>(&d);
-        every_pattern::<f16>(&d);
-        every_pattern::<bf16>(&d);
-        every_pattern::<i8>(&d);
-        every_pattern::<u8>(&d);
-        every_pattern::<i16>(&d);
-        every_pattern::<u16>(&d);
-        every_pattern::<i32>(&d);
-        every_pattern::<u32>(&d);
-        every_pattern::<i64>(&d);
-        every_pattern::<u64>(&d);
+        every_key_type!(every_pattern, &d);
     }
 
     /// The register on-chip kernels at each of their sizes (8, 16 and 32 keys per thread) and
@@ -1190,10 +1183,7 @@ mod topk {
     #[test]
     fn topk_filter_staging_every_width() {
         let d = dev();
-        let sm90 = match &d {
-            Device::Cuda(g) => g.limits().compute_capability.0 >= 9,
-            Device::Cpu => false,
-        };
+        let sm90 = sm90(&d);
         // Lengths of 1 to 31 keys (under 32 bytes for 1-byte keys), a tile and 3, two tiles
         // and 5: the segments start at many offsets from a 16-byte boundary for every width.
         let mut o = vec![0i64];
@@ -1215,10 +1205,7 @@ mod topk {
     #[test]
     fn sanitize_topk_filter_staging() {
         let d = dev();
-        let sm90 = match &d {
-            Device::Cuda(g) => g.limits().compute_capability.0 >= 9,
-            Device::Cpu => false,
-        };
+        let sm90 = sm90(&d);
         let mut o = vec![0i64];
         for len in [7i64, 4099, 31, 9000, 13, 4096 * 2 + 5] {
             o.push(o.last().unwrap() + len);

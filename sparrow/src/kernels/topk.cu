@@ -1039,7 +1039,6 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
                    [] { __syncthreads(); });
 #pragma unroll
         for (int r = 0; r < FR; r++) cur[r] = nxt[r];
-        a = an;
         n = nn;
     }
 }
