@@ -571,6 +571,15 @@ mod topk {
         Device::Cuda(super::gpu())
     }
 
+    /// The k largest (or smallest) keys of every segment.
+    fn top_k(k: usize, largest: bool) -> TopK {
+        if largest {
+            TopK::largest(k)
+        } else {
+            TopK::smallest(k)
+        }
+    }
+
     /// Whether `d` stages the filter's keys by bulk copies (sm_90 and later).
     fn sm90(d: &Device) -> bool {
         match d {
@@ -659,11 +668,7 @@ mod topk {
                             (37, Some(GpuPath::Split { chunk: 4096 })),
                             (4096, Some(GpuPath::Split { chunk: 4096 })),
                         ] {
-                            let base = if largest {
-                                TopK::largest(kk)
-                            } else {
-                                TopK::smallest(kk)
-                            };
+                            let base = top_k(kk, largest);
                             let req = base.tie_break(tie).sorted(sorted).force_path(path);
                             check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                             check(
@@ -699,11 +704,7 @@ mod topk {
                         (600, false),
                         (1024, true),
                     ] {
-                        let base = if largest {
-                            TopK::largest(kk)
-                        } else {
-                            TopK::smallest(kk)
-                        };
+                        let base = top_k(kk, largest);
                         let req = base.tie_break(tie).sorted(sorted);
                         let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
                         assert!(plan.reason.starts_with("warp"), "{plan}");
@@ -750,11 +751,7 @@ mod topk {
             for kk in [1usize, 5] {
                 for tie in TIES {
                     for sorted in [false, true] {
-                        let base = if largest {
-                            TopK::largest(kk)
-                        } else {
-                            TopK::smallest(kk)
-                        };
+                        let base = top_k(kk, largest);
                         let req = base.tie_break(tie).sorted(sorted);
                         let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
                         assert!(plan.reason.starts_with("warp"), "{plan}");
@@ -803,11 +800,7 @@ mod topk {
                 for largest in [true, false] {
                     for tie in TIES {
                         for kk in [1usize, 37, 256, 1025] {
-                            let base = if largest {
-                                TopK::largest(kk)
-                            } else {
-                                TopK::smallest(kk)
-                            };
+                            let base = top_k(kk, largest);
                             let req = base.tie_break(tie);
                             let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
                             let kernel = plan.kernel.clone().unwrap_or_default();
@@ -1234,11 +1227,7 @@ mod topk {
                 for largest in [true, false] {
                     for &tie in ties {
                         for kk in [1usize, 50] {
-                            let req = if largest {
-                                TopK::largest(kk)
-                            } else {
-                                TopK::smallest(kk)
-                            };
+                            let req = top_k(kk, largest);
                             let req = req
                                 .tie_break(tie)
                                 .staging(staging)
@@ -1325,11 +1314,7 @@ mod topk {
             for kk in [1usize, 50, 700] {
                 for largest in [true, false] {
                     for tie in [TieBreak::Fast, TieBreak::LargerIndex] {
-                        let req = if largest {
-                            TopK::largest(kk)
-                        } else {
-                            TopK::smallest(kk)
-                        };
+                        let req = top_k(kk, largest);
                         let req = req.tie_break(tie).force_path(Some(GpuPath::Filter));
                         check(d, &req, k, Segments::Offsets(o), Some(v));
                     }
