@@ -18,10 +18,12 @@ use rayon::prelude::*;
 use super::rows::{Aat, Layout, RowBlock, BLOCK_ROWS};
 use super::sparse::SpVec;
 
-/// T = A A^T by columns (row c holds column c of T), and whether every entry is non-negative,
-/// which the bound needs.
+/// T = A A^T by columns (row c holds column c of T) and by rows, and whether every entry is
+/// non-negative, which the bound needs. A column serves one G entry's dot product; a row
+/// serves [`LANES`] of a cell's entries at once (see [`Ctx::g_lanes`]).
 pub struct TCols {
     t: Vec<f64>,
+    rows: Vec<f64>,
     nm: usize,
     nonneg: bool,
 }
@@ -38,11 +40,20 @@ impl TCols {
                 nonneg &= x >= 0.0;
             }
         }
-        TCols { t: tt, nm, nonneg }
+        TCols {
+            t: tt,
+            rows: (0..nm).flat_map(|r| t.row(r).iter().copied()).collect(),
+            nm,
+            nonneg,
+        }
     }
 
     fn col(&self, c: usize) -> &[f64] {
         &self.t[c * self.nm..(c + 1) * self.nm]
+    }
+
+    fn row(&self, m: usize) -> &[f64] {
+        &self.rows[m * self.nm..(m + 1) * self.nm]
     }
 
     /// T's columns one after another (`nm * nm`).
@@ -81,6 +92,78 @@ impl Ctx<'_> {
         }
     }
 
+    /// G[i, c] for the cell at layout position p and the N columns `cs`, with
+    /// (K A^T)[i, c] = `kat[j]` for column `cs[j]`, into `out`: each entry summed in the order
+    /// of [`Ctx::g`], so the same bits, but the N sums advance together through the K B row
+    /// instead of one dependent chain of additions after another.
+    #[inline(always)]
+    fn g_lanes<const N: usize>(&self, p: usize, cs: &[u32], kat: &[Option<f64>], out: &mut [f64]) {
+        let (mc, mv) = self.kb[p / BLOCK_ROWS].row(p % BLOCK_ROWS);
+        let nm = self.t.nm;
+        let mut at = [0usize; N];
+        for (a, &c) in at.iter_mut().zip(cs) {
+            *a = c as usize;
+        }
+        // Columns are archetypes, below T's side: checked once per call.
+        assert!(at.iter().all(|&a| a < nm));
+        let mut s = [0.0f64; N];
+        for (&m, &v) in mc.iter().zip(mv) {
+            let tr = self.t.row(m as usize);
+            let tr: &[f64] = &tr[..nm];
+            for q in 0..N {
+                s[q] += v * tr[at[q]];
+            }
+        }
+        for q in 0..N {
+            out[q] = match kat[q] {
+                Some(k) => s[q] + -k,
+                None => s[q],
+            };
+        }
+    }
+
+    /// For the cell at layout position p (cell i): G at every column of `cs` (with K A^T
+    /// entries `kat`), each kept in `best` where it beats the column's best so far.
+    fn offer_row(
+        &self,
+        p: usize,
+        i: u32,
+        cs: &[u32],
+        kat: &[Option<f64>],
+        best: &mut [(f64, u32)],
+    ) {
+        let mut g = [0.0f64; LANES];
+        let mut at = 0;
+        while at < cs.len() {
+            let (c, k) = (&cs[at..], &kat[at..]);
+            let n = match c.len() {
+                l if l >= 8 => {
+                    self.g_lanes::<8>(p, c, k, &mut g);
+                    8
+                }
+                l if l >= 4 => {
+                    self.g_lanes::<4>(p, c, k, &mut g);
+                    4
+                }
+                l if l >= 2 => {
+                    self.g_lanes::<2>(p, c, k, &mut g);
+                    2
+                }
+                _ => {
+                    self.g_lanes::<1>(p, c, k, &mut g);
+                    1
+                }
+            };
+            for (&c, &gv) in c[..n].iter().zip(&g) {
+                let b = &mut best[c as usize];
+                if better(gv, i, *b) {
+                    *b = (gv, i);
+                }
+            }
+            at += n;
+        }
+    }
+
     /// (K A^T)[i, c] for the cell at layout position p, if stored.
     fn kat_at(&self, p: usize, c: usize) -> Option<f64> {
         let (kc, kv) = self.kat[p / BLOCK_ROWS].row(p % BLOCK_ROWS);
@@ -93,6 +176,9 @@ impl Ctx<'_> {
         self.g(p, c, self.kat_at(p, c))
     }
 }
+
+/// Most G entries of one cell evaluated together by [`Ctx::g_lanes`].
+const LANES: usize = 8;
 
 /// (value, cell) ordering: the smaller value, then the lower cell.
 #[inline]
@@ -158,39 +244,36 @@ pub fn pick_bounded(
             }
         })
         .collect();
+    // Per row block, each cell's columns under the bound (read from its K A^T row) and, for
+    // the columns the bound could not read, every cell: the best of each column in the block.
+    let open: Vec<u32> = (0..nm as u32)
+        .filter(|&c| bound[c as usize] == f64::NEG_INFINITY)
+        .collect();
     let parts: Vec<Vec<(f64, u32)>> = kat
         .par_iter()
         .enumerate()
-        .map(|(blk, kb_blk)| {
+        .map(|(blk, kat_blk)| {
             let mut best = vec![(f64::INFINITY, u32::MAX); nm];
-            for r in 0..kb_blk.rows() {
+            let (mut cs, mut ks) = (Vec::new(), Vec::new());
+            for r in 0..kat_blk.rows() {
                 let p = blk * BLOCK_ROWS + r;
-                let i = kb_blk.cells[r];
-                let (kc, kv) = kb_blk.row(r);
+                let i = kat_blk.cells[r];
+                let (kc, kv) = kat_blk.row(r);
+                // Every entry written, the next slot advanced only for those under the bound:
+                // about one entry in ten passes, a branch the processor cannot predict.
+                cs.resize(kc.len(), 0);
+                ks.resize(kc.len(), None);
+                let mut n = 0;
                 for (&c, &k) in kc.iter().zip(kv) {
-                    let c = c as usize;
-                    if -k <= bound[c] {
-                        let g = cx.g(p, c, Some(k));
-                        if better(g, i, best[c]) {
-                            best[c] = (g, i);
-                        }
-                    }
+                    cs[n] = c;
+                    ks[n] = Some(k);
+                    n += (-k <= bound[c as usize]) as usize;
                 }
-            }
-            best
-        })
-        .collect();
-    // Columns the bound could not read: every cell.
-    let open: Vec<usize> = (0..nm).filter(|&c| bound[c] == f64::NEG_INFINITY).collect();
-    let full: Vec<(f64, u32)> = open
-        .par_iter()
-        .map(|&c| {
-            let mut best = (f64::INFINITY, u32::MAX);
-            for p in 0..n {
-                let i = lay.order[p];
-                let g = cx.g(p, c, cx.kat_at(p, c));
-                if better(g, i, best) {
-                    best = (g, i);
+                cx.offer_row(p, i, &cs[..n], &ks[..n], &mut best);
+                if !open.is_empty() {
+                    ks.clear();
+                    ks.extend(open.iter().map(|&c| cx.kat_at(p, c as usize)));
+                    cx.offer_row(p, i, &open, &ks, &mut best);
                 }
             }
             best
@@ -203,9 +286,6 @@ pub fn pick_bounded(
                 *o = (g, i);
             }
         }
-    }
-    for (&c, &f) in open.iter().zip(&full) {
-        out[c] = f;
     }
     out.iter()
         .zip(&first)

@@ -228,84 +228,17 @@ pub fn cols_of(blocks: &[RowBlock], lay: &Layout, ncols: usize) -> Vec<SpVec> {
     cols
 }
 
-/// K A^T = M (M A^T) in the layout's row blocks, each row computed on its own (M^T's rows give
-/// every cell's in-neighbours with M's stored weights): entry (l, c) sums, over j ascending,
-/// M[j, l] (sum over i ascending of M[i, j] A[c, i]), the order and the entries of the
-/// column-wise product [`super::fw::kb_cols`].
+/// K A^T = M (M A^T) in the layout's row blocks: the column-wise products of
+/// [`super::fw::kb_cols`], all computed in one parallel pass and then laid out by rows.
 pub fn kat_blocks(m: &Csr<f64>, a: &[SpVec], nm: usize, lay: &Layout) -> Vec<RowBlock> {
-    let n = lay.pos.len();
     let mut by_arch: Vec<SpVec> = vec![Vec::new(); nm];
     for (j, col) in a.iter().enumerate() {
         for &(c, w) in col {
             by_arch[c as usize].push((j as u32, w));
         }
     }
-    // Two passes over chunks of columns: count each row's entries, then fill the blocks, so
-    // only one chunk's columns exist beside the blocks.
-    let mut blocks = empty_blocks(lay);
-    // The count needs only each column's support: two hops through M's pattern, no values.
-    let n_cells = lay.pos.len();
-    for chunk in by_arch.chunks(KAT_CHUNK) {
-        let supports: Vec<Vec<u32>> = chunk
-            .par_iter()
-            .map_init(
-                || (vec![false; n_cells], vec![false; n_cells]),
-                |(one, two), col| support2(m, col, one, two),
-            )
-            .collect();
-        for sup in supports {
-            for i in sup {
-                count(&mut blocks, lay, i);
-            }
-        }
-    }
-    let mut next = size_blocks(&mut blocks);
-    for (k, chunk) in by_arch.chunks(KAT_CHUNK).enumerate() {
-        for (d, col) in kb_cols(m, chunk).into_iter().enumerate() {
-            let c = (k * KAT_CHUNK + d) as u32;
-            for (i, v) in col {
-                place(&mut blocks, &mut next, lay, i, c, v);
-            }
-        }
-    }
-    debug_assert!(n == 0 || !blocks.is_empty());
-    blocks
+    blocks_of(&kb_cols(m, &by_arch), lay)
 }
-
-/// The cells two hops through M's pattern from the cells of `col` (the support of M (M col),
-/// as [`kb_cols`] builds it), in no particular order; `one` and `two` are all false on entry
-/// and on return.
-fn support2(m: &Csr<f64>, col: &SpVec, one: &mut [bool], two: &mut [bool]) -> Vec<u32> {
-    let cols = m.col_idx();
-    let mut first = Vec::new();
-    for &(i, _) in col {
-        for p in m.row_range(i as usize) {
-            let j = cols[p] as usize;
-            if !one[j] {
-                one[j] = true;
-                first.push(j as u32);
-            }
-        }
-    }
-    let mut second = Vec::new();
-    for &j in &first {
-        one[j as usize] = false;
-        for q in m.row_range(j as usize) {
-            let l = cols[q] as usize;
-            if !two[l] {
-                two[l] = true;
-                second.push(l as u32);
-            }
-        }
-    }
-    for &l in &second {
-        two[l as usize] = false;
-    }
-    second
-}
-
-/// Archetype columns of K A^T computed together.
-const KAT_CHUNK: usize = 64;
 
 /// (1 - g) a + g b row by row, for `a` in row blocks and `b` as sparse columns (entries in any
 /// order within a column): per entry the arithmetic of [`super::sparse::blend`] on columns.
@@ -329,6 +262,8 @@ pub fn blend_blocks<C: AsRef<[(u32, f64)]> + Sync>(
             out.col.clear();
             out.val.clear();
             out.cells = std::mem::take(&mut blk.cells);
+            out.col.reserve(blk.col.len() + add.col.len());
+            out.val.reserve(blk.col.len() + add.col.len());
             out.ptr.push(0);
             for r in 0..out.cells.len() {
                 let ((ac, av), (bc, bv)) = (blk.row(r), add.row(r));
