@@ -10,8 +10,9 @@
 //! 666 archetypes, the B update's gradient took 11.9 s instead of 18.3 s on 2 cores). Every G
 //! entry is summed in the order a dense reading uses (the K B row's archetypes ascending, then
 //! minus K A^T; the GPU's fused kernel sums so), so the picks and gaps are the same bits; a
-//! column whose best is not negative (or any column when T has a negative entry) is evaluated
-//! at every cell.
+//! column whose best is not negative is evaluated at the cells of its K A^T column (the only
+//! ones where G can be negative), and at every cell only when none of those is (or any column
+//! when T has a negative entry).
 
 use rayon::prelude::*;
 
@@ -232,24 +233,34 @@ pub fn pick_bounded(
             (terms.iter().sum(), best)
         })
         .collect();
-    // A column is read by the bound when its best so far is negative: then only cells with a
-    // K A^T entry of at least -best can reach it.
-    let bound: Vec<f64> = first
-        .iter()
-        .map(|f| {
-            if t.nonneg && f.1 .0 < 0.0 {
-                f.1 .0
-            } else {
-                f64::NEG_INFINITY
-            }
-        })
-        .collect();
-    // Per row block, each cell's columns under the bound (read from its K A^T row) and, for
-    // the columns the bound could not read, every cell: the best of each column in the block.
+    let mut out: Vec<(f64, u32)> = first.iter().map(|f| f.1).collect();
+    if t.nonneg {
+        // A column whose best so far is negative is read by the bound: only cells with a
+        // K A^T entry of at least -best can reach it. Any other column is first read at every
+        // cell with a K A^T entry (a bound of 0), as only those can have a negative G.
+        let bound: Vec<f64> = first.iter().map(|f| f.1 .0.min(0.0)).collect();
+        merge_best(&mut out, &read_rows(&cx, Some(&bound), &[]));
+    }
+    // Columns still without a negative G (or any column when T has a negative entry): the
+    // smallest may be at a cell without a K A^T entry, so every cell is read.
     let open: Vec<u32> = (0..nm as u32)
-        .filter(|&c| bound[c as usize] == f64::NEG_INFINITY)
+        .filter(|&c| !t.nonneg || out[c as usize].0 >= 0.0)
         .collect();
-    let parts: Vec<Vec<(f64, u32)>> = kat
+    if !open.is_empty() {
+        merge_best(&mut out, &read_rows(&cx, None, &open));
+    }
+    out.iter()
+        .zip(&first)
+        .map(|(&(low, i), f)| (if i == u32::MAX { 0 } else { i }, f.0 - low))
+        .collect()
+}
+
+/// Per column, the best G over the cells read: at each cell, the columns of its K A^T row
+/// under `bound` (when given) and every column of `open`.
+fn read_rows(cx: &Ctx, bound: Option<&[f64]>, open: &[u32]) -> Vec<(f64, u32)> {
+    let nm = cx.t.nm;
+    let parts: Vec<Vec<(f64, u32)>> = cx
+        .kat
         .par_iter()
         .enumerate()
         .map(|(blk, kat_blk)| {
@@ -258,39 +269,44 @@ pub fn pick_bounded(
             for r in 0..kat_blk.rows() {
                 let p = blk * BLOCK_ROWS + r;
                 let i = kat_blk.cells[r];
-                let (kc, kv) = kat_blk.row(r);
-                // Every entry written, the next slot advanced only for those under the bound:
-                // about one entry in ten passes, a branch the processor cannot predict.
-                cs.resize(kc.len(), 0);
-                ks.resize(kc.len(), None);
-                let mut n = 0;
-                for (&c, &k) in kc.iter().zip(kv) {
-                    cs[n] = c;
-                    ks[n] = Some(k);
-                    n += (-k <= bound[c as usize]) as usize;
+                if let Some(bound) = bound {
+                    let (kc, kv) = kat_blk.row(r);
+                    // Every entry written, the next slot advanced only for those under the
+                    // bound: about one entry in ten passes, a branch the processor cannot
+                    // predict.
+                    cs.resize(kc.len(), 0);
+                    ks.resize(kc.len(), None);
+                    let mut n = 0;
+                    for (&c, &k) in kc.iter().zip(kv) {
+                        cs[n] = c;
+                        ks[n] = Some(k);
+                        n += (-k <= bound[c as usize]) as usize;
+                    }
+                    cx.offer_row(p, i, &cs[..n], &ks[..n], &mut best);
                 }
-                cx.offer_row(p, i, &cs[..n], &ks[..n], &mut best);
                 if !open.is_empty() {
                     ks.clear();
                     ks.extend(open.iter().map(|&c| cx.kat_at(p, c as usize)));
-                    cx.offer_row(p, i, &open, &ks, &mut best);
+                    cx.offer_row(p, i, open, &ks, &mut best);
                 }
             }
             best
         })
         .collect();
-    let mut out: Vec<(f64, u32)> = first.iter().map(|f| f.1).collect();
+    let mut out = vec![(f64::INFINITY, u32::MAX); nm];
     for part in &parts {
-        for (o, &(g, i)) in out.iter_mut().zip(part) {
-            if better(g, i, *o) {
-                *o = (g, i);
-            }
+        merge_best(&mut out, part);
+    }
+    out
+}
+
+/// Keeps in `out` the better of each column's two bests.
+fn merge_best(out: &mut [(f64, u32)], other: &[(f64, u32)]) {
+    for (o, &(g, i)) in out.iter_mut().zip(other) {
+        if better(g, i, *o) {
+            *o = (g, i);
         }
     }
-    out.iter()
-        .zip(&first)
-        .map(|(&(low, i), f)| (if i == u32::MAX { 0 } else { i }, f.0 - low))
-        .collect()
 }
 
 #[cfg(test)]
@@ -380,6 +396,30 @@ mod tests {
         for seeds in [vec![], vec![vec![hi]; nm]] {
             assert_eq!(pick_bounded(&kbb, &katb, &b, &tc, &seeds, &lay), want);
         }
+    }
+
+    /// K A^T stored as zeros: no G is negative, so after the cells of each K A^T column every
+    /// cell is read, and the smallest (zero, at the lowest cell with a zero K B T entry) lies
+    /// outside K A^T's columns for some archetypes.
+    #[test]
+    fn columns_without_a_negative_entry_are_read_at_every_cell() {
+        let (n, nm) = (1300, 70);
+        let (m, a, b) = case(n, nm);
+        let lay = Layout::by_archetype(&a);
+        let kb = kb_cols(&m, &b);
+        let mut kat = kb_cols(&m, &by_arch(&a, nm));
+        kat.iter_mut().flatten().for_each(|e| e.1 = 0.0);
+        let t = random_t(nm, true, 2);
+        let want = columnwise(&kb, &kat, &b, &t, n);
+        assert!(
+            want.iter()
+                .zip(&kat)
+                .any(|(w, col)| col.iter().all(|e| e.0 != w.0)),
+            "some pick lies outside its K A^T column"
+        );
+        let tc = TCols::new(&Aat::new(t, nm));
+        let (kbb, katb) = (blocks_of(&kb, &lay), blocks_of(&kat, &lay));
+        assert_eq!(pick_bounded(&kbb, &katb, &b, &tc, &[], &lay), want);
     }
 
     /// A gradient of zeros everywhere: every column's argmin is the lowest cell, wherever the
