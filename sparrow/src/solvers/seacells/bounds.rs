@@ -19,12 +19,11 @@ use rayon::prelude::*;
 use super::rows::{Aat, Layout, RowBlock, BLOCK_ROWS};
 use super::sparse::SpVec;
 
-/// T = A A^T by columns (row c holds column c of T) and by rows, and whether every entry is
-/// non-negative, which the bound needs. A column serves one G entry's dot product; a row
-/// serves [`LANES`] of a cell's entries at once (see [`Ctx::g_lanes`]).
+/// T = A A^T by columns (row c holds column c of T), and whether every entry is non-negative,
+/// which the bound needs. A column serves one G entry's dot product; T's rows ([`Aat`]) serve
+/// [`LANES`] of a cell's entries at once (see [`Ctx::g_lanes`]).
 pub struct TCols {
     t: Vec<f64>,
-    rows: Vec<f64>,
     nm: usize,
     nonneg: bool,
 }
@@ -41,20 +40,11 @@ impl TCols {
                 nonneg &= x >= 0.0;
             }
         }
-        TCols {
-            t: tt,
-            rows: (0..nm).flat_map(|r| t.row(r).iter().copied()).collect(),
-            nm,
-            nonneg,
-        }
+        TCols { t: tt, nm, nonneg }
     }
 
     fn col(&self, c: usize) -> &[f64] {
         &self.t[c * self.nm..(c + 1) * self.nm]
-    }
-
-    fn row(&self, m: usize) -> &[f64] {
-        &self.rows[m * self.nm..(m + 1) * self.nm]
     }
 
     /// T's columns one after another (`nm * nm`).
@@ -73,6 +63,7 @@ struct Ctx<'a> {
     kb: &'a [RowBlock],
     kat: &'a [RowBlock],
     t: &'a TCols,
+    aat: &'a Aat,
     lay: &'a Layout,
 }
 
@@ -109,8 +100,7 @@ impl Ctx<'_> {
         assert!(at.iter().all(|&a| a < nm));
         let mut s = [0.0f64; N];
         for (&m, &v) in mc.iter().zip(mv) {
-            let tr = self.t.row(m as usize);
-            let tr: &[f64] = &tr[..nm];
+            let tr = self.aat.row(m as usize);
             for q in 0..N {
                 s[q] += v * tr[at[q]];
             }
@@ -193,17 +183,24 @@ fn better(g: f64, i: u32, best: (f64, u32)) -> bool {
 ///
 /// `kb` and `kat` are K B and K A^T in the layout's row blocks (both non-negative, as
 /// products of the kernel's weights with convex combinations are), `b` is B as sorted
-/// columns, `seeds` are cells to evaluate first for each column (such as the last step's
+/// columns, `t` and `aat` are T by columns and by rows, `seeds` are cells to evaluate first for each column (such as the last step's
 /// pick and the cell with the largest K A^T entry).
 pub fn pick_bounded(
     kb: &[RowBlock],
     kat: &[RowBlock],
     b: &[SpVec],
     t: &TCols,
+    aat: &Aat,
     seeds: &[Vec<u32>],
     lay: &Layout,
 ) -> Vec<(u32, f64)> {
-    let cx = Ctx { kb, kat, t, lay };
+    let cx = Ctx {
+        kb,
+        kat,
+        t,
+        aat,
+        lay,
+    };
     let nm = b.len();
     let n = lay.pos.len();
     // Per column: the gap's dot over B's cells, and the best of the seeds and B's cells,
@@ -344,7 +341,8 @@ mod tests {
             for nonneg in [true, false] {
                 let t = random_t(nm, nonneg, 9);
                 let want = columnwise(&kb, &kat, &b, &t, n);
-                let tc = TCols::new(&Aat::new(t.clone(), nm));
+                let aat = Aat::new(t.clone(), nm);
+                let tc = TCols::new(&aat);
                 assert_eq!(tc.nonneg, t.iter().all(|&x| x >= 0.0));
                 assert!(nm < 9 || tc.nonneg == nonneg);
                 // No seeds, good seeds (the answers), poor ones (the last cell), and seeds
@@ -356,7 +354,7 @@ mod tests {
                     (0..nm).map(|_| vec![n as u32 + 5, 0]).collect(),
                 ];
                 for seeds in &seed_sets {
-                    let got = pick_bounded(&kbb, &katb, &b, &tc, seeds, &lay);
+                    let got = pick_bounded(&kbb, &katb, &b, &tc, &aat, seeds, &lay);
                     assert_eq!(got, want, "n {n}, N {nm}, non-negative {nonneg}");
                 }
             }
@@ -392,9 +390,10 @@ mod tests {
         let want = columnwise(&kb, &kat, &b, &t, n);
         assert!(want.iter().all(|w| w.0 == lo), "{want:?}");
         let (kbb, katb) = (blocks_of(&kb, &lay), blocks_of(&kat, &lay));
-        let tc = TCols::new(&Aat::new(t, nm));
+        let aat = Aat::new(t, nm);
+        let tc = TCols::new(&aat);
         for seeds in [vec![], vec![vec![hi]; nm]] {
-            assert_eq!(pick_bounded(&kbb, &katb, &b, &tc, &seeds, &lay), want);
+            assert_eq!(pick_bounded(&kbb, &katb, &b, &tc, &aat, &seeds, &lay), want);
         }
     }
 
@@ -417,9 +416,10 @@ mod tests {
                 .any(|(w, col)| col.iter().all(|e| e.0 != w.0)),
             "some pick lies outside its K A^T column"
         );
-        let tc = TCols::new(&Aat::new(t, nm));
+        let aat = Aat::new(t, nm);
+        let tc = TCols::new(&aat);
         let (kbb, katb) = (blocks_of(&kb, &lay), blocks_of(&kat, &lay));
-        assert_eq!(pick_bounded(&kbb, &katb, &b, &tc, &[], &lay), want);
+        assert_eq!(pick_bounded(&kbb, &katb, &b, &tc, &aat, &[], &lay), want);
     }
 
     /// A gradient of zeros everywhere: every column's argmin is the lowest cell, wherever the
@@ -432,8 +432,9 @@ mod tests {
         assert_ne!(lay.order[0], 0, "the layout moves cell 0");
         let empty: Vec<RowBlock> = blocks_of(&vec![Vec::new(); nm], &lay);
         let kb = blocks_of(&kb_cols(&m, &b), &lay);
-        let tc = TCols::new(&Aat::new(vec![0.0; nm * nm], nm));
-        let got = pick_bounded(&kb, &empty, &b, &tc, &[], &lay);
+        let aat = Aat::new(vec![0.0; nm * nm], nm);
+        let tc = TCols::new(&aat);
+        let got = pick_bounded(&kb, &empty, &b, &tc, &aat, &[], &lay);
         assert!(got.iter().all(|&(i, gap)| i == 0 && gap == 0.0), "{got:?}");
     }
 }

@@ -342,7 +342,15 @@ impl BSteps for CpuSteps {
 
     fn pick(&mut self, b: &[SpVec], aat: &Aat, lay: &Layout) -> Result<Vec<(u32, f64)>> {
         let t = self.t.get_or_insert_with(|| TCols::new(aat));
-        Ok(pick_bounded(&self.kb, &self.kat, b, t, &self.seeds, lay))
+        Ok(pick_bounded(
+            &self.kb,
+            &self.kat,
+            b,
+            t,
+            aat,
+            &self.seeds,
+            lay,
+        ))
     }
 
     fn advance(
