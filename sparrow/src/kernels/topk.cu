@@ -267,20 +267,28 @@ struct Sel {
     int shift;
 };
 
-// Radixes of a segment in shared memory, or read (and directed) from memory.
+// Radixes of a segment in shared memory, or computed from keys in shared memory or in memory.
+// UNROLL: items every thread reads before using any in the passes below. A segment selected
+// from memory (the filter's fallback) keeps 16 loads in flight per thread instead of one;
+// shared memory needs few, and unrolling its passes as far only grows the code, whose
+// instruction fetches stalled the candidate kernel (one block per SM runs each pass once).
 struct SmemRad {
+    static constexpr int UNROLL = 4;
     const R* r;
     __device__ __forceinline__ R operator()(i64 i) const { return r[i]; }
 };
-struct MemRad {
+struct KeyRad {
+    static constexpr int UNROLL = 4;
     const K* k;
     int largest;
     __device__ __forceinline__ R operator()(i64 i) const { return directed(k[i], largest); }
 };
-
-// Items every thread reads before using any, in the passes below: a segment selected from
-// memory (the filter's fallback) keeps that many loads in flight per thread instead of one.
-#define SEL_UNROLL 16
+struct MemRad {
+    static constexpr int UNROLL = 16;
+    const K* k;
+    int largest;
+    __device__ __forceinline__ R operator()(i64 i) const { return directed(k[i], largest); }
+};
 
 // Radix selection of the kk-th largest of n radixes by one block, 8-bit digits from the
 // highest bit in which the radixes differ; stops early when a bucket holds exactly the keys
@@ -324,15 +332,15 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
     if (kk == 0 || kk >= (u64)n) return st;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     R a = ~(R)0, o = 0;
-    for (i64 base = 0; base < n; base += SEL_UNROLL * (i64)blockDim.x) {
-        R v[SEL_UNROLL];
+    for (i64 base = 0; base < n; base += Src::UNROLL * (i64)blockDim.x) {
+        R v[Src::UNROLL];
 #pragma unroll
-        for (int u = 0; u < SEL_UNROLL; u++) {
+        for (int u = 0; u < Src::UNROLL; u++) {
             const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
             v[u] = i < n ? src(i) : (R)0;
         }
 #pragma unroll
-        for (int u = 0; u < SEL_UNROLL; u++) {
+        for (int u = 0; u < Src::UNROLL; u++) {
             if (base + (i64)u * blockDim.x + threadIdx.x < n) {
                 a &= v[u];
                 o |= v[u];
@@ -376,15 +384,15 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
         const int digit = st.shift - bits;
         for (int b = threadIdx.x; b < 256; b += blockDim.x) h[b] = 0;
         __syncthreads();
-        for (i64 base = 0; base < n; base += SEL_UNROLL * (i64)blockDim.x) {
-            R v[SEL_UNROLL];
+        for (i64 base = 0; base < n; base += Src::UNROLL * (i64)blockDim.x) {
+            R v[Src::UNROLL];
 #pragma unroll
-            for (int u = 0; u < SEL_UNROLL; u++) {
+            for (int u = 0; u < Src::UNROLL; u++) {
                 const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
                 v[u] = i < n ? src(i) : (R)0;
             }
 #pragma unroll
-            for (int u = 0; u < SEL_UNROLL; u++) {
+            for (int u = 0; u < Src::UNROLL; u++) {
                 const R r = v[u];
                 if (base + (i64)u * blockDim.x + threadIdx.x < n && hi(r, st.shift) == st.prefix)
                     atomicAdd(&h[(u32)(r >> digit) & ((1u << bits) - 1u)], 1u);
@@ -416,15 +424,15 @@ __device__ u64 block_compact(const Src& src, i64 n, const Sel& st, u64 lo, u64 o
         const i64 left = (n - base + blockDim.x - 1) / blockDim.x;
         const int rounds = left < 32 ? (int)left : 32;
         u32 gt = 0, tie = 0;
-        for (int r0 = 0; r0 < rounds; r0 += SEL_UNROLL) {
-            R v[SEL_UNROLL];
+        for (int r0 = 0; r0 < rounds; r0 += Src::UNROLL) {
+            R v[Src::UNROLL];
 #pragma unroll
-            for (int u = 0; u < SEL_UNROLL; u++) {
+            for (int u = 0; u < Src::UNROLL; u++) {
                 const i64 i = base + (i64)(r0 + u) * blockDim.x + threadIdx.x;
                 v[u] = r0 + u < rounds && i < n ? src(i) : (R)0;
             }
 #pragma unroll
-            for (int u = 0; u < SEL_UNROLL; u++) {
+            for (int u = 0; u < Src::UNROLL; u++) {
                 const int r = r0 + u;
                 if (r < rounds && base + (i64)r * blockDim.x + threadIdx.x < n) {
                     const R g = hi(v[u], st.shift);
@@ -1364,11 +1372,11 @@ RBLOCK(16)
 RBLOCK(32)
 
 // One block per segment: candidates gathered in tile order into dynamic shared memory (per
-// candidate its radix, its position in the segment and, for keys of up to 32 bits, the key:
-// cap * cand_bytes), then selected on chip, or completed with the threshold's ties, or (when
+// candidate its key and its position in the segment: cap * cand_bytes; the selection computes
+// radixes from the keys as it reads them, so a 32-bit candidate takes 8 bytes and three blocks
+// share an SM), then selected on chip, or completed with the threshold's ties, or (when
 // neither holds the answer) the whole segment selected in memory. A filter segment holds
 // fewer than 2^32 keys (its expected candidates fit on chip), so positions fit 32 bits.
-#define CAND_KEYS_ON_CHIP (sizeof(K) <= 4)
 // Tiles per segment whose overflowed candidates are re-filtered from memory; more go to the
 // in-memory selection.
 #define OVF_MAX 32
@@ -1380,7 +1388,7 @@ RBLOCK(32)
 // position order, in [lo, lo + need)) at out0 + their rank among the taken, in position
 // order. Returns the ties seen. Every thread must call it.
 __device__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool gt, u64 rank0, u64 lo, u64 need,
-                           u32 out0, R* rad, u32* pos, K* skey, int largest, u32* cnt, u32* sums) {
+                           u32 out0, u32* pos, K* skey, int largest, u32* cnt, u32* sums) {
     const int rounds = (n + (int)blockDim.x - 1) / (int)blockDim.x;
     K v[TILE / 256];
 #pragma unroll
@@ -1416,9 +1424,8 @@ __device__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool g
         if (r < rounds) {
             const u32 o = out0 + ordered_slot(m, r, cnt);
             if ((m >> r) & 1u) {
-                rad[o] = directed(v[r], largest);
                 pos[o] = (u32)(a + r * blockDim.x + threadIdx.x);
-                if (CAND_KEYS_ON_CHIP) skey[o] = v[r];
+                skey[o] = v[r];
             }
         }
     }
@@ -1426,16 +1433,15 @@ __device__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool g
     return ties_here;
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3)
     ENTRY(cand)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
                 const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start,
                 const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq, const u64* __restrict__ thresh,
                 const K* __restrict__ cand_key, const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,
                 void* out_idx, i64 width, int idx64, int largest, int larger_index) {
     extern __shared__ u64 smem_raw[];
-    R* rad = (R*)smem_raw;
-    u32* pos = (u32*)(rad + cap);
-    K* skey = (K*)(pos + cap);
+    K* skey = (K*)smem_raw;
+    u32* pos = (u32*)(skey + cap);
     __shared__ u32 tbase[256], tcnt[256], gbase[256];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
@@ -1505,9 +1511,8 @@ extern "C" __global__ void __launch_bounds__(256)
                     const int x = xs[u];
                     const u32 f = f0 + u * blockDim.x + threadIdx.x;
                     const u64 j = total + tbase[x] + (f - gbase[x]);
-                    rad[j] = directed(kv[u], largest);
                     pos[j] = (u32)((tb + x - t0) * TILE + ov[u]);
-                    if (CAND_KEYS_ON_CHIP) skey[j] = kv[u];
+                    skey[j] = kv[u];
                 }
             }
         }
@@ -1523,19 +1528,19 @@ extern "C" __global__ void __launch_bounds__(256)
         for (int q = 0; q < nov; q++) {
             const i64 a = (i64)ovf_tile[q] * TILE;
             const int n = (int)(len - a < TILE ? len - a : TILE);
-            tile_append(seg, a, n, th, true, 0, 0, 0, ovf_base[q], rad, pos, skey, largest, cnt, sums);
+            tile_append(seg, a, n, th, true, 0, 0, 0, ovf_base[q], pos, skey, largest, cnt, sums);
         }
     }
     const i64 row = s * width;
     const Writer e{keys, out_keys, out_idx, idx64};
-    auto key_at = [&](u64 j) { return CAND_KEYS_ON_CHIP ? skey[j] : seg[pos[j]]; };
     if (fits && kk <= total) {
         // The answer is among the candidates (ties at the k-th key included: all above th).
-        const Sel sel = block_radix_select(SmemRad{rad}, (i64)total, kk, h, ctl);
+        const KeyRad src{skey, largest};
+        const Sel sel = block_radix_select(src, (i64)total, kk, h, ctl);
         const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
         block_compact(
-            SmemRad{rad}, (i64)total, sel, lo, 0, 0,
-            [&](i64 j, u64 o) { e.put_key(key_at((u64)j), (i64)pos[j], row + (i64)o); }, cnt, sums);
+            src, (i64)total, sel, lo, 0, 0, [&](i64 j, u64 o) { e.put_key(skey[j], (i64)pos[j], row + (i64)o); },
+            cnt, sums);
     } else if (fits && kk <= total + eqs && kk <= (u64)cap) {
         // Every candidate, and the tie-break's window of the keys equal to th, appended after
         // them from the tiles that hold it; then both runs merged by position.
@@ -1555,7 +1560,7 @@ extern "C" __global__ void __launch_bounds__(256)
                     const i64 a = (tb + x - t0) * TILE;
                     const int n = (int)(len - a < TILE ? len - a : TILE);
                     const u32 out0 = (u32)(total + (r0 > lo ? r0 - lo : 0));
-                    tile_append(seg, a, n, th, false, r0, lo, need, out0, rad, pos, skey, largest, cnt, sums);
+                    tile_append(seg, a, n, th, false, r0, lo, need, out0, pos, skey, largest, cnt, sums);
                 }
             }
             rank += sum;
@@ -1565,7 +1570,7 @@ extern "C" __global__ void __launch_bounds__(256)
             const u32 p = pos[j];
             const u64 o = j < total ? j + lower_bound(pos + total, 0u, (u32)need, p)
                                     : (j - total) + lower_bound(pos, 0u, (u32)total, p);
-            e.put_key(key_at(j), (i64)p, row + (i64)o);
+            e.put_key(skey[j], (i64)p, row + (i64)o);
         }
     } else {
         const MemRad src{seg, largest};

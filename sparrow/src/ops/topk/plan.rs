@@ -152,15 +152,10 @@ pub fn block_max(limits: &crate::device::Limits) -> usize {
     fit.min(16_384) / 256 * 256
 }
 
-/// Shared memory per candidate of the filter's selection: its radix and position, and the
-/// key itself when it has at most 32 bits (`CAND_KEYS_ON_CHIP` in topk.cu); at most 12.
+/// Shared memory per candidate of the filter's selection: its key and its position (the
+/// selection computes radixes from the keys as it reads them); at most 12.
 pub fn cand_bytes<K: Key>() -> usize {
-    let key = if K::BITS <= 32 {
-        K::BITS as usize / 8
-    } else {
-        0
-    };
-    radix_bytes::<K>() + 4 + key
+    K::BITS as usize / 8 + 4
 }
 
 /// Whether some row keeps fewer than the row width (k above its segment's length, or a
@@ -696,8 +691,8 @@ mod tests {
 
     /// The filter path is taken exactly while the expected candidates fit half of what one
     /// block selects on chip, and its shared memory holds twice the expected count.
-    /// The filter's candidates, at their widest layout, fit the opt-in shared memory beside
-    /// the static scratch for every key type; keys of up to 32 bits stay on chip.
+    /// The filter's candidates (key and position), at their widest, fit the opt-in shared
+    /// memory beside the static scratch for every key type.
     #[test]
     fn candidate_layout_fits_shared_memory() {
         use half::{bf16, f16};
@@ -713,7 +708,7 @@ mod tests {
             cand_bytes::<f64>(),
             cand_bytes::<i64>(),
         ];
-        assert_eq!(widths, [9, 10, 10, 10, 12, 12, 12, 12]);
+        assert_eq!(widths, [5, 6, 6, 6, 8, 8, 12, 12]);
         for w in widths {
             assert!(cand_cap(&l) * w <= budget, "{w} bytes per candidate");
         }
