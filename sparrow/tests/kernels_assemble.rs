@@ -20,6 +20,10 @@ const BUDGETS: &[(&str, u32, u32)] = &[
     // The staged filter: 288 threads, four blocks per SM cap it at 56 registers; it keeps no
     // next tile in registers, so it has no reason to spill.
     ("topk_filter_tma_", 56, 0),
+    // The candidate kernel: three 256-thread blocks per SM cap it at 80 registers; its
+    // candidates (8 bytes each for 32-bit keys) fit three blocks' shared memory. 8-bit keys
+    // spill 20 bytes.
+    ("topk_cand_", 80, 24),
 ];
 
 #[test]
