@@ -1168,6 +1168,59 @@ mod topk {
         filter_narrow_keys::<u8>(&d, &o, &v);
     }
 
+    /// The candidate kernel's two builds: one block more than the SMs takes `cand` (blocks
+    /// share SMs), as many as the SMs `cand_rad`; friendly keys, ties completed from the
+    /// threshold's, and ascending keys whose last tiles overflow, for the given tie-breaks and
+    /// both directions, with 8-byte values.
+    fn cand_builds(d: &Device, len: usize, kk: usize, pats: &[Pattern], ties: &[TieBreak]) {
+        let sms = match d {
+            Device::Cuda(g) => g.limits().sms as usize,
+            Device::Cpu => unreachable!("a GPU test"),
+        };
+        for (count, kernel) in [(sms + 1, ",cand}"), (sms, ",cand_rad}")] {
+            for &pattern in pats {
+                let k: Vec<f32> = keys(len * count, pattern, len as u64);
+                let v: Vec<u64> = keys(k.len(), Pattern::RandomBits, 3);
+                let segs = Segments::Fixed { count, len };
+                for &tie in ties {
+                    for largest in [true, false] {
+                        let req = top_k(kk, largest)
+                            .tie_break(tie)
+                            .force_path(Some(GpuPath::Filter));
+                        let (_, plan) = req.run_keys(d, &k, segs).unwrap();
+                        let name = plan.kernel.clone().unwrap_or_default();
+                        assert!(name.contains(kernel), "{count} segments: {plan}");
+                        check(d, &req, &k, segs, Some(&v));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn topk_candidate_kernel_builds() {
+        let pats = [
+            Pattern::Uniform,
+            Pattern::TwoValues,
+            Pattern::HeavyTies,
+            Pattern::Ascending,
+        ];
+        cand_builds(&dev(), 40_000, 300, &pats, &TIES);
+    }
+
+    /// Both builds at sizes compute-sanitizer takes.
+    #[test]
+    fn sanitize_topk_candidate_kernel_builds() {
+        let pats = [Pattern::Uniform, Pattern::TwoValues, Pattern::Ascending];
+        cand_builds(
+            &dev(),
+            5000,
+            40,
+            &pats,
+            &[TieBreak::Fast, TieBreak::LargerIndex],
+        );
+    }
+
     /// The staged filter (sm_90: keys staged by bulk copies) and the register filter on the
     /// same inputs: segments at every byte offset of the bulk copy's 16-byte alignment, so
     /// tiles have unaligned heads and tails (peeled to the producer warp's lanes), tiles of

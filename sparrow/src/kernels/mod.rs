@@ -94,7 +94,7 @@ fn spmm_entry_points() -> Vec<String> {
 const TOPK_SRC: &str = include_str!("topk.cu");
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 27] = [
+pub const TOPK_KERNELS: [&str; 28] = [
     "init",
     "hist",
     "pick",
@@ -118,6 +118,7 @@ pub const TOPK_KERNELS: [&str; 27] = [
     "filter",
     "filter_tma",
     "cand",
+    "cand_rad",
     "values_v1",
     "values_v2",
     "values_v4",

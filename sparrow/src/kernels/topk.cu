@@ -269,16 +269,18 @@ struct Sel {
 
 // Radixes of a segment in shared memory, or computed from keys in shared memory or in memory.
 // UNROLL: items every thread reads before using any in the passes below. A segment selected
-// from memory (the filter's fallback) keeps 16 loads in flight per thread instead of one;
-// shared memory needs few, and unrolling its passes as far only grows the code, whose
-// instruction fetches stalled the candidate kernel (one block per SM runs each pass once).
+// from memory (the filter's fallback) keeps 16 loads in flight per thread instead of one; the
+// threshold's 4,096 samples are one pass of 16 per thread. The candidate kernels choose theirs
+// (see `cand_body`).
+template <int U>
 struct SmemRad {
-    static constexpr int UNROLL = 4;
+    static constexpr int UNROLL = U;
     const R* r;
     __device__ __forceinline__ R operator()(i64 i) const { return r[i]; }
 };
+template <int U>
 struct KeyRad {
-    static constexpr int UNROLL = 4;
+    static constexpr int UNROLL = U;
     const K* k;
     int largest;
     __device__ __forceinline__ R operator()(i64 i) const { return directed(k[i], largest); }
@@ -528,12 +530,12 @@ extern "C" __global__ void __launch_bounds__(256)
         }
     }
     __syncthreads();
-    const Sel sel = block_radix_select(SmemRad{rad}, len, (u64)kk_arr[s], h, ctl);
+    const Sel sel = block_radix_select(SmemRad<16>{rad}, len, (u64)kk_arr[s], h, ctl);
     const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
     const i64 row = s * width;
     const Writer e{keys, out_keys, out_idx, idx64};
     block_compact(
-        SmemRad{rad}, len, sel, lo, 0, 0, [&](i64 i, u64 slot) { e.put(st + i, i, row + (i64)slot); }, cnt,
+        SmemRad<16>{rad}, len, sel, lo, 0, 0, [&](i64 i, u64 slot) { e.put(st + i, i, row + (i64)slot); }, cnt,
         sums);
 }
 
@@ -817,7 +819,7 @@ extern "C" __global__ void __launch_bounds__(256)
         if (j < ns) rad[j] = directed(v[r], largest);
     }
     __syncthreads();
-    const Sel sel = block_radix_select(SmemRad{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
+    const Sel sel = block_radix_select(SmemRad<16>{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
     // No key is wanted: a threshold only the highest radix reaches keeps the filter's output
     // small.
     if (threadIdx.x == 0) {
@@ -1371,10 +1373,8 @@ RBLOCK(8)
 RBLOCK(16)
 RBLOCK(32)
 
-// One block per segment: candidates gathered in tile order into dynamic shared memory (per
-// candidate its key and its position in the segment: cap * cand_bytes; the selection computes
-// radixes from the keys as it reads them, so a 32-bit candidate takes 8 bytes and three blocks
-// share an SM), then selected on chip, or completed with the threshold's ties, or (when
+// One block per segment: candidates gathered in tile order into dynamic shared memory (cap
+// slots of `CandSlots`, sized by `cand_kernel` on the host), then selected on chip, or completed with the threshold's ties, or (when
 // neither holds the answer) the whole segment selected in memory. A filter segment holds
 // fewer than 2^32 keys (its expected candidates fit on chip), so positions fit 32 bits.
 // Tiles per segment whose overflowed candidates are re-filtered from memory; more go to the
@@ -1383,12 +1383,45 @@ RBLOCK(32)
 // Candidate slots each thread of the candidate kernel reads before storing any.
 #define GU 4
 
+// A candidate's slots in the candidate kernel's shared memory. RAD: its radix, its position
+// and (keys of up to 32 bits) its key, selected by radix; else its key and its position, the
+// selection computing radixes as it reads the keys (8 bytes for a 32-bit key instead of 12).
+template <bool RAD>
+struct CandSlots {
+    static constexpr bool KEYS = !RAD || KBITS <= 32;
+    R* rad;
+    u32* pos;
+    K* skey;
+    __device__ __forceinline__ CandSlots(u64* smem, int cap) {
+        if (RAD) {
+            rad = (R*)smem;
+            pos = (u32*)(rad + cap);
+            skey = (K*)(pos + cap);
+        } else {
+            rad = nullptr;
+            skey = (K*)smem;
+            pos = (u32*)(skey + cap);
+        }
+    }
+    __device__ __forceinline__ void put(u64 j, K v, u32 p, int largest) const {
+        if (RAD) rad[j] = directed(v, largest);
+        pos[j] = p;
+        if (KEYS) skey[j] = v;
+    }
+    __device__ __forceinline__ K key(u64 j, const K* seg) const { return KEYS ? skey[j] : seg[pos[j]]; }
+};
+__device__ __forceinline__ SmemRad<16> cand_src(const CandSlots<true>& c, int) { return SmemRad<16>{c.rad}; }
+__device__ __forceinline__ KeyRad<4> cand_src(const CandSlots<false>& c, int largest) {
+    return KeyRad<4>{c.skey, largest};
+}
+
 // Appends the keys of tile [a, a + n) (n <= TILE; a relative to the segment) whose radix
 // passes `take` (gt: above th; else: equal to th with tie rank, counted from rank0 in
 // position order, in [lo, lo + need)) at out0 + their rank among the taken, in position
 // order. Returns the ties seen. Every thread must call it.
+template <class Slots>
 __device__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool gt, u64 rank0, u64 lo, u64 need,
-                           u32 out0, u32* pos, K* skey, int largest, u32* cnt, u32* sums) {
+                           u32 out0, const Slots& c, int largest, u32* cnt, u32* sums) {
     const int rounds = (n + (int)blockDim.x - 1) / (int)blockDim.x;
     K v[TILE / 256];
 #pragma unroll
@@ -1423,25 +1456,24 @@ __device__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool g
     for (int r = 0; r < TILE / 256; r++) {
         if (r < rounds) {
             const u32 o = out0 + ordered_slot(m, r, cnt);
-            if ((m >> r) & 1u) {
-                pos[o] = (u32)(a + r * blockDim.x + threadIdx.x);
-                skey[o] = v[r];
-            }
+            if ((m >> r) & 1u) c.put(o, v[r], (u32)(a + r * blockDim.x + threadIdx.x), largest);
         }
     }
     __syncthreads();
     return ties_here;
 }
 
-extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3)
-    ENTRY(cand)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
-                const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start,
-                const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq, const u64* __restrict__ thresh,
-                const K* __restrict__ cand_key, const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,
-                void* out_idx, i64 width, int idx64, int largest, int larger_index) {
+template <bool RAD>
+__device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64* __restrict__ seg_start,
+                                          const i64* __restrict__ lens, const i64* __restrict__ kk_arr,
+                                          const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start,
+                                          const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq,
+                                          const u64* __restrict__ thresh, const K* __restrict__ cand_key,
+                                          const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,
+                                          void* out_idx, i64 width, int idx64, int largest, int larger_index) {
     extern __shared__ u64 smem_raw[];
-    K* skey = (K*)smem_raw;
-    u32* pos = (u32*)(skey + cap);
+    const CandSlots<RAD> cs(smem_raw, cap);
+    u32* pos = cs.pos;
     __shared__ u32 tbase[256], tcnt[256], gbase[256];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
@@ -1511,8 +1543,7 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3)
                     const int x = xs[u];
                     const u32 f = f0 + u * blockDim.x + threadIdx.x;
                     const u64 j = total + tbase[x] + (f - gbase[x]);
-                    pos[j] = (u32)((tb + x - t0) * TILE + ov[u]);
-                    skey[j] = kv[u];
+                    cs.put(j, kv[u], (u32)((tb + x - t0) * TILE + ov[u]), largest);
                 }
             }
         }
@@ -1528,18 +1559,18 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3)
         for (int q = 0; q < nov; q++) {
             const i64 a = (i64)ovf_tile[q] * TILE;
             const int n = (int)(len - a < TILE ? len - a : TILE);
-            tile_append(seg, a, n, th, true, 0, 0, 0, ovf_base[q], pos, skey, largest, cnt, sums);
+            tile_append(seg, a, n, th, true, 0, 0, 0, ovf_base[q], cs, largest, cnt, sums);
         }
     }
     const i64 row = s * width;
     const Writer e{keys, out_keys, out_idx, idx64};
     if (fits && kk <= total) {
         // The answer is among the candidates (ties at the k-th key included: all above th).
-        const KeyRad src{skey, largest};
+        const auto src = cand_src(cs, largest);
         const Sel sel = block_radix_select(src, (i64)total, kk, h, ctl);
         const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
         block_compact(
-            src, (i64)total, sel, lo, 0, 0, [&](i64 j, u64 o) { e.put_key(skey[j], (i64)pos[j], row + (i64)o); },
+            src, (i64)total, sel, lo, 0, 0, [&](i64 j, u64 o) { e.put_key(cs.key((u64)j, seg), (i64)pos[j], row + (i64)o); },
             cnt, sums);
     } else if (fits && kk <= total + eqs && kk <= (u64)cap) {
         // Every candidate, and the tie-break's window of the keys equal to th, appended after
@@ -1560,7 +1591,7 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3)
                     const i64 a = (tb + x - t0) * TILE;
                     const int n = (int)(len - a < TILE ? len - a : TILE);
                     const u32 out0 = (u32)(total + (r0 > lo ? r0 - lo : 0));
-                    tile_append(seg, a, n, th, false, r0, lo, need, out0, pos, skey, largest, cnt, sums);
+                    tile_append(seg, a, n, th, false, r0, lo, need, out0, cs, largest, cnt, sums);
                 }
             }
             rank += sum;
@@ -1570,7 +1601,7 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3)
             const u32 p = pos[j];
             const u64 o = j < total ? j + lower_bound(pos + total, 0u, (u32)need, p)
                                     : (j - total) + lower_bound(pos, 0u, (u32)total, p);
-            e.put_key(skey[j], (i64)p, row + (i64)o);
+            e.put_key(cs.key(j, seg), (i64)p, row + (i64)o);
         }
     } else {
         const MemRad src{seg, largest};
@@ -1579,6 +1610,24 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3)
         block_compact(src, len, sel, lo, 0, 0, [&](i64 i, u64 o) { e.put(st + i, i, row + (i64)o); }, cnt, sums);
     }
 }
+
+// Two builds of the candidate kernel. With more segments than SMs, blocks share SMs and
+// occupancy hides latency: 8-byte candidates (32-bit keys) and registers capped for three
+// 256-thread blocks, selection passes unrolled by 4 (further only grew the code, whose
+// instruction fetches stalled it). With at most one block per SM, nothing hides a block's
+// latency: radixes kept beside the keys (no conversion in each pass), 16 reads in flight,
+// no register cap (`cand_rad`).
+#define CAND_ARGS                                                                                            \
+    const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,              \
+        const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start, \
+        const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq, const u64* __restrict__ thresh,   \
+        const K* __restrict__ cand_key, const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,       \
+        void* out_idx, i64 width, int idx64, int largest, int larger_index
+#define CAND_CALL(RAD)                                                                                       \
+    cand_body<RAD>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, cand_key,    \
+                 cand_off, ct, cap, out_keys, out_idx, width, idx64, largest, larger_index)
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3) ENTRY(cand)(CAND_ARGS) { CAND_CALL(false); }
+extern "C" __global__ void __launch_bounds__(256) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true); }
 
 // out_vals[s, j] = vals[segment start + out_idx[s, j]] for j < kk[s]: the value payload of
 // every selected key, after any selection kernel.

@@ -6,7 +6,7 @@ use cudarc::driver::CudaSlice;
 
 use super::key::directed;
 use super::plan::{
-    cand_bytes, filter_blocks, filter_staging, gpu_path, needs_padding, radix_bytes, rblock_items,
+    cand_kernel, filter_blocks, filter_staging, gpu_path, needs_padding, radix_bytes, rblock_items,
     split_stages, tiles, FilterShape, GpuPath, FT_THREADS, SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
@@ -594,9 +594,10 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             }
             run.launch(name, shape, &mut args)?;
         }
+        let (cand, cand_bytes) = cand_kernel::<K>(n, gpu.limits());
         run.launch(
-            "cand",
-            per_segment(n, b.filter.cap * cand_bytes::<K>())?,
+            cand,
+            per_segment(n, b.filter.cap * cand_bytes)?,
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))

@@ -152,10 +152,24 @@ pub fn block_max(limits: &crate::device::Limits) -> usize {
     fit.min(16_384) / 256 * 256
 }
 
-/// Shared memory per candidate of the filter's selection: its key and its position (the
-/// selection computes radixes from the keys as it reads them); at most 12.
-pub fn cand_bytes<K: Key>() -> usize {
-    K::BITS as usize / 8 + 4
+/// The candidate kernel's build for `segments` blocks, and its shared memory per candidate.
+/// While every block has an SM to itself, `cand_rad` keeps each candidate's radix beside its
+/// position and (up to 32 bits) its key, so no selection pass converts keys; with more blocks,
+/// `cand` keeps the key and position only (8 bytes for a 32-bit key), three blocks to an SM.
+pub fn cand_kernel<K: Key>(
+    segments: usize,
+    limits: &crate::device::Limits,
+) -> (&'static str, usize) {
+    if segments <= limits.sms as usize {
+        let key = if K::BITS <= 32 {
+            K::BITS as usize / 8
+        } else {
+            0
+        };
+        ("cand_rad", radix_bytes::<K>() + 4 + key)
+    } else {
+        ("cand", K::BITS as usize / 8 + 4)
+    }
 }
 
 /// Whether some row keeps fewer than the row width (k above its segment's length, or a
@@ -175,7 +189,7 @@ pub fn rblock_items(max_len: usize) -> Option<usize> {
 }
 
 /// Most candidates the filter path selects among on chip (at most 12 bytes each in shared
-/// memory, [`cand_bytes`]).
+/// memory, [`cand_kernel`]).
 pub fn cand_cap(limits: &crate::device::Limits) -> usize {
     let fit = (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SMEM) / 12;
     fit.min(16_384) / 256 * 256
@@ -489,12 +503,13 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             None => format!("topk_{{block{pad}}}_{}", K::NAME),
         },
         GpuPath::Filter => format!(
-            "topk_{{thresh,{},cand{pad}}}_{}",
+            "topk_{{thresh,{},{}{pad}}}_{}",
             if staged.is_some() {
                 "filter_tma"
             } else {
                 "filter"
             },
+            cand_kernel::<K>(layout.count(), gpu.limits()).0,
             K::NAME
         ),
         GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write{pad}}}_{}", K::NAME),
@@ -691,26 +706,47 @@ mod tests {
 
     /// The filter path is taken exactly while the expected candidates fit half of what one
     /// block selects on chip, and its shared memory holds twice the expected count.
-    /// The filter's candidates (key and position), at their widest, fit the opt-in shared
-    /// memory beside the static scratch for every key type.
+    /// Both builds of the candidate kernel, at their widest, fit the opt-in shared memory
+    /// beside the static scratch for every key type: `cand_rad` up to one block per SM, `cand`
+    /// past it.
     #[test]
     fn candidate_layout_fits_shared_memory() {
         use half::{bf16, f16};
         let l = limits();
         let budget = l.smem_per_block_optin as usize - STATIC_SMEM;
+        let sms = l.sms as usize;
+        fn both<K: Key>(sms: usize, l: &crate::device::Limits) -> [(&'static str, usize); 2] {
+            [cand_kernel::<K>(sms, l), cand_kernel::<K>(sms + 1, l)]
+        }
         let widths = [
-            cand_bytes::<u8>(),
-            cand_bytes::<i16>(),
-            cand_bytes::<f16>(),
-            cand_bytes::<bf16>(),
-            cand_bytes::<f32>(),
-            cand_bytes::<u32>(),
-            cand_bytes::<f64>(),
-            cand_bytes::<i64>(),
+            both::<u8>(sms, &l),
+            both::<i16>(sms, &l),
+            both::<f16>(sms, &l),
+            both::<bf16>(sms, &l),
+            both::<f32>(sms, &l),
+            both::<u32>(sms, &l),
+            both::<f64>(sms, &l),
+            both::<i64>(sms, &l),
         ];
-        assert_eq!(widths, [5, 6, 6, 6, 8, 8, 12, 12]);
+        let bytes: Vec<[usize; 2]> = widths.iter().map(|w| [w[0].1, w[1].1]).collect();
+        assert_eq!(
+            bytes,
+            [
+                [9, 5],
+                [10, 6],
+                [10, 6],
+                [10, 6],
+                [12, 8],
+                [12, 8],
+                [12, 12],
+                [12, 12]
+            ]
+        );
         for w in widths {
-            assert!(cand_cap(&l) * w <= budget, "{w} bytes per candidate");
+            assert_eq!((w[0].0, w[1].0), ("cand_rad", "cand"));
+            for (_, b) in w {
+                assert!(cand_cap(&l) * b <= budget, "{b} bytes per candidate");
+            }
         }
     }
 
