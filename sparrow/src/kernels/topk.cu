@@ -270,8 +270,8 @@ struct Sel {
 // Radixes of a segment in shared memory, or computed from keys in shared memory or in memory.
 // UNROLL: items every thread reads before using any in the passes below. A segment selected
 // from memory (the filter's fallback) keeps 16 loads in flight per thread instead of one; the
-// threshold's 4,096 samples are one pass of 16 per thread. The candidate kernels choose theirs
-// (see `cand_body`).
+// threshold's 4,096 samples are one pass of 16 per thread. The candidate kernel's two builds
+// choose theirs (`cand_src`).
 template <int U>
 struct SmemRad {
     static constexpr int UNROLL = U;
@@ -1374,9 +1374,10 @@ RBLOCK(16)
 RBLOCK(32)
 
 // One block per segment: candidates gathered in tile order into dynamic shared memory (cap
-// slots of `CandSlots`, sized by `cand_kernel` on the host), then selected on chip, or completed with the threshold's ties, or (when
-// neither holds the answer) the whole segment selected in memory. A filter segment holds
-// fewer than 2^32 keys (its expected candidates fit on chip), so positions fit 32 bits.
+// slots of `CandSlots`, sized by `cand_kernel` on the host), then selected on chip, or
+// completed with the threshold's ties, or (when neither holds the answer) the whole segment
+// selected in memory. A filter segment holds fewer than 2^32 keys (its expected candidates
+// fit on chip), so positions fit 32 bits.
 // Tiles per segment whose overflowed candidates are re-filtered from memory; more go to the
 // in-memory selection.
 #define OVF_MAX 32
