@@ -1172,14 +1172,14 @@ mod topk {
     /// share SMs), as many as the SMs `cand_rad`; friendly keys, ties completed from the
     /// threshold's, and ascending keys whose last tiles overflow, for the given tie-breaks and
     /// both directions, with 8-byte values.
-    fn cand_builds(d: &Device, len: usize, kk: usize, pats: &[Pattern], ties: &[TieBreak]) {
+    fn cand_builds<K: Key>(d: &Device, len: usize, kk: usize, pats: &[Pattern], ties: &[TieBreak]) {
         let sms = match d {
             Device::Cuda(g) => g.limits().sms as usize,
             Device::Cpu => unreachable!("a GPU test"),
         };
         for (count, kernel) in [(sms + 1, ",cand}"), (sms, ",cand_rad}")] {
             for &pattern in pats {
-                let k: Vec<f32> = keys(len * count, pattern, len as u64);
+                let k: Vec<K> = keys(len * count, pattern, len as u64);
                 let v: Vec<u64> = keys(k.len(), Pattern::RandomBits, 3);
                 let segs = Segments::Fixed { count, len };
                 for &tie in ties {
@@ -1189,7 +1189,11 @@ mod topk {
                             .force_path(Some(GpuPath::Filter));
                         let (_, plan) = req.run_keys(d, &k, segs).unwrap();
                         let name = plan.kernel.clone().unwrap_or_default();
-                        assert!(name.contains(kernel), "{count} segments: {plan}");
+                        assert!(
+                            name.contains(kernel),
+                            "{} {count} segments: {plan}",
+                            K::NAME
+                        );
                         check(d, &req, &k, segs, Some(&v));
                     }
                 }
@@ -1205,20 +1209,25 @@ mod topk {
             Pattern::HeavyTies,
             Pattern::Ascending,
         ];
-        cand_builds(&dev(), 40_000, 300, &pats, &TIES);
+        // 32-bit keys, 8- and 16-bit ones (the compact build spills, the filter counts the
+        // threshold's ties), 64-bit ones (two compact blocks per SM; the radix build reads
+        // keys back from memory).
+        let d = dev();
+        cand_builds::<f32>(&d, 40_000, 300, &pats, &TIES);
+        cand_builds::<u8>(&d, 40_000, 300, &pats, &TIES);
+        cand_builds::<bf16>(&d, 40_000, 300, &pats, &TIES);
+        cand_builds::<f64>(&d, 40_000, 300, &pats, &TIES);
     }
 
     /// Both builds at sizes compute-sanitizer takes.
     #[test]
     fn sanitize_topk_candidate_kernel_builds() {
         let pats = [Pattern::Uniform, Pattern::TwoValues, Pattern::Ascending];
-        cand_builds(
-            &dev(),
-            5000,
-            40,
-            &pats,
-            &[TieBreak::Fast, TieBreak::LargerIndex],
-        );
+        let ties = [TieBreak::Fast, TieBreak::LargerIndex];
+        let d = dev();
+        cand_builds::<f32>(&d, 5000, 40, &pats, &ties);
+        cand_builds::<u8>(&d, 5000, 40, &pats, &ties);
+        cand_builds::<f64>(&d, 5000, 40, &pats, &ties);
     }
 
     /// The staged filter (sm_90: keys staged by bulk copies) and the register filter on the

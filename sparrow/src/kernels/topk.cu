@@ -285,12 +285,7 @@ struct KeyRad {
     int largest;
     __device__ __forceinline__ R operator()(i64 i) const { return directed(k[i], largest); }
 };
-struct MemRad {
-    static constexpr int UNROLL = 16;
-    const K* k;
-    int largest;
-    __device__ __forceinline__ R operator()(i64 i) const { return directed(k[i], largest); }
-};
+typedef KeyRad<16> MemRad;
 
 // Radix selection of the kk-th largest of n radixes by one block, 8-bit digits from the
 // highest bit in which the radixes differ; stops early when a bucket holds exactly the keys

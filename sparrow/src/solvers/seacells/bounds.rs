@@ -311,8 +311,9 @@ mod tests {
     use super::*;
     use crate::matrix::Rng;
     use crate::solvers::seacells::fw::kb_cols;
-    use crate::solvers::seacells::rows::tests::{by_arch, case, columnwise};
+    use crate::solvers::seacells::rows::tests::{case, columnwise};
     use crate::solvers::seacells::rows::{blocks_of, kat_blocks};
+    use crate::solvers::seacells::sparse::transpose;
 
     /// A random T: non-negative (the bound reads it) or with negative entries (every column
     /// read at every cell), with zeros as A A^T has where archetypes share no cell.
@@ -336,7 +337,7 @@ mod tests {
             let (m, a, b) = case(n, nm);
             let lay = Layout::by_archetype(&a);
             let kb = kb_cols(&m, &b);
-            let kat = kb_cols(&m, &by_arch(&a, nm));
+            let kat = kb_cols(&m, &transpose(&a, nm));
             let (kbb, katb) = (blocks_of(&kb, &lay), kat_blocks(&m, &a, nm, &lay));
             for nonneg in [true, false] {
                 let t = random_t(nm, nonneg, 9);
@@ -369,7 +370,7 @@ mod tests {
         let (m, a, b) = case(n, nm);
         let lay = Layout::by_archetype(&a);
         let mut kb = kb_cols(&m, &b);
-        let mut kat = kb_cols(&m, &by_arch(&a, nm));
+        let mut kat = kb_cols(&m, &transpose(&a, nm));
         // Cell `hi`'s rows copied to cell `lo`, and both made every column's most negative.
         let (lo, hi) = (lay.order[n - 1], lay.order[0]);
         let (lo, hi) = (lo.min(hi), lo.max(hi));
@@ -406,7 +407,7 @@ mod tests {
         let (m, a, b) = case(n, nm);
         let lay = Layout::by_archetype(&a);
         let kb = kb_cols(&m, &b);
-        let mut kat = kb_cols(&m, &by_arch(&a, nm));
+        let mut kat = kb_cols(&m, &transpose(&a, nm));
         kat.iter_mut().flatten().for_each(|e| e.1 = 0.0);
         let t = random_t(nm, true, 2);
         let want = columnwise(&kb, &kat, &b, &t, n);

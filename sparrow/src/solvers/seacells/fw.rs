@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::bounds::{pick_bounded, TCols};
 use super::rows::{blend_blocks, blocks_of, cols_of, kat_blocks, Aat, Layout, RowBlock};
-use super::sparse::{add_k_col, blend, lookup, Accum, SpVec};
+use super::sparse::{add_k_col, blend, lookup, transpose, Accum, SpVec};
 use crate::matrix::Csr;
 use crate::Result;
 
@@ -155,12 +155,7 @@ fn a_steps(w: &mut [f64], kb: &[f64], t1: &[f64], nm: usize, steps: usize) -> Ve
 /// are summed in parallel, each over its archetype's cells in ascending order, the order of a
 /// serial pass over the cells.
 pub fn a_at(a: &[SpVec], nm: usize) -> Vec<f64> {
-    let mut by_arch: Vec<Vec<(u32, f64)>> = vec![Vec::new(); nm];
-    for (i, col) in a.iter().enumerate() {
-        for &(p, wp) in col {
-            by_arch[p as usize].push((i as u32, wp));
-        }
-    }
+    let by_arch = transpose(a, nm);
     let mut aat = vec![0.0; nm * nm];
     aat.par_chunks_mut(nm.max(1))
         .zip(by_arch.par_iter())

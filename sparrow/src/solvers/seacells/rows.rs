@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 
 use super::fw::kb_cols;
-use super::sparse::{blend_runs, SpVec};
+use super::sparse::{blend_runs, transpose, SpVec};
 use crate::matrix::Csr;
 
 /// Cells per block.
@@ -231,13 +231,7 @@ pub fn cols_of(blocks: &[RowBlock], lay: &Layout, ncols: usize) -> Vec<SpVec> {
 /// K A^T = M (M A^T) in the layout's row blocks: the column-wise products of
 /// [`super::fw::kb_cols`], all computed in one parallel pass and then laid out by rows.
 pub fn kat_blocks(m: &Csr<f64>, a: &[SpVec], nm: usize, lay: &Layout) -> Vec<RowBlock> {
-    let mut by_arch: Vec<SpVec> = vec![Vec::new(); nm];
-    for (j, col) in a.iter().enumerate() {
-        for &(c, w) in col {
-            by_arch[c as usize].push((j as u32, w));
-        }
-    }
-    blocks_of(&kb_cols(m, &by_arch), lay)
+    blocks_of(&kb_cols(m, &transpose(a, nm)), lay)
 }
 
 /// (1 - g) a + g b row by row, for `a` in row blocks and `b` as sparse columns (entries in any
@@ -348,16 +342,6 @@ pub(crate) mod tests {
         (m, a, b)
     }
 
-    pub(crate) fn by_arch(a: &[SpVec], nm: usize) -> Vec<SpVec> {
-        let mut out = vec![Vec::new(); nm];
-        for (j, col) in a.iter().enumerate() {
-            for &(c, w) in col {
-                out[c as usize].push((j as u32, w));
-            }
-        }
-        out
-    }
-
     /// The column-wise reading the row blocks replace: per column, a dense gradient over the
     /// cells summed archetype by archetype, a serial strict-comparison argmin, the gap in cell
     /// order.
@@ -432,6 +416,6 @@ pub(crate) mod tests {
         let (m, a, _) = case(n, nm);
         let lay = Layout::by_archetype(&a);
         let got = kat_blocks(&m, &a, nm, &lay);
-        assert_eq!(cols_of(&got, &lay, nm), kb_cols(&m, &by_arch(&a, nm)));
+        assert_eq!(cols_of(&got, &lay, nm), kb_cols(&m, &transpose(&a, nm)));
     }
 }
