@@ -1168,8 +1168,9 @@ mod topk {
         filter_narrow_keys::<u8>(&d, &o, &v);
     }
 
-    /// The candidate kernel's two builds: one block more than the SMs takes `cand` (blocks
-    /// share SMs), as many as the SMs `cand_rad`; friendly keys, ties completed from the
+    /// The candidate kernel's two builds: with small candidate buffers an SM holds two
+    /// `cand_rad` blocks and three `cand` ones, so one segment more than twice the SMs takes
+    /// `cand` (fewer waves), twice the SMs `cand_rad`; friendly keys, ties completed from the
     /// threshold's, and ascending keys whose last tiles overflow, for the given tie-breaks and
     /// both directions, with 8-byte values.
     fn cand_builds<K: Key>(d: &Device, len: usize, kk: usize, pats: &[Pattern], ties: &[TieBreak]) {
@@ -1177,7 +1178,7 @@ mod topk {
             Device::Cuda(g) => g.limits().sms as usize,
             Device::Cpu => unreachable!("a GPU test"),
         };
-        for (count, kernel) in [(sms + 1, ",cand}"), (sms, ",cand_rad}")] {
+        for (count, kernel) in [(2 * sms + 1, ",cand}"), (2 * sms, ",cand_rad}")] {
             for &pattern in pats {
                 let k: Vec<K> = keys(len * count, pattern, len as u64);
                 let v: Vec<u64> = keys(k.len(), Pattern::RandomBits, 3);

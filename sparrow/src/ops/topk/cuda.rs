@@ -594,7 +594,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             }
             run.launch(name, shape, &mut args)?;
         }
-        let (cand, cand_bytes) = cand_kernel::<K>(n, gpu.limits());
+        let (cand, cand_bytes) = cand_kernel::<K>(n, b.filter.cap, gpu.limits());
         run.launch(
             cand,
             per_segment(n, b.filter.cap * cand_bytes)?,

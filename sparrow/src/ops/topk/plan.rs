@@ -152,23 +152,33 @@ pub fn block_max(limits: &crate::device::Limits) -> usize {
     fit.min(16_384) / 256 * 256
 }
 
-/// The candidate kernel's build for `segments` blocks, and its shared memory per candidate.
-/// While every block has an SM to itself, `cand_rad` keeps each candidate's radix beside its
-/// position and (up to 32 bits) its key, so no selection pass converts keys; with more blocks,
-/// `cand` keeps the key and position only (8 bytes for a 32-bit key), three blocks to an SM.
+/// Candidate blocks one SM holds by registers: `cand_rad` takes up to 128 registers per thread
+/// (two 256-thread blocks), `cand` is capped for three (two for 64-bit keys).
+const CAND_RAD_BLOCKS: usize = 2;
+
+/// The candidate kernel's build for `segments` blocks of `cap` candidates, and its shared
+/// memory per candidate. `cand_rad` keeps each candidate's radix beside its position and (up
+/// to 32 bits) its key, so no selection pass converts keys: faster per block. `cand` keeps the
+/// key and position only (8 bytes for a 32-bit key), so more blocks share an SM; it runs only
+/// where that takes fewer waves of blocks than `cand_rad` needs.
 pub fn cand_kernel<K: Key>(
     segments: usize,
+    cap: usize,
     limits: &crate::device::Limits,
 ) -> (&'static str, usize) {
-    if segments <= limits.sms as usize {
-        let key = if K::BITS <= 32 {
-            K::BITS as usize / 8
-        } else {
-            0
-        };
-        ("cand_rad", radix_bytes::<K>() + 4 + key)
+    let key = K::BITS as usize / 8;
+    let rad = radix_bytes::<K>() + 4 + if K::BITS <= 32 { key } else { 0 };
+    let compact = key + 4;
+    let per_sm = |bytes: usize, regs: usize| {
+        let block = cap * bytes + STATIC_SMEM + DRIVER_SMEM_PER_BLOCK;
+        (limits.smem_per_sm as usize / block).min(regs).max(1)
+    };
+    let waves = |per_sm: usize| segments.div_ceil(per_sm * (limits.sms as usize).max(1));
+    let compact_regs = if K::BITS == 64 { 2 } else { 3 };
+    if waves(per_sm(compact, compact_regs)) < waves(per_sm(rad, CAND_RAD_BLOCKS)) {
+        ("cand", compact)
     } else {
-        ("cand", K::BITS as usize / 8 + 4)
+        ("cand_rad", rad)
     }
 }
 
@@ -509,7 +519,7 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             } else {
                 "filter"
             },
-            cand_kernel::<K>(layout.count(), gpu.limits()).0,
+            cand_kernel::<K>(layout.count(), fs.cap, gpu.limits()).0,
             K::NAME
         ),
         GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write{pad}}}_{}", K::NAME),
@@ -707,28 +717,29 @@ mod tests {
     /// The filter path is taken exactly while the expected candidates fit half of what one
     /// block selects on chip, and its shared memory holds twice the expected count.
     /// Both builds of the candidate kernel, at their widest, fit the opt-in shared memory
-    /// beside the static scratch for every key type: `cand_rad` up to one block per SM, `cand`
-    /// past it.
+    /// beside the static scratch for every key type.
     #[test]
     fn candidate_layout_fits_shared_memory() {
         use half::{bf16, f16};
         let l = limits();
         let budget = l.smem_per_block_optin as usize - STATIC_SMEM;
-        let sms = l.sms as usize;
-        fn both<K: Key>(sms: usize, l: &crate::device::Limits) -> [(&'static str, usize); 2] {
-            [cand_kernel::<K>(sms, l), cand_kernel::<K>(sms + 1, l)]
+        let cap = cand_cap(&l);
+        // Many segments of the widest candidates: `cand` where it fits more blocks per SM.
+        fn both<K: Key>(cap: usize, l: &crate::device::Limits) -> [usize; 2] {
+            let rad = cand_kernel::<K>(1, cap, l);
+            assert_eq!(rad.0, "cand_rad");
+            [rad.1, cand_kernel::<K>(1 << 20, 256, l).1]
         }
-        let widths = [
-            both::<u8>(sms, &l),
-            both::<i16>(sms, &l),
-            both::<f16>(sms, &l),
-            both::<bf16>(sms, &l),
-            both::<f32>(sms, &l),
-            both::<u32>(sms, &l),
-            both::<f64>(sms, &l),
-            both::<i64>(sms, &l),
+        let bytes = [
+            both::<u8>(cap, &l),
+            both::<i16>(cap, &l),
+            both::<f16>(cap, &l),
+            both::<bf16>(cap, &l),
+            both::<f32>(cap, &l),
+            both::<u32>(cap, &l),
+            both::<f64>(cap, &l),
+            both::<i64>(cap, &l),
         ];
-        let bytes: Vec<[usize; 2]> = widths.iter().map(|w| [w[0].1, w[1].1]).collect();
         assert_eq!(
             bytes,
             [
@@ -742,12 +753,29 @@ mod tests {
                 [12, 12]
             ]
         );
-        for w in widths {
-            assert_eq!((w[0].0, w[1].0), ("cand_rad", "cand"));
-            for (_, b) in w {
-                assert!(cand_cap(&l) * b <= budget, "{b} bytes per candidate");
-            }
+        for b in bytes.iter().flatten() {
+            assert!(cap * b <= budget, "{b} bytes per candidate");
         }
+    }
+
+    /// The compact build runs only where it takes fewer waves: the H200's 132 SMs hold two
+    /// `cand_rad` blocks each, three `cand` blocks for 32-bit keys while shared memory allows.
+    #[test]
+    fn candidate_build_by_waves() {
+        let l = limits();
+        assert_eq!(l.sms, 132);
+        let small = 1024; // 12 KB of f32 candidates: registers bound both builds
+        assert_eq!(cand_kernel::<f32>(64, small, &l).0, "cand_rad");
+        assert_eq!(cand_kernel::<f32>(264, small, &l).0, "cand_rad");
+        assert_eq!(cand_kernel::<f32>(265, small, &l).0, "cand");
+        assert_eq!(cand_kernel::<f32>(1024, small, &l).0, "cand");
+        // 64-bit keys: both builds 12 bytes, two blocks per SM: never the compact one.
+        assert_eq!(cand_kernel::<f64>(1024, small, &l).0, "cand_rad");
+        // The widest f32 candidates: one block per SM either way.
+        assert_eq!(cand_kernel::<f32>(1024, cand_cap(&l), &l).0, "cand_rad");
+        // 8,192 candidates: 105 KB against 73 KB per block, two against three per SM.
+        assert_eq!(cand_kernel::<f32>(1024, 8192, &l).0, "cand");
+        assert_eq!(cand_kernel::<f32>(256, 8192, &l).0, "cand_rad");
     }
 
     #[test]
