@@ -23,7 +23,11 @@ step demo-cold "$here/sparrow" demo --explain
 step demo-warm "$here/sparrow" demo
 step gpu-tests "$here/gpu-tests" --test-threads=1
 for tool in memcheck racecheck synccheck; do
-  step "san-$tool" compute-sanitizer --tool "$tool" "$here/gpu-tests" --test-threads=1 small_ sanitize_
+  # Racecheck of the candidate builds at twice the SMs' segments (the compact build's count)
+  # outgrows the host's memory (130 GB on a 128 GB host): memcheck and synccheck only.
+  skip=()
+  [ "$tool" = racecheck ] && skip=(--skip sanitize_topk_candidate_kernel_builds)
+  step "san-$tool" compute-sanitizer --tool "$tool" "$here/gpu-tests" --test-threads=1 small_ sanitize_ ${skip[@]+"${skip[@]}"}
 done
 step validate "$here/sparrow" validate --device cuda
 step bench-suite "$here/sparrow" bench spmm --suite --dtype f32,f64 --jsonl "$out/bench.jsonl" --plot "$out/spmm-suite.svg"

@@ -1217,8 +1217,8 @@ mod topk {
             Pattern::Ascending,
         ];
         // 32-bit keys, 8- and 16-bit ones (the compact build spills, the filter counts the
-        // threshold's ties), 64-bit ones (two compact blocks per SM; the radix build reads
-        // keys back from memory).
+        // threshold's ties), 64-bit ones (the radix build at every count, reading keys back
+        // from memory).
         // The narrower and wider keys on fewer cases: twice the SMs' worth of segments each.
         let d = dev();
         let few = [Pattern::Uniform, Pattern::TwoValues];
@@ -1229,7 +1229,8 @@ mod topk {
         cand_builds::<f64>(&d, 20_000, 300, &few, &ties);
     }
 
-    /// Both builds at sizes compute-sanitizer takes.
+    /// Both builds at sizes compute-sanitizer's memcheck and synccheck take (racecheck's host
+    /// memory outgrows 128 GB at the compact build's count of segments: see gpu-round.sh).
     #[test]
     fn sanitize_topk_candidate_kernel_builds() {
         let pats = [Pattern::Uniform, Pattern::TwoValues, Pattern::Ascending];
