@@ -24,8 +24,9 @@ const BUDGETS: &[(&str, u32, u32)] = &[
     // candidates (8 bytes each for 32-bit keys) fit three blocks' shared memory. 8-bit keys
     // spill 20 bytes.
     ("topk_cand_", 80, 24),
-    // Its build for at most one block per SM: no cap, so nothing to spill.
-    ("topk_cand_rad_", 255, 0),
+    // Its radix-keeping build: uncapped, but the plan counts two blocks per SM
+    // (`CAND_RAD_BLOCKS`), so at most 128 registers, and nothing to spill.
+    ("topk_cand_rad_", 128, 0),
 ];
 
 #[test]

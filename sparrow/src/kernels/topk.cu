@@ -1607,12 +1607,13 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
     }
 }
 
-// Two builds of the candidate kernel. With more segments than SMs, blocks share SMs and
-// occupancy hides latency: 8-byte candidates (32-bit keys) and registers capped for three
-// 256-thread blocks, selection passes unrolled by 4 (further only grew the code, whose
-// instruction fetches stalled it). With at most one block per SM, nothing hides a block's
-// latency: radixes kept beside the keys (no conversion in each pass), 16 reads in flight,
-// no register cap (`cand_rad`).
+// Two builds of the candidate kernel, chosen by the host (`cand_kernel`) for the fewer waves
+// of blocks. `cand`: 8-byte candidates (32-bit keys) and registers capped for three 256-thread
+// blocks per SM, selection passes unrolled by 4 (further only grew the code, whose instruction
+// fetches stalled it). `cand_rad`: radixes kept beside the keys (no conversion in each pass),
+// 16 reads in flight, at most 128 registers (two blocks per SM, which the host assumes and the
+// assembly check holds it to); faster per block, so it runs wherever the compact build would
+// not save a wave.
 #define CAND_ARGS                                                                                            \
     const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,              \
         const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start, \
