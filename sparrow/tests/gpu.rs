@@ -1414,6 +1414,40 @@ mod topk {
         }
     }
 
+    /// Candidates short of k completed with the threshold's equal keys: from the slots where
+    /// the filter kept them (bf16 uniform keys in [1, 2) have 128 values, so each 4,096-key
+    /// tile holds 32 of the threshold's and of each value above it, well within its slots),
+    /// from memory where they overflow (two values: 2,048 per tile), and both within a segment
+    /// (sixteen values: 256 per tile against 256 slots). k = 512 of 65,536 puts the threshold
+    /// one value below the top, whose 512-odd keys fall short of k in about half the segments.
+    #[test]
+    fn sanitize_topk_filter_tie_slots() {
+        let d = dev();
+        let o: Vec<i64> = (0..=8).map(|i| 3 + i * 65_537).collect();
+        let n = *o.last().unwrap() as usize;
+        let v: Vec<u16> = keys(n, Pattern::RandomBits, 9);
+        tie_slots::<bf16>(&d, &o, &v);
+        tie_slots::<f16>(&d, &o, &v);
+        tie_slots::<u8>(&d, &o, &v);
+        tie_slots::<i16>(&d, &o, &v);
+    }
+
+    fn tie_slots<K: Key>(d: &Device, o: &[i64], v: &[u16]) {
+        for pattern in [Pattern::Uniform, Pattern::HeavyTies, Pattern::TwoValues] {
+            let k: Vec<K> = keys(v.len(), pattern, 12);
+            for kk in [512usize, 700] {
+                for largest in [true, false] {
+                    for tie in TIES {
+                        let req = top_k(kk, largest)
+                            .tie_break(tie)
+                            .force_path(Some(GpuPath::Filter));
+                        check(d, &req, &k, Segments::Offsets(o), Some(v));
+                    }
+                }
+            }
+        }
+    }
+
     /// The split path where the plan picks it (a 16M-key segment at an unaligned offset, an
     /// empty one, a short one, a 5M-key one; k = 1024 is too many winners for the filter):
     /// friendly and adversarial keys, every tie-break, sorted with values.

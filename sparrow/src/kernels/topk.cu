@@ -27,15 +27,17 @@
 //   thresh: one block per segment radix-selects, among SAMPLE keys spread over the segment,
 //           a threshold that at least k keys reach with near certainty;
 //   filter: each tile keeps its keys above the threshold, in position order, in a fixed run
-//           of CT slots, and counts the keys equal to it when the sample had ties there
+//           of CT slots, and counts the keys equal to it when the sample had ties there or
+//           the keys are narrow, keeping those too at the run's far end where both fit
 //           (filter_tma on sm_90: the keys staged into shared memory by bulk copies);
 //   cand:   one block per segment gathers its candidates in position order into shared
 //           memory (re-filtering from memory the few tiles whose candidates overflowed their
 //           slots, as sorted keys make them) and selects among them on chip; when they are
 //           fewer than k but the keys equal to the threshold make up the rest (ties: few
-//           distinct values, all keys equal), it takes them all and the tie-break's window of
-//           the equal keys, read from only the tiles that hold it. Otherwise (the sample
-//           missed) the block selects from the whole segment in memory: slower, still exact.
+//           distinct values, all keys equal, 16-bit keys), it takes them all and the
+//           tie-break's window of the equal keys, from the slots of the tiles that kept them
+//           and from memory in those that could not. Otherwise (the sample missed) the block
+//           selects from the whole segment in memory: slower, still exact.
 // Every selection skips the high bits that all its keys share before the first digit pass,
 // so keys from one binade do not pile into one histogram bin.
 // Every thread of a block reaches every barrier: blocks whose segment is done still run the
@@ -914,8 +916,8 @@ __device__ __forceinline__ TileCut tile_cut(u64 th64, u32 count_eq, int largest)
     return c;
 }
 
-// Bit r of the returned mask: key r of this thread is above the threshold; *eq counts those
-// equal to it (when counted).
+// Bit r of the returned mask: key r of this thread is above the threshold; bit r of *eq_out:
+// key r equals it (when equal keys count).
 __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileCut& c, int largest, int first,
                                           u32* eq_out) {
     u32 m = 0, eq = 0;
@@ -930,7 +932,7 @@ __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileC
         }
         if (c.ceq) {
 #pragma unroll
-            for (int r = 0; r < FR; r++) eq += key_float(cur[r]) == c.fc.fe;
+            for (int r = 0; r < FR; r++) eq |= (u32)(key_float(cur[r]) == c.fc.fe) << r;
         }
     } else if (n == TILE && !c.ceq) {
 #pragma unroll
@@ -940,7 +942,7 @@ __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileC
         for (int r = 0; r < FR; r++) {
             const R d = directed(cur[r], largest);
             m |= (u32)(d > c.th) << r;
-            eq += d == c.th;
+            eq |= (u32)(d == c.th) << r;
         }
     } else {
 #pragma unroll
@@ -948,7 +950,7 @@ __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileC
             const R d = directed(cur[r], largest);
             const bool in = first + r * 32 < n;
             m |= (u32)(in && d > c.th) << r;
-            eq += c.ceq && in && d == c.th;
+            eq |= (u32)(c.ceq && in && d == c.th) << r;
         }
     }
     if (c.none) m = eq = 0;
@@ -956,54 +958,79 @@ __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileC
     return m;
 }
 
-// Places tile t's candidates (marks m, per-thread equal counts eq) in position order in its
-// CT slots and writes its counts. wtot and weq are this tile's parity's halves; sync() is a
-// barrier of the block's 256 filtering threads.
-template <class Sync>
-__device__ __forceinline__ void tile_place(const K (&cur)[FR], u32 m, u32 eq, bool ceq, i64 t, int ct, int first,
+// Writes this warp's marked items in position order, the o-th (counted from base) by
+// put(o, key, position). P items per lane per round: item (r, h) is mark bit r + 16 h, key
+// item.key(r, h) at tile position item.pos(r, h); a round's items are in position order
+// lane by lane, h within a lane. Only the rounds where some lane of the warp has a marked
+// item (the same in the whole warp) cost ballots; `any` is false when no lane has one.
+template <int P, class Items, class Put>
+__device__ __forceinline__ void place_marked(const Items& item, u32 m, bool any, u32 base, const Put& put) {
+    const u32 lt = (1u << (threadIdx.x & 31)) - 1u;
+    const u32 rounds = any ? __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu) : 0u;
+#pragma unroll
+    for (int r = 0; r < FR / P; r++) {
+        if ((rounds >> r) & 1u) {
+            const u32 a = (m >> r) & 1u, b = P == 2 ? (m >> (16 + r)) & 1u : 0u;
+            const u32 ba = __ballot_sync(0xffffffffu, a);
+            const u32 bb = P == 2 ? __ballot_sync(0xffffffffu, b) : 0u;
+            const u32 o = base + __popc(ba & lt) + __popc(bb & lt);
+            if (a) put(o, item.key(r, 0), item.pos(r, 0));
+            if (b) put(o + a, item.key(r, 1), item.pos(r, 1));
+            base += __popc(ba) + __popc(bb);
+        }
+    }
+}
+
+// A filtering thread's keys of a tile: FR keys, key r at tile position first + 32 r.
+struct KeyItems {
+    const K (&cur)[FR];
+    int first;
+    __device__ __forceinline__ K key(int r, int) const { return cur[r]; }
+    __device__ __forceinline__ int pos(int r, int) const { return first + r * 32; }
+};
+
+// Places tile t's candidates (marks m) in position order in its CT slots from the first, and
+// writes its counts. The keys equal to the threshold (marks eq, when counted) fill the slots
+// from the last down in position order (equal-key rank q in slot ct - 1 - q) when both runs
+// fit, so the candidate kernel completes short candidates from slots instead of from memory.
+// wtot and weq are this tile's parity's halves; sync() is a barrier of the block's 256
+// filtering threads.
+template <int P, class Items, class Sync>
+__device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, bool ceq, i64 t, int ct,
                                            K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, u32* wtot,
                                            u32* weq, const Sync& sync) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const u32 lt = (1u << lane) - 1u;
     const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
-    const u32 eqw = ceq ? __reduce_add_sync(0xffffffffu, eq) : 0u;
+    const u32 eqw = ceq ? __reduce_add_sync(0xffffffffu, __popc(eq)) : 0u;
     if (lane == 0) {
         wtot[w] = mine;
         weq[w] = eqw;
     }
     sync();
-    u32 base = 0, total = 0;
+    u32 base = 0, total = 0, ebase = 0, etotal = 0;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        const u32 x = wtot[j];
+        const u32 x = wtot[j], y = weq[j];
         base += j < w ? x : 0u;
         total += x;
+        ebase += j < w ? y : 0u;
+        etotal += y;
     }
-    // Only the rounds where some lane of the warp has a candidate (the same in the whole
-    // warp) cost a ballot.
-    const u32 rounds = mine ? __reduce_or_sync(0xffffffffu, m) : 0u;
     K* ck = cand_key + t * ct;
     u16* co = cand_off + t * ct;
-#pragma unroll
-    for (int r = 0; r < FR; r++) {
-        if ((rounds >> r) & 1u) {
-            const u32 b = __ballot_sync(0xffffffffu, (m >> r) & 1u);
-            if ((m >> r) & 1u) {
-                const u32 o = base + __popc(b & lt);
-                if (o < (u32)ct) {
-                    ck[o] = cur[r];
-                    co[o] = (u16)(first + r * 32);
-                }
-            }
-            base += __popc(b);
+    place_marked<P>(item, m, mine != 0, base, [&](u32 o, K v, int p) {
+        if (o < (u32)ct) {
+            ck[o] = v;
+            co[o] = (u16)p;
         }
-    }
+    });
+    place_marked<P>(item, eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
+        ck[ct - 1 - (int)o] = v;
+        co[ct - 1 - (int)o] = (u16)p;
+    });
     if (threadIdx.x == 0) {
         tile_cnt[t] = total;
-        u32 e = 0;
-#pragma unroll
-        for (int j = 0; j < 8; j++) e += weq[j];
-        tile_eq[t] = e;
+        tile_eq[t] = etotal;
     }
 }
 
@@ -1040,13 +1067,81 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
         const TileCut c = tile_cut(thresh[s], count_eq[s], largest);
         u32 eq;
         const u32 m = tile_marks(cur, n, c, largest, first, &eq);
-        tile_place(cur, m, eq, c.ceq, t, ct, first, cand_key, cand_off, tile_cnt, tile_eq, wtot[par], weq[par],
-                   [] { __syncthreads(); });
+        tile_place<1>(KeyItems{cur, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[par],
+                      weq[par], [] { __syncthreads(); });
 #pragma unroll
         for (int r = 0; r < FR; r++) cur[r] = nxt[r];
         n = nn;
     }
 }
+
+// 16-bit float keys filtered two to a 32-bit word by packed compares (sm_90 has them for
+// bf16x2 and f16x2): half the instructions per key of one compare each, which the filter's
+// issue rate needs once keys are half as wide.
+#define PAIRED (TOPK_KIND == 0 && KBITS == 16)
+#if TOPK_INF == 0x7f80
+#define HALF2 "bf16x2"
+#else
+#define HALF2 "f16x2"
+#endif
+
+// The 16-bit float key whose value is f (f is one), in both halves of a word.
+__device__ __forceinline__ u32 half2_of(float f) {
+    u32 h;
+    if (TOPK_INF == 0x7f80ull) {
+        h = __float_as_uint(f) >> 16;
+    } else {
+        unsigned short x;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(x) : "f"(f));
+        h = x;
+    }
+    return h | h << 16;
+}
+// Per half: 0xffff where a's key is above b's or unordered with it (NaN), else 0.
+__device__ __forceinline__ u32 half2_gtu(u32 a, u32 b) {
+    u32 d;
+    asm("set.gtu.u32." HALF2 " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+__device__ __forceinline__ u32 half2_lt(u32 a, u32 b) {
+    u32 d;
+    asm("set.lt.u32." HALF2 " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+__device__ __forceinline__ u32 half2_eq(u32 a, u32 b) {
+    u32 d;
+    asm("set.eq.u32." HALF2 " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+// tile_marks for a full tile of paired keys under a float compare (c.fc.fast, !c.none): mark
+// bit r for word r's first key, 16 + r for its second.
+__device__ __forceinline__ u32 pair_marks(const u32 (&wd)[FR / 2], const TileCut& c, int largest, u32* eq_out) {
+    u32 m = 0, eq = 0;
+    const u32 f2 = half2_of(c.fc.f);
+    if (largest) {
+#pragma unroll
+        for (int r = 0; r < FR / 2; r++) m |= half2_gtu(wd[r], f2) & (0x00010001u << r);
+    } else {
+#pragma unroll
+        for (int r = 0; r < FR / 2; r++) m |= half2_lt(wd[r], f2) & (0x00010001u << r);
+    }
+    if (c.ceq) {
+        const u32 e2 = half2_of(c.fc.fe);
+#pragma unroll
+        for (int r = 0; r < FR / 2; r++) eq |= half2_eq(wd[r], e2) & (0x00010001u << r);
+    }
+    *eq_out = eq;
+    return m;
+}
+
+// A filtering thread's paired keys: word r holds tile positions first + 64 r and the next.
+struct PairItems {
+    const u32 (&wd)[FR / 2];
+    int first;
+    __device__ __forceinline__ K key(int r, int h) const { return (K)(wd[r] >> (16 * h)); }
+    __device__ __forceinline__ int pos(int r, int h) const { return first + r * 64 + h; }
+};
 
 // The filter with the keys staged by the TMA (sm_90). Warp-specialised: warp 8, the
 // producer, stages each tile into one of `nst` shared-memory stages (a bulk copy of its
@@ -1188,22 +1283,45 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
         while (!mbar_try_wait(&full[s], par)) {
         }
         const FtHead hh = head[s];
-        const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
-        K cur[FR];
-        if (hh.n == TILE) {
-#pragma unroll
-            for (int r = 0; r < FR; r++) cur[r] = sk[first + r * 32];
-        } else {
-#pragma unroll
-            for (int r = 0; r < FR; r++) cur[r] = first + r * 32 < hh.n ? sk[first + r * 32] : (K)0;
-        }
-        mbar_arrive(&empty[s]);
         const TileCut& c = hh.c;
-        u32 eq;
-        const u32 m = tile_marks(cur, hh.n, c, largest, first, &eq);
+        const i64 t = (i64)blockIdx.x + j * G;
         const int p = (int)(j & 1);
-        tile_place(cur, m, eq, c.ceq, (i64)blockIdx.x + j * G, ct, first, cand_key, cand_off, tile_cnt, tile_eq,
-                   wtot[p], weq[p], [] { named_barrier(1, 256); });
+        const auto sync = [] { named_barrier(1, 256); };
+        if (PAIRED && hh.n == TILE && c.fc.fast && !c.none) {
+            // 16-bit float keys, a word (two keys) at a time: word r of this thread holds the
+            // tile's keys w * 512 + r * 64 + 2 lane and the next. A tile at an odd key offset
+            // sits 2 bytes past a word boundary; its words are funnelled from two.
+            const int w0 = w * 256 + lane;
+            const u32* sw = (const u32*)(stages + (i64)s * stage_bytes + (hh.shift & ~3));
+            u32 wd[FR / 2];
+            if (hh.shift & 2) {
+#pragma unroll
+                for (int r = 0; r < FR / 2; r++) wd[r] = __funnelshift_r(sw[w0 + r * 32], sw[w0 + r * 32 + 1], 16);
+            } else {
+#pragma unroll
+                for (int r = 0; r < FR / 2; r++) wd[r] = sw[w0 + r * 32];
+            }
+            mbar_arrive(&empty[s]);
+            u32 eq;
+            const u32 m = pair_marks(wd, c, largest, &eq);
+            tile_place<2>(PairItems{wd, w * 512 + 2 * lane}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt,
+                          tile_eq, wtot[p], weq[p], sync);
+        } else {
+            const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
+            K cur[FR];
+            if (hh.n == TILE) {
+#pragma unroll
+                for (int r = 0; r < FR; r++) cur[r] = sk[first + r * 32];
+            } else {
+#pragma unroll
+                for (int r = 0; r < FR; r++) cur[r] = first + r * 32 < hh.n ? sk[first + r * 32] : (K)0;
+            }
+            mbar_arrive(&empty[s]);
+            u32 eq;
+            const u32 m = tile_marks(cur, hh.n, c, largest, first, &eq);
+            tile_place<1>(KeyItems{cur, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[p],
+                          weq[p], sync);
+        }
         if (++s == nst) {
             s = 0;
             par ^= 1u;
@@ -1416,7 +1534,7 @@ __device__ __forceinline__ KeyRad<4> cand_src(const CandSlots<false>& c, int lar
 // position order, in [lo, lo + need)) at out0 + their rank among the taken, in position
 // order. Returns the ties seen. Every thread must call it.
 template <class Slots>
-__device__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool gt, u64 rank0, u64 lo, u64 need,
+__device__ __noinline__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool gt, u64 rank0, u64 lo, u64 need,
                            u32 out0, const Slots& c, int largest, u32* cnt, u32* sums) {
     const int rounds = (n + (int)blockDim.x - 1) / (int)blockDim.x;
     K v[TILE / 256];
@@ -1471,6 +1589,7 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
     const CandSlots<RAD> cs(smem_raw, cap);
     u32* pos = cs.pos;
     __shared__ u32 tbase[256], tcnt[256], gbase[256];
+    __shared__ bool from_mem[256];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
     __shared__ u32 cnt[256];
@@ -1570,24 +1689,43 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
             cnt, sums);
     } else if (fits && kk <= total + eqs && kk <= (u64)cap) {
         // Every candidate, and the tie-break's window of the keys equal to th, appended after
-        // them from the tiles that hold it; then both runs merged by position.
-        const u64 need = kk - total, lo = larger_index ? eqs - need : 0;
-        u64 rank = 0;
-        for (i64 tb = t0; tb < t1; tb += blockDim.x) {
+        // them: gathered from the slots of the tiles that kept their equal keys (see
+        // tile_place), filtered from memory in the others; then both runs merged by position.
+        // Ranks and counts within a segment fit 32 bits (see above).
+        const u32 need = (u32)(kk - total), lo = larger_index ? (u32)eqs - need : 0u, hi = lo + need;
+        u32 rank = 0;
+        for (i64 tb = t0; tb < t1 && rank < hi; tb += blockDim.x) {
             const i64 t = tb + threadIdx.x;
-            u32 sum;
-            const u32 before = block_exclusive_scan(t < t1 ? tile_eq[t] : 0u, sums, &sum);
+            const u32 e = t < t1 ? tile_eq[t] : 0u;
+            u32 sum, gsum;
+            const u32 before = block_exclusive_scan(e, sums, &sum);
+            __syncthreads();
+            // This tile's part of the window: equal-key ranks [w0, w1) of the segment.
+            const u32 r0 = rank + before, r1 = r0 + e;
+            const u32 w0 = r0 > lo ? r0 : lo, w1 = r1 < hi ? r1 : hi;
+            const bool slotted = t < t1 && tile_cnt[t] + e <= (u32)ct;
+            const u32 g = w1 > w0 && slotted ? w1 - w0 : 0u;
+            gbase[threadIdx.x] = block_exclusive_scan(g, sums, &gsum);
             tbase[threadIdx.x] = before;
-            tcnt[threadIdx.x] = t < t1 ? tile_eq[t] : 0u;
+            from_mem[threadIdx.x] = w1 > w0 && !slotted;
             __syncthreads();
             const int ntb = (int)(t1 - tb < (i64)blockDim.x ? t1 - tb : (i64)blockDim.x);
+            for (u32 f = threadIdx.x; f < gsum; f += blockDim.x) {
+                int x = 0;
+#pragma unroll
+                for (int step = 128; step > 0; step >>= 1)
+                    if (x + step < ntb && gbase[x + step] <= f) x += step;
+                const u32 xr0 = rank + tbase[x], xw0 = xr0 > lo ? xr0 : lo, d = f - gbase[x];
+                const i64 slot = (tb + x) * ct + (ct - 1) - (i64)(xw0 - xr0 + d);
+                cs.put(total + (xw0 - lo) + d, cand_key[slot], (u32)(tb + x - t0) * TILE + cand_off[slot], largest);
+            }
             for (int x = 0; x < ntb; x++) {
-                const u64 r0 = rank + tbase[x], r1 = r0 + tcnt[x];
-                if (r1 > lo && r0 < lo + need) {
+                if (from_mem[x]) {
+                    const u32 xr0 = rank + tbase[x];
                     const i64 a = (tb + x - t0) * TILE;
                     const int n = (int)(len - a < TILE ? len - a : TILE);
-                    const u32 out0 = (u32)(total + (r0 > lo ? r0 - lo : 0));
-                    tile_append(seg, a, n, th, false, r0, lo, need, out0, cs, largest, cnt, sums);
+                    const u32 out0 = (u32)total + (xr0 > lo ? xr0 - lo : 0u);
+                    tile_append(seg, a, n, th, false, xr0, lo, need, out0, cs, largest, cnt, sums);
                 }
             }
             rank += sum;
@@ -1624,7 +1762,7 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
     cand_body<RAD>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, cand_key,    \
                  cand_off, ct, cap, out_keys, out_idx, width, idx64, largest, larger_index)
 extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3) ENTRY(cand)(CAND_ARGS) { CAND_CALL(false); }
-extern "C" __global__ void __launch_bounds__(256) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true); }
+extern "C" __global__ void __launch_bounds__(256, 1) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true); }
 
 // out_vals[s, j] = vals[segment start + out_idx[s, j]] for j < kk[s]: the value payload of
 // every selected key, after any selection kernel.
