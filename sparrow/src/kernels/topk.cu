@@ -965,8 +965,9 @@ __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileC
 // item (the same in the whole warp) cost ballots; `any` is false when no lane has one.
 template <int P, class Items, class Put>
 __device__ __forceinline__ void place_marked(const Items& item, u32 m, bool any, u32 base, const Put& put) {
+    if (!any) return;
     const u32 lt = (1u << (threadIdx.x & 31)) - 1u;
-    const u32 rounds = any ? __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu) : 0u;
+    const u32 rounds = __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu);
 #pragma unroll
     for (int r = 0; r < FR / P; r++) {
         if ((rounds >> r) & 1u) {
@@ -1010,11 +1011,17 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
     u32 base = 0, total = 0, ebase = 0, etotal = 0;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        const u32 x = wtot[j], y = weq[j];
+        const u32 x = wtot[j];
         base += j < w ? x : 0u;
         total += x;
-        ebase += j < w ? y : 0u;
-        etotal += y;
+    }
+    if (ceq) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const u32 y = weq[j];
+            ebase += j < w ? y : 0u;
+            etotal += y;
+        }
     }
     K* ck = cand_key + t * ct;
     u16* co = cand_off + t * ct;
@@ -1024,10 +1031,12 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
             co[o] = (u16)p;
         }
     });
-    place_marked<P>(item, eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
-        ck[ct - 1 - (int)o] = v;
-        co[ct - 1 - (int)o] = (u16)p;
-    });
+    if (ceq) {
+        place_marked<P>(item, eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
+            ck[ct - 1 - (int)o] = v;
+            co[ct - 1 - (int)o] = (u16)p;
+        });
+    }
     if (threadIdx.x == 0) {
         tile_cnt[t] = total;
         tile_eq[t] = etotal;
