@@ -965,9 +965,8 @@ __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileC
 // item (the same in the whole warp) cost ballots; `any` is false when no lane has one.
 template <int P, class Items, class Put>
 __device__ __forceinline__ void place_marked(const Items& item, u32 m, bool any, u32 base, const Put& put) {
-    if (!any) return;
     const u32 lt = (1u << (threadIdx.x & 31)) - 1u;
-    const u32 rounds = __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu);
+    const u32 rounds = any ? __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu) : 0u;
 #pragma unroll
     for (int r = 0; r < FR / P; r++) {
         if ((rounds >> r) & 1u) {
