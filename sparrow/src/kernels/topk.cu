@@ -28,7 +28,7 @@
 //           a threshold that at least k keys reach with near certainty;
 //   filter: each tile keeps its keys above the threshold, in position order, in a fixed run
 //           of CT slots, and counts the keys equal to it when the sample had ties there or
-//           the keys are narrow, keeping those too at the run's far end where both fit
+//           the keys are narrow, keeping a narrow key's at the run's far end where both fit
 //           (filter_tma on sm_90: the keys staged into shared memory by bulk copies);
 //   cand:   one block per segment gathers its candidates in position order into shared
 //           memory (re-filtering from memory the few tiles whose candidates overflowed their
@@ -989,10 +989,17 @@ struct KeyItems {
     __device__ __forceinline__ int pos(int r, int) const { return first + r * 32; }
 };
 
+// Keys of 16 bits or fewer count the keys equal to the threshold in every segment (few values,
+// so a threshold's ties are the rule) and keep them in slots (see tile_place); wider keys count
+// them only where the sample had ties and fetch them from memory, as rare as that is, so their
+// filter does not carry the slot bookkeeping (which slowed f32 tiles by 3-5 % on the H200).
+#define EQ_SLOTS (KBITS <= 16)
+
 // Places tile t's candidates (marks m) in position order in its CT slots from the first, and
-// writes its counts. The keys equal to the threshold (marks eq, when counted) fill the slots
-// from the last down in position order (equal-key rank q in slot ct - 1 - q) when both runs
-// fit, so the candidate kernel completes short candidates from slots instead of from memory.
+// writes its counts. With EQ_SLOTS, the keys equal to the threshold (marks eq, when counted)
+// fill the slots from the last down in position order (equal-key rank q in slot ct - 1 - q)
+// when both runs fit, so the candidate kernel completes short candidates from slots instead of
+// from memory.
 // wtot and weq are this tile's parity's halves; sync() is a barrier of the block's 256
 // filtering threads.
 template <int P, class Items, class Sync>
@@ -1018,7 +1025,7 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const u32 y = weq[j];
-            ebase += j < w ? y : 0u;
+            ebase += EQ_SLOTS && j < w ? y : 0u;
             etotal += y;
         }
     }
@@ -1030,7 +1037,7 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
             co[o] = (u16)p;
         }
     });
-    if (ceq) {
+    if (EQ_SLOTS && ceq) {
         place_marked<P>(item, eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
             ck[ct - 1 - (int)o] = v;
             co[ct - 1 - (int)o] = (u16)p;
@@ -1711,7 +1718,7 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
             // This tile's part of the window: equal-key ranks [w0, w1) of the segment.
             const u32 r0 = rank + before, r1 = r0 + e;
             const u32 w0 = r0 > lo ? r0 : lo, w1 = r1 < hi ? r1 : hi;
-            const bool slotted = t < t1 && tile_cnt[t] + e <= (u32)ct;
+            const bool slotted = EQ_SLOTS && t < t1 && tile_cnt[t] + e <= (u32)ct;
             const u32 g = w1 > w0 && slotted ? w1 - w0 : 0u;
             gbase[threadIdx.x] = block_exclusive_scan(g, sums, &gsum);
             tbase[threadIdx.x] = before;
