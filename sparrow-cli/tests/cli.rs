@@ -212,6 +212,53 @@ fn bad_inputs_give_one_line_errors() {
     );
 }
 
+/// `info --fill-cache` stores each module as the first use on a GPU would compile it, under the
+/// key that use looks up, and says which argument is wrong before it compiles anything.
+#[test]
+fn info_fill_cache_stores_what_a_gpu_looks_up() {
+    let e = failure(&sparrow(&[
+        "info",
+        "--fill-cache",
+        "sm_90",
+        "--filter",
+        "nope",
+    ]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--filter`: no kernel entry point contains \"nope\""
+    );
+    if !sparrow::device::compile::nvrtc_present() {
+        let required = std::env::var("SPARROW_REQUIRE_NVRTC").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "SPARROW_REQUIRE_NVRTC=1 but libnvrtc was not found"
+        );
+        eprintln!("libnvrtc not found: --fill-cache NOT checked");
+        return;
+    }
+    let dir = tmp("kernel-cache");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_sparrow"))
+        .env("SPARROW_CACHE_DIR", &dir)
+        .args(["info", "--fill-cache", "sm_90", "--filter", "cs_union"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let cs = sparrow::kernels::CS;
+    let key = sparrow::device::compile::cache_key(&cs, "sm_90").unwrap();
+    let stored = std::fs::read(dir.join(format!("{key}.cubin"))).unwrap();
+    assert_eq!(
+        stored,
+        sparrow::device::compile::compile_cubin(&cs, "sm_90").unwrap()
+    );
+    // Only the module the filter names, and no temporary file left behind.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec![format!("{key}.cubin")]);
+}
+
 #[test]
 fn cuda_without_a_gpu_says_why() {
     if sparrow::device::driver_present() {

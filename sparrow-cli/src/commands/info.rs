@@ -23,11 +23,21 @@ pub struct Args {
     /// reading its machine code with `nvdisasm` or `cuobjdump -sass`.
     #[arg(long, value_name = "DIR")]
     cubin_dir: Option<std::path::PathBuf>,
+    /// Instead: compile every kernel module for this architecture (such as sm_90) as a GPU
+    /// would at first use and store it in the kernel cache (see `kernel cache` above, or
+    /// SPARROW_CACHE_DIR), so GPU hosts that share that folder and an NVRTC of the same
+    /// major.minor version load the kernels instead of compiling them. Needs libnvrtc, not a
+    /// GPU; --filter applies.
+    #[arg(long, value_name = "ARCH", conflicts_with_all = ["kernels", "cubin_dir", "bandwidth"])]
+    fill_cache: Option<String>,
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     if let Some(arch) = &args.kernels {
         return kernel_resources(arch, &args.filter, args.cubin_dir.as_deref());
+    }
+    if let Some(arch) = &args.fill_cache {
+        return fill_cache(arch, &args.filter);
     }
     let mut report = serde_json::Map::new();
     let driver = driver_version();
@@ -107,14 +117,8 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The table of `--kernels`: ptxas's report through NVRTC, with the options the kernels are
-/// compiled with at run time.
-fn kernel_resources(
-    arch: &str,
-    filter: &str,
-    cubin_dir: Option<&std::path::Path>,
-) -> Result<ExitCode> {
-    // Only modules that export a matching entry point are compiled (one takes seconds).
+/// The modules that export an entry point containing `filter` (compiling one takes seconds).
+fn modules_for(filter: &str) -> Result<Vec<sparrow::kernels::KernelModule>> {
     let modules: Vec<_> = sparrow::kernels::all_modules()
         .into_iter()
         .filter(|m| (m.entry_points)().iter().any(|e| e.contains(filter)))
@@ -125,6 +129,52 @@ fn kernel_resources(
             format!("no kernel entry point contains \"{filter}\""),
         ));
     }
+    Ok(modules)
+}
+
+/// `--fill-cache`: each module compiled exactly as the first use on a GPU would compile it,
+/// stored under the key that use looks up (module source, NVRTC options and major.minor
+/// version, architecture).
+fn fill_cache(arch: &str, filter: &str) -> Result<ExitCode> {
+    let modules = modules_for(filter)?;
+    compile::nvrtc_version()?;
+    let dir = compile::cache_dir().ok_or_else(|| {
+        sparrow::Error::invalid(
+            "--fill-cache",
+            "no kernel cache folder: set SPARROW_CACHE_DIR (or HOME)",
+        )
+    })?;
+    std::fs::create_dir_all(&dir).map_err(|e| sparrow::Error::io(&dir, e))?;
+    for m in &modules {
+        let t = std::time::Instant::now();
+        let key = compile::cache_key(m, arch)?;
+        let cubin = compile::compile_cubin(m, arch)?;
+        // Written under a temporary name first, so a GPU reading the folder meanwhile never
+        // loads half a module.
+        let path = dir.join(format!("{key}.cubin"));
+        let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, &cubin).map_err(|e| sparrow::Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| sparrow::Error::io(&path, e))?;
+        println!(
+            "{:<16} {:>7} KiB  {:>5.1} s  {}",
+            m.name,
+            cubin.len() / 1024,
+            t.elapsed().as_secs_f64(),
+            path.display()
+        );
+    }
+    println!("{} modules for {arch} in {}", modules.len(), dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The table of `--kernels`: ptxas's report through NVRTC, with the options the kernels are
+/// compiled with at run time.
+fn kernel_resources(
+    arch: &str,
+    filter: &str,
+    cubin_dir: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    let modules = modules_for(filter)?;
     compile::nvrtc_version()?;
     if let Some(dir) = cubin_dir {
         std::fs::create_dir_all(dir).map_err(|e| sparrow::Error::io(dir, e))?;
