@@ -7,6 +7,8 @@ out=${1:-$here}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export SPARROW_DATA=${SPARROW_DATA:-$here/data}
+# The kernels gpu-bundle.sh compiled ahead, where it could (see there).
+export SPARROW_CACHE_DIR=${SPARROW_CACHE_DIR:-$here/kc}
 status=0
 "$here/gpu-tests" --test-threads=1 --nocapture 2>&1 | tee "$out/gpu-tests.log" || status=1
 "$here/sparrow" validate --device cuda 2>&1 | tee "$out/validate.log" || status=1
