@@ -144,17 +144,11 @@ fn fill_cache(arch: &str, filter: &str) -> Result<ExitCode> {
             "no kernel cache folder: set SPARROW_CACHE_DIR (or HOME)",
         )
     })?;
-    std::fs::create_dir_all(&dir).map_err(|e| sparrow::Error::io(&dir, e))?;
     for m in &modules {
         let t = std::time::Instant::now();
         let key = compile::cache_key(m, arch)?;
         let cubin = compile::compile_cubin(m, arch)?;
-        // Written under a temporary name first, so a GPU reading the folder meanwhile never
-        // loads half a module.
-        let path = dir.join(format!("{key}.cubin"));
-        let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, &cubin).map_err(|e| sparrow::Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| sparrow::Error::io(&path, e))?;
+        let path = compile::disk_store(&key, &cubin)?;
         println!(
             "{:<16} {:>7} KiB  {:>5.1} s  {}",
             m.name,

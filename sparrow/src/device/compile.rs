@@ -251,17 +251,39 @@ pub fn disk_get(key: &str) -> Option<Vec<u8>> {
     std::fs::read(p).ok().filter(|b| !b.is_empty())
 }
 
-/// Stores a cubin; failures are ignored because the cache only saves time. The write goes to
-/// a temporary name first so a concurrent reader never sees half a file.
+/// Stores a cubin; failures are ignored because the cache only saves time.
 pub fn disk_put(key: &str, cubin: &[u8]) {
-    let Some(dir) = cache_dir() else { return };
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
+    let _ = disk_store(key, cubin);
+}
+
+/// Stores a cubin in the cache folder and returns its path. The write goes to a temporary name
+/// first so a concurrent reader never sees half a file.
+pub fn disk_store(key: &str, cubin: &[u8]) -> Result<PathBuf> {
+    let dir = cache_dir().ok_or_else(|| {
+        Error::unsupported("no kernel cache folder: set SPARROW_CACHE_DIR (or HOME)")
+    })?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, cubin).is_ok() {
-        let _ = std::fs::rename(&tmp, dir.join(format!("{key}.cubin")));
+    let path = dir.join(format!("{key}.cubin"));
+    std::fs::write(&tmp, cubin).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+    Ok(path)
+}
+
+/// For checks that need libnvrtc but not a GPU (kernel assembly, filling the cache): whether
+/// libnvrtc is here. Without it the check is skipped with a note on stderr, unless
+/// `SPARROW_REQUIRE_NVRTC=1` (as CI sets), which makes its absence a panic.
+pub fn nvrtc_for_checks(what: &str) -> bool {
+    if nvrtc_present() {
+        return true;
     }
+    let required = std::env::var("SPARROW_REQUIRE_NVRTC").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "SPARROW_REQUIRE_NVRTC=1 but libnvrtc was not found on LD_LIBRARY_PATH"
+    );
+    eprintln!("libnvrtc not found: {what} NOT checked (set SPARROW_REQUIRE_NVRTC=1 to make this a failure)");
+    false
 }
 
 #[cfg(test)]
