@@ -1450,6 +1450,55 @@ mod topk {
         }
     }
 
+    /// The staged filter on tiles whose bulk copies have no unaligned head or tail (the other
+    /// staging tests start segments at odd offsets): every key width, segments starting at
+    /// multiples of 16 keys (whole tiles, whole tiles and a partial one, 16 keys), friendly
+    /// keys, ties at the threshold (16 values, two values: the 16-bit keys' equal-key slots fill
+    /// and overflow) and keys sorted upwards (tiles whose candidates overflow their slots), both
+    /// directions, every tie-break, against the CPU.
+    #[test]
+    fn sanitize_topk_staged_filter_aligned_tiles() {
+        let d = dev();
+        let mut o = vec![0i64];
+        for len in [4096i64 * 3, 4096 * 2 + 16 * 70, 16, 4096 * 8, 4096 + 48] {
+            o.push(o.last().unwrap() + len);
+        }
+        aligned_tiles::<f32>(&d, &o);
+        aligned_tiles::<f64>(&d, &o);
+        aligned_tiles::<bf16>(&d, &o);
+        aligned_tiles::<f16>(&d, &o);
+        aligned_tiles::<u8>(&d, &o);
+        aligned_tiles::<i8>(&d, &o);
+        aligned_tiles::<i16>(&d, &o);
+        aligned_tiles::<u32>(&d, &o);
+        aligned_tiles::<i64>(&d, &o);
+    }
+
+    fn aligned_tiles<K: Key>(d: &Device, o: &[i64]) {
+        let n = *o.last().unwrap() as usize;
+        let v: Vec<u16> = keys(n, Pattern::RandomBits, 5);
+        let pats = [
+            Pattern::Uniform,
+            Pattern::HeavyTies,
+            Pattern::TwoValues,
+            Pattern::Ascending,
+        ];
+        for (pi, &pattern) in pats.iter().enumerate() {
+            let k: Vec<K> = keys(n, pattern, 30 + pi as u64);
+            for kk in [60usize, 700] {
+                for largest in [true, false] {
+                    for tie in TIES {
+                        let req = top_k(kk, largest)
+                            .tie_break(tie)
+                            .staging(true)
+                            .force_path(Some(GpuPath::Filter));
+                        check(d, &req, &k, Segments::Offsets(o), Some(&v));
+                    }
+                }
+            }
+        }
+    }
+
     /// The split path where the plan picks it (a 16M-key segment at an unaligned offset, an
     /// empty one, a short one, a 5M-key one; k = 1024 is too many winners for the filter):
     /// friendly and adversarial keys, every tie-break, sorted with values.
