@@ -1420,7 +1420,7 @@ mod topk {
     /// from memory where they overflow (two values: 2,048 per tile), and both within a segment
     /// (sixteen values: 256 per tile against 256 slots). k = 512 of 65,536 puts the threshold
     /// one value below the top, whose 512-odd keys fall short of k in about half the segments.
-    /// Both filters: the staged one (sm_90) and the register one.
+    /// Both filters (the staged one on sm_90, the register one), both directions.
     #[test]
     fn sanitize_topk_filter_tie_slots() {
         let d = dev();
@@ -1437,7 +1437,9 @@ mod topk {
         for pattern in [Pattern::Uniform, Pattern::HeavyTies, Pattern::TwoValues] {
             let k: Vec<K> = keys(v.len(), pattern, 12);
             for kk in [512usize, 700] {
-                for (largest, staging) in [(true, true), (false, true), (true, false)] {
+                for (largest, staging) in
+                    [(true, true), (false, true), (true, false), (false, false)]
+                {
                     for tie in TIES {
                         let req = top_k(kk, largest)
                             .tie_break(tie)

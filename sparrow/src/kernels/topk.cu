@@ -1112,22 +1112,17 @@ __device__ __forceinline__ u32 half2_of(float f) {
     }
     return h | h << 16;
 }
-// Per half: 0xffff where a's key is above b's or unordered with it (NaN), else 0.
-__device__ __forceinline__ u32 half2_gtu(u32 a, u32 b) {
-    u32 d;
-    asm("set.gtu.u32." HALF2 " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-}
-__device__ __forceinline__ u32 half2_lt(u32 a, u32 b) {
-    u32 d;
-    asm("set.lt.u32." HALF2 " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-}
-__device__ __forceinline__ u32 half2_eq(u32 a, u32 b) {
-    u32 d;
-    asm("set.eq.u32." HALF2 " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-}
+// Per half: 0xffff where a's key compares to b's as OP says, else 0 (gtu: above or unordered
+// with it, NaN; lt: below; eq: equal).
+#define HALF2_SET(OP)                                                            \
+    __device__ __forceinline__ u32 half2_##OP(u32 a, u32 b) {                    \
+        u32 d;                                                                   \
+        asm("set." #OP ".u32." HALF2 " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); \
+        return d;                                                                \
+    }
+HALF2_SET(gtu)
+HALF2_SET(lt)
+HALF2_SET(eq)
 
 // tile_marks for a full tile of paired keys under a float compare (c.fc.fast, !c.none): mark
 // bit r for word r's first key, 16 + r for its second.
