@@ -1459,37 +1459,55 @@ mod topk {
     /// and overflow) and keys sorted upwards (tiles whose candidates overflow their slots), both
     /// directions, every tie-break, against the CPU.
     #[test]
-    fn sanitize_topk_staged_filter_aligned_tiles() {
+    fn topk_staged_filter_aligned_tiles() {
         let d = dev();
-        let mut o = vec![0i64];
-        for len in [4096i64 * 3, 4096 * 2 + 16 * 70, 16, 4096 * 8, 4096 + 48] {
-            o.push(o.last().unwrap() + len);
-        }
-        aligned_tiles::<f32>(&d, &o);
-        aligned_tiles::<f64>(&d, &o);
-        aligned_tiles::<bf16>(&d, &o);
-        aligned_tiles::<f16>(&d, &o);
-        aligned_tiles::<u8>(&d, &o);
-        aligned_tiles::<i8>(&d, &o);
-        aligned_tiles::<i16>(&d, &o);
-        aligned_tiles::<u32>(&d, &o);
-        aligned_tiles::<i64>(&d, &o);
-    }
-
-    fn aligned_tiles<K: Key>(d: &Device, o: &[i64]) {
-        let n = *o.last().unwrap() as usize;
-        let v: Vec<u16> = keys(n, Pattern::RandomBits, 5);
+        let o = aligned_offsets(&[4096 * 3, 4096 * 2 + 16 * 70, 16, 4096 * 8, 4096 + 48]);
         let pats = [
             Pattern::Uniform,
             Pattern::HeavyTies,
             Pattern::TwoValues,
             Pattern::Ascending,
         ];
+        aligned_tiles::<f32>(&d, &o, &pats, &TIES);
+        aligned_tiles::<f64>(&d, &o, &pats, &TIES);
+        aligned_tiles::<bf16>(&d, &o, &pats, &TIES);
+        aligned_tiles::<f16>(&d, &o, &pats, &TIES);
+        aligned_tiles::<u8>(&d, &o, &pats, &TIES);
+        aligned_tiles::<i8>(&d, &o, &pats, &TIES);
+        aligned_tiles::<i16>(&d, &o, &pats, &TIES);
+        aligned_tiles::<u32>(&d, &o, &pats, &TIES);
+        aligned_tiles::<i64>(&d, &o, &pats, &TIES);
+    }
+
+    /// The same at sizes compute-sanitizer's race and barrier checks take: 32-, 16- and 8-bit
+    /// keys, uniform and two-valued.
+    #[test]
+    fn sanitize_topk_staged_filter_aligned_tiles() {
+        let d = dev();
+        let o = aligned_offsets(&[4096 * 2, 4096 + 16 * 70, 16]);
+        let pats = [Pattern::Uniform, Pattern::TwoValues];
+        let ties = [TieBreak::Fast, TieBreak::LargerIndex];
+        aligned_tiles::<f32>(&d, &o, &pats, &ties);
+        aligned_tiles::<bf16>(&d, &o, &pats, &ties);
+        aligned_tiles::<u8>(&d, &o, &pats, &ties);
+    }
+
+    fn aligned_offsets(lens: &[i64]) -> Vec<i64> {
+        let mut o = vec![0i64];
+        for len in lens {
+            o.push(o.last().unwrap() + len);
+        }
+        o
+    }
+
+    fn aligned_tiles<K: Key>(d: &Device, o: &[i64], pats: &[Pattern], ties: &[TieBreak]) {
+        let n = *o.last().unwrap() as usize;
+        let v: Vec<u16> = keys(n, Pattern::RandomBits, 5);
         for (pi, &pattern) in pats.iter().enumerate() {
             let k: Vec<K> = keys(n, pattern, 30 + pi as u64);
             for kk in [60usize, 700] {
                 for largest in [true, false] {
-                    for tie in TIES {
+                    for &tie in ties {
                         let req = top_k(kk, largest)
                             .tie_break(tie)
                             .staging(true)

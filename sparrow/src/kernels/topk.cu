@@ -981,12 +981,51 @@ __device__ __forceinline__ void place_marked(const Items& item, u32 m, bool any,
     }
 }
 
+// place_marked visiting only the rounds with marks (a loop over the set bits of `rounds`
+// instead of a test per round), for items that read their keys from shared memory at run-time
+// positions (registers cannot be indexed by a loop variable without spilling).
+template <int P, class Items, class Put>
+__device__ __forceinline__ void place_marked_sparse(const Items& item, u32 m, bool any, u32 base, const Put& put) {
+    const u32 lt = (1u << (threadIdx.x & 31)) - 1u;
+    u32 rounds = any ? __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu) : 0u;
+    while (rounds) {
+        const int r = __ffs(rounds) - 1;
+        rounds &= rounds - 1u;
+        const u32 a = (m >> r) & 1u, b = P == 2 ? (m >> (16 + r)) & 1u : 0u;
+        const u32 ba = __ballot_sync(0xffffffffu, a);
+        const u32 bb = P == 2 ? __ballot_sync(0xffffffffu, b) : 0u;
+        const u32 o = base + __popc(ba & lt) + __popc(bb & lt);
+        if (a) put(o, item.key(r, 0), item.pos(r, 0));
+        if (b) put(o + a, item.key(r, 1), item.pos(r, 1));
+        base += __popc(ba) + __popc(bb);
+    }
+}
+
+// A staged tile's keys placed from the stage itself (the filtering threads release a stage
+// only once its tile is placed): P = 1, key r at tile position first + 32 r; P = 2 (paired
+// 16-bit keys), word r's keys at first + 64 r and the next.
+template <int P>
+struct StageItems {
+    const K* sk;
+    int first;
+    __device__ __forceinline__ int pos(int r, int h) const { return P == 2 ? first + r * 64 + h : first + r * 32; }
+    __device__ __forceinline__ K key(int r, int h) const { return sk[pos(r, h)]; }
+    template <class Put>
+    __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
+        place_marked_sparse<P>(*this, m, any, base, put);
+    }
+};
+
 // A filtering thread's keys of a tile: FR keys, key r at tile position first + 32 r.
 struct KeyItems {
     const K (&cur)[FR];
     int first;
     __device__ __forceinline__ K key(int r, int) const { return cur[r]; }
     __device__ __forceinline__ int pos(int r, int) const { return first + r * 32; }
+    template <class Put>
+    __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
+        place_marked<1>(*this, m, any, base, put);
+    }
 };
 
 // Keys of 16 bits or fewer count the keys equal to the threshold in every segment (few values,
@@ -1002,7 +1041,7 @@ struct KeyItems {
 // from memory.
 // wtot and weq are this tile's parity's halves; sync() is a barrier of the block's 256
 // filtering threads.
-template <int P, class Items, class Sync>
+template <class Items, class Sync>
 __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, bool ceq, i64 t, int ct,
                                            K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, u32* wtot,
                                            u32* weq, const Sync& sync) {
@@ -1031,14 +1070,14 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
     }
     K* ck = cand_key + t * ct;
     u16* co = cand_off + t * ct;
-    place_marked<P>(item, m, mine != 0, base, [&](u32 o, K v, int p) {
+    item.place(m, mine != 0, base, [&](u32 o, K v, int p) {
         if (o < (u32)ct) {
             ck[o] = v;
             co[o] = (u16)p;
         }
     });
     if (EQ_SLOTS && ceq) {
-        place_marked<P>(item, eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
+        item.place(eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
             ck[ct - 1 - (int)o] = v;
             co[ct - 1 - (int)o] = (u16)p;
         });
@@ -1082,8 +1121,8 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
         const TileCut c = tile_cut(thresh[s], count_eq[s], largest);
         u32 eq;
         const u32 m = tile_marks(cur, n, c, largest, first, &eq);
-        tile_place<1>(KeyItems{cur, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[par],
-                      weq[par], [] { __syncthreads(); });
+        tile_place(KeyItems{cur, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[par],
+                   weq[par], [] { __syncthreads(); });
 #pragma unroll
         for (int r = 0; r < FR; r++) cur[r] = nxt[r];
         n = nn;
@@ -1145,25 +1184,19 @@ __device__ __forceinline__ u32 pair_marks(const u32 (&wd)[FR / 2], const TileCut
     return m;
 }
 
-// A filtering thread's paired keys: word r holds tile positions first + 64 r and the next.
-struct PairItems {
-    const u32 (&wd)[FR / 2];
-    int first;
-    __device__ __forceinline__ K key(int r, int h) const { return (K)(wd[r] >> (16 * h)); }
-    __device__ __forceinline__ int pos(int r, int h) const { return first + r * 64 + h; }
-};
-
 // The filter with the keys staged by the TMA (sm_90). Warp-specialised: warp 8, the
 // producer, stages each tile into one of `nst` shared-memory stages (a bulk copy of its
 // 16-byte-aligned interior; its unaligned head and tail, under 16 bytes each, stored by the
 // warp's lanes; its threshold, and the float compare standing for it, in the stage's header)
 // and signals the stage's full barrier; warps 0-7 filter the stage as the register filter
-// does, each thread arriving on its empty barrier as soon as its keys are in registers. Keys
-// reach shared memory without passing through registers, so the bytes in flight are bounded
-// by shared memory, not by registers, and the filtering threads' loads are shared-memory
-// loads at constant offsets. The producer keeps its own global loads (tile bounds two tiles
-// ahead, threshold and edge keys one ahead) in flight while it waits for a free stage: its
-// loop waits first and only then uses what it loaded in the previous iteration.
+// does, each thread arriving on its empty barrier once its tile is placed: the placement reads
+// the candidates' keys back from the stage, so it visits only the ballot rounds that have
+// candidates (StageItems). Keys reach shared memory without passing through registers, so the
+// bytes in flight are bounded by shared memory, not by registers, and the filtering threads'
+// loads are shared-memory loads at constant offsets. The producer keeps its own global loads
+// (tile bounds two tiles ahead, threshold and edge keys one ahead) in flight while it waits for
+// a free stage: its loop waits first and only then uses what it loaded in the previous
+// iteration.
 #define FT_THREADS 288
 #define FT_MAX_STAGES 8
 
@@ -1311,11 +1344,12 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
 #pragma unroll
                 for (int r = 0; r < FR / 2; r++) wd[r] = sw[w0 + r * 32];
             }
-            mbar_arrive(&empty[s]);
             u32 eq;
             const u32 m = pair_marks(wd, c, largest, &eq);
-            tile_place<2>(PairItems{wd, w * 512 + 2 * lane}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt,
-                          tile_eq, wtot[p], weq[p], sync);
+            const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
+            tile_place(StageItems<2>{sk, w * 512 + 2 * lane}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt,
+                       tile_eq, wtot[p], weq[p], sync);
+            mbar_arrive(&empty[s]);
         } else {
             const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
             K cur[FR];
@@ -1326,11 +1360,11 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
 #pragma unroll
                 for (int r = 0; r < FR; r++) cur[r] = first + r * 32 < hh.n ? sk[first + r * 32] : (K)0;
             }
-            mbar_arrive(&empty[s]);
             u32 eq;
             const u32 m = tile_marks(cur, hh.n, c, largest, first, &eq);
-            tile_place<1>(KeyItems{cur, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[p],
-                          weq[p], sync);
+            tile_place(StageItems<1>{sk, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[p],
+                       weq[p], sync);
+            mbar_arrive(&empty[s]);
         }
         if (++s == nst) {
             s = 0;
