@@ -1501,6 +1501,7 @@ mod topk {
     }
 
     fn aligned_tiles<K: Key>(d: &Device, o: &[i64], pats: &[Pattern], ties: &[TieBreak]) {
+        let sm90 = sm90(d);
         let n = *o.last().unwrap() as usize;
         let v: Vec<u16> = keys(n, Pattern::RandomBits, 5);
         for (pi, &pattern) in pats.iter().enumerate() {
@@ -1512,6 +1513,9 @@ mod topk {
                             .tie_break(tie)
                             .staging(true)
                             .force_path(Some(GpuPath::Filter));
+                        let (_, plan) = req.run_keys(d, &k, Segments::Offsets(o)).unwrap();
+                        let kernel = plan.kernel.clone().unwrap_or_default();
+                        assert_eq!(kernel.contains("filter_tma"), sm90, "{} [{plan}]", K::NAME);
                         check(d, &req, &k, Segments::Offsets(o), Some(&v));
                     }
                 }

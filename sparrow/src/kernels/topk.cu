@@ -963,34 +963,14 @@ __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileC
 // item.key(r, h) at tile position item.pos(r, h); a round's items are in position order
 // lane by lane, h within a lane. Only the rounds where some lane of the warp has a marked
 // item (the same in the whole warp) cost ballots; `any` is false when no lane has one.
-template <int P, class Items, class Put>
+// SPARSE visits those rounds by a loop over the set bits of their mask instead of a test per
+// round, for items that read their keys from shared memory at run-time positions (registers
+// cannot be indexed by a loop variable without spilling).
+template <int P, bool SPARSE, class Items, class Put>
 __device__ __forceinline__ void place_marked(const Items& item, u32 m, bool any, u32 base, const Put& put) {
     const u32 lt = (1u << (threadIdx.x & 31)) - 1u;
-    const u32 rounds = any ? __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu) : 0u;
-#pragma unroll
-    for (int r = 0; r < FR / P; r++) {
-        if ((rounds >> r) & 1u) {
-            const u32 a = (m >> r) & 1u, b = P == 2 ? (m >> (16 + r)) & 1u : 0u;
-            const u32 ba = __ballot_sync(0xffffffffu, a);
-            const u32 bb = P == 2 ? __ballot_sync(0xffffffffu, b) : 0u;
-            const u32 o = base + __popc(ba & lt) + __popc(bb & lt);
-            if (a) put(o, item.key(r, 0), item.pos(r, 0));
-            if (b) put(o + a, item.key(r, 1), item.pos(r, 1));
-            base += __popc(ba) + __popc(bb);
-        }
-    }
-}
-
-// place_marked visiting only the rounds with marks (a loop over the set bits of `rounds`
-// instead of a test per round), for items that read their keys from shared memory at run-time
-// positions (registers cannot be indexed by a loop variable without spilling).
-template <int P, class Items, class Put>
-__device__ __forceinline__ void place_marked_sparse(const Items& item, u32 m, bool any, u32 base, const Put& put) {
-    const u32 lt = (1u << (threadIdx.x & 31)) - 1u;
     u32 rounds = any ? __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu) : 0u;
-    while (rounds) {
-        const int r = __ffs(rounds) - 1;
-        rounds &= rounds - 1u;
+    const auto round = [&](int r) {
         const u32 a = (m >> r) & 1u, b = P == 2 ? (m >> (16 + r)) & 1u : 0u;
         const u32 ba = __ballot_sync(0xffffffffu, a);
         const u32 bb = P == 2 ? __ballot_sync(0xffffffffu, b) : 0u;
@@ -998,6 +978,18 @@ __device__ __forceinline__ void place_marked_sparse(const Items& item, u32 m, bo
         if (a) put(o, item.key(r, 0), item.pos(r, 0));
         if (b) put(o + a, item.key(r, 1), item.pos(r, 1));
         base += __popc(ba) + __popc(bb);
+    };
+    if (SPARSE) {
+        while (rounds) {
+            const int r = __ffs(rounds) - 1;
+            rounds &= rounds - 1u;
+            round(r);
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < FR / P; r++) {
+            if ((rounds >> r) & 1u) round(r);
+        }
     }
 }
 
@@ -1012,7 +1004,7 @@ struct StageItems {
     __device__ __forceinline__ K key(int r, int h) const { return sk[pos(r, h)]; }
     template <class Put>
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
-        place_marked_sparse<P>(*this, m, any, base, put);
+        place_marked<P, true>(*this, m, any, base, put);
     }
 };
 
@@ -1024,7 +1016,7 @@ struct KeyItems {
     __device__ __forceinline__ int pos(int r, int) const { return first + r * 32; }
     template <class Put>
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
-        place_marked<1>(*this, m, any, base, put);
+        place_marked<1, false>(*this, m, any, base, put);
     }
 };
 
