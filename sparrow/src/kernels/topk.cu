@@ -1031,6 +1031,7 @@ struct KeyItems {
 // fill the slots from the last down in position order (equal-key rank q in slot ct - 1 - q)
 // when both runs fit, so the candidate kernel completes short candidates from slots instead of
 // from memory.
+// item.place writes a warp's marked items (KeyItems from registers, StageItems from the stage);
 // wtot and weq are this tile's parity's halves; sync() is a barrier of the block's 256
 // filtering threads.
 template <class Items, class Sync>
