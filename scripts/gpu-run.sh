@@ -8,6 +8,9 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export SPARROW_DATA=${SPARROW_DATA:-$here/data}
 # The kernels gpu-bundle.sh compiled ahead, where it could (see there).
+if [ -z "${SPARROW_CACHE_DIR:-}" ] && [ -f "$here/kc.tar.gz" ] && [ ! -d "$here/kc" ]; then
+  tar -xzf "$here/kc.tar.gz" -C "$here"
+fi
 export SPARROW_CACHE_DIR=${SPARROW_CACHE_DIR:-$here/kc}
 status=0
 "$here/gpu-tests" --test-threads=1 --nocapture 2>&1 | tee "$out/gpu-tests.log" || status=1
