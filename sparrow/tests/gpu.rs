@@ -1168,9 +1168,10 @@ mod topk {
         filter_narrow_keys::<u8>(&d, &o, &v);
     }
 
-    /// The candidate kernel's two builds: with small candidate buffers an SM holds two
+    /// The candidate kernel's three builds: with small candidate buffers an SM holds two
     /// `cand_rad` blocks and three `cand` ones, so one segment more than twice the SMs takes
-    /// `cand` (fewer waves), twice the SMs `cand_rad`; friendly keys, ties completed from the
+    /// `cand` (fewer waves), twice the SMs `cand_rad`, and as many as the SMs the 512-thread
+    /// `cand_wide` (and `thresh_wide`); friendly keys, ties completed from the
     /// threshold's, and ascending keys whose last tiles overflow, for the given tie-breaks and
     /// both directions, with 8-byte values.
     fn cand_builds<K: Key>(d: &Device, len: usize, kk: usize, pats: &[Pattern], ties: &[TieBreak]) {
@@ -1184,7 +1185,12 @@ mod topk {
         } else {
             ",cand}"
         };
-        for (count, kernel) in [(2 * sms + 1, many), (2 * sms, ",cand_rad}")] {
+        // Past two blocks per SM, at most two, at most one (the 512-thread builds).
+        for (count, kernel) in [
+            (2 * sms + 1, many),
+            (2 * sms, ",cand_rad}"),
+            (sms, ",cand_wide}"),
+        ] {
             for &pattern in pats {
                 let k: Vec<K> = keys(len * count, pattern, len as u64);
                 let v: Vec<u64> = keys(k.len(), Pattern::RandomBits, 3);

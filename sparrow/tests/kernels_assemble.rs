@@ -27,6 +27,8 @@ const BUDGETS: &[(&str, u32, u32)] = &[
     // Its radix-keeping build: uncapped, but the plan counts two blocks per SM
     // (`CAND_RAD_BLOCKS`), so at most 128 registers, and nothing to spill.
     ("topk_cand_rad_", 128, 0),
+    // Its 512-thread build (`cand_wide`): capped at 128 by its launch bounds, the same code.
+    ("topk_cand_wide_", 128, 0),
 ];
 
 #[test]

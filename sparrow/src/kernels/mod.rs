@@ -94,7 +94,7 @@ fn spmm_entry_points() -> Vec<String> {
 const TOPK_SRC: &str = include_str!("topk.cu");
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 28] = [
+pub const TOPK_KERNELS: [&str; 30] = [
     "init",
     "hist",
     "pick",
@@ -114,11 +114,13 @@ pub const TOPK_KERNELS: [&str; 28] = [
     "rblock_v32",
     "warp",
     "thresh",
+    "thresh_wide",
     "remap",
     "filter",
     "filter_tma",
     "cand",
     "cand_rad",
+    "cand_wide",
     "values_v1",
     "values_v2",
     "values_v4",

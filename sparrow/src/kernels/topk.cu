@@ -791,9 +791,12 @@ __device__ __forceinline__ u64 filter_rank(i64 len, i64 kk, i64 ns) {
     return (u64)r;
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    ENTRY(thresh)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
-                  const i64* __restrict__ kk, u64* thresh, u32* count_eq, int largest) {
+// The threshold of segment blockIdx.x from its samples, by NT threads (512 in `thresh_wide`,
+// for at most one segment per SM, as `cand_wide`).
+template <int NT>
+__device__ __forceinline__ void thresh_body(const K* __restrict__ keys, const i64* __restrict__ seg_start,
+                                            const i64* __restrict__ lens, const i64* __restrict__ kk, u64* thresh,
+                                            u32* count_eq, int largest) {
     __shared__ R rad[SAMPLE];
     __shared__ u32 h[256];
     __shared__ u64 ctl[CTL_WORDS];
@@ -802,21 +805,22 @@ extern "C" __global__ void __launch_bounds__(256)
     const i64 ns = len < SAMPLE ? len : SAMPLE;
     // Runs of 32 adjacent keys spread evenly over the segment (one memory line per warp
     // load), or every key of a segment shorter than SAMPLE.
-    // All SAMPLE / 256 loads of a thread are issued before any is used.
-    K v[SAMPLE / 256];
+    // All SAMPLE / NT loads of a thread are issued before any is used.
+    K v[SAMPLE / NT];
 #pragma unroll
-    for (int r = 0; r < SAMPLE / 256; r++) {
-        const i64 j = r * 256 + threadIdx.x;
+    for (int r = 0; r < SAMPLE / NT; r++) {
+        const i64 j = r * NT + threadIdx.x;
         const i64 pos = ns < SAMPLE ? j : (j >> 5) * (len / (SAMPLE / 32)) + (j & 31);
         v[r] = j < ns ? keys[st + pos] : (K)0;
     }
 #pragma unroll
-    for (int r = 0; r < SAMPLE / 256; r++) {
-        const i64 j = r * 256 + threadIdx.x;
+    for (int r = 0; r < SAMPLE / NT; r++) {
+        const i64 j = r * NT + threadIdx.x;
         if (j < ns) rad[j] = directed(v[r], largest);
     }
     __syncthreads();
-    const Sel sel = block_radix_select(SmemRad<16>{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
+    const Sel sel =
+        block_radix_select(SmemRad<SAMPLE / NT>{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
     // No key is wanted: a threshold only the highest radix reaches keeps the filter's output
     // small.
     if (threadIdx.x == 0) {
@@ -828,6 +832,15 @@ extern "C" __global__ void __launch_bounds__(256)
         // memory. Otherwise (distinct keys) such keys are unlikely and are not counted.
         count_eq[s] = kk[s] != 0 && (sel.shift == 0 || KBITS <= 16);
     }
+}
+#define THRESH_ARGS                                                                                       \
+    const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,           \
+        const i64* __restrict__ kk, u64* thresh, u32* count_eq, int largest
+extern "C" __global__ void __launch_bounds__(256) ENTRY(thresh)(THRESH_ARGS) {
+    thresh_body<256>(keys, seg_start, lens, kk, thresh, count_eq, largest);
+}
+extern "C" __global__ void __launch_bounds__(512) ENTRY(thresh_wide)(THRESH_ARGS) {
+    thresh_body<512>(keys, seg_start, lens, kk, thresh, count_eq, largest);
 }
 
 // ---- Threshold compares on float keys as floats ----
@@ -1614,7 +1627,7 @@ __device__ __noinline__ u32 tile_append(const K* __restrict__ seg, i64 a, int n,
     return ties_here;
 }
 
-template <bool RAD>
+template <bool RAD, int NT>
 __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64* __restrict__ seg_start,
                                           const i64* __restrict__ lens, const i64* __restrict__ kk_arr,
                                           const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start,
@@ -1625,11 +1638,11 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
     extern __shared__ u64 smem_raw[];
     const CandSlots<RAD> cs(smem_raw, cap);
     u32* pos = cs.pos;
-    __shared__ u32 tbase[256], tcnt[256], gbase[256];
-    __shared__ bool from_mem[256];
+    __shared__ u32 tbase[NT], tcnt[NT], gbase[NT];
+    __shared__ bool from_mem[NT];
     __shared__ u32 h[256];
     __shared__ u32 sums[32];
-    __shared__ u32 cnt[256];
+    __shared__ u32 cnt[NT];
     __shared__ u64 ctl[CTL_WORDS];
     __shared__ u32 ovf_tile[OVF_MAX], ovf_base[OVF_MAX];
     __shared__ int novf;
@@ -1681,7 +1694,7 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
                 if (f < gsum) {
                     int x = 0;
 #pragma unroll
-                    for (int step = 128; step > 0; step >>= 1)
+                    for (int step = NT / 2; step > 0; step >>= 1)
                         if (x + step < ntb && gbase[x + step] <= f) x += step;
                     const i64 slot = (tb + x) * ct + (f - gbase[x]);
                     kv[u] = cand_key[slot];
@@ -1750,7 +1763,7 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
             for (u32 f = threadIdx.x; f < gsum; f += blockDim.x) {
                 int x = 0;
 #pragma unroll
-                for (int step = 128; step > 0; step >>= 1)
+                for (int step = NT / 2; step > 0; step >>= 1)
                     if (x + step < ntb && gbase[x + step] <= f) x += step;
                 const u32 xr0 = rank + tbase[x], xw0 = xr0 > lo ? xr0 : lo, d = f - gbase[x];
                 const i64 slot = (tb + x) * ct + (ct - 1) - (i64)(xw0 - xr0 + d);
@@ -1788,18 +1801,20 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
 // fetches stalled it). `cand_rad`: radixes kept beside the keys (no conversion in each pass),
 // 16 reads in flight, at most 128 registers (two blocks per SM, which the host assumes and the
 // assembly check holds it to); faster per block, so it runs wherever the compact build would
-// not save a wave.
+// not save a wave. `cand_wide`: `cand_rad` with 512 threads, for at most one segment per SM,
+// where a 256-thread block leaves the SM mostly idle and each block's latency is the time.
 #define CAND_ARGS                                                                                            \
     const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,              \
         const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start, \
         const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq, const u64* __restrict__ thresh,   \
         const K* __restrict__ cand_key, const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,       \
         void* out_idx, i64 width, int idx64, int largest, int larger_index
-#define CAND_CALL(RAD)                                                                                       \
-    cand_body<RAD>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, cand_key,    \
+#define CAND_CALL(RAD, NT)                                                                                   \
+    cand_body<RAD, NT>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, cand_key,    \
                  cand_off, ct, cap, out_keys, out_idx, width, idx64, largest, larger_index)
-extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3) ENTRY(cand)(CAND_ARGS) { CAND_CALL(false); }
-extern "C" __global__ void __launch_bounds__(256, 1) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true); }
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3) ENTRY(cand)(CAND_ARGS) { CAND_CALL(false, 256); }
+extern "C" __global__ void __launch_bounds__(256, 1) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true, 256); }
+extern "C" __global__ void __launch_bounds__(512, 1) ENTRY(cand_wide)(CAND_ARGS) { CAND_CALL(true, 512); }
 
 // out_vals[s, j] = vals[segment start + out_idx[s, j]] for j < kk[s]: the value payload of
 // every selected key, after any selection kernel.

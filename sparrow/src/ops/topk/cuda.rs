@@ -7,7 +7,7 @@ use cudarc::driver::CudaSlice;
 use super::key::directed;
 use super::plan::{
     cand_kernel, filter_blocks, filter_staging, gpu_path, needs_padding, radix_bytes, rblock_items,
-    split_stages, tiles, FilterShape, GpuPath, FT_THREADS, SORT_MAX,
+    segment_threads, split_stages, tiles, FilterShape, GpuPath, FT_THREADS, SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
@@ -37,9 +37,14 @@ fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
 
 /// One block per segment, with `smem` bytes of dynamic shared memory.
 fn per_segment(n: usize, smem: usize) -> Result<LaunchShape> {
+    per_segment_of(n, smem, BLOCK)
+}
+
+/// [`per_segment`] with `threads` per block.
+fn per_segment_of(n: usize, smem: usize, threads: u32) -> Result<LaunchShape> {
     Ok(LaunchShape::linear(
         u32::try_from(n).map_err(|_| Error::unsupported("too many segments for one launch"))?,
-        BLOCK,
+        threads,
     )
     .with_smem(smem as u32))
 }
@@ -554,9 +559,14 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let gpu = self.gpu;
         let (n, w) = (self.layout.count(), self.layout.width);
         let (largest, idx64, larger) = flags(&self.req);
+        let threads = segment_threads(n, gpu.limits());
         run.launch(
-            "thresh",
-            per_segment(n, 0)?,
+            if threads > BLOCK {
+                "thresh_wide"
+            } else {
+                "thresh"
+            },
+            per_segment_of(n, 0, threads)?,
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))
@@ -597,7 +607,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let (cand, cand_bytes) = cand_kernel::<K>(n, b.filter.cap, gpu.limits());
         run.launch(
             cand,
-            per_segment(n, b.filter.cap * cand_bytes)?,
+            per_segment_of(n, b.filter.cap * cand_bytes, threads)?,
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))

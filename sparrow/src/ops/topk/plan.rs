@@ -141,8 +141,11 @@ pub const WARP_MAX: usize = 1024;
 /// Keys sampled per segment for the filter's threshold; must match `SAMPLE` in `topk.cu`.
 pub const SAMPLE: usize = 4096;
 
-/// Shared memory the selection kernels declare statically, with room to spare.
+/// Shared memory the 256-thread selection kernels declare statically, with room to spare.
 const STATIC_SMEM: usize = 8192;
+/// The same for the 512-thread candidate kernel (`cand_wide`, about 10 KB): the candidate
+/// capacity leaves it room.
+const WIDE_STATIC_SMEM: usize = 12_288;
 
 /// Longest segment the on-chip path takes on this device: its radixes (8 bytes each) must fit
 /// the opt-in shared memory beside the kernel's static scratch, capped at 16,384 keys so a
@@ -156,11 +159,29 @@ pub fn block_max(limits: &crate::device::Limits) -> usize {
 /// (two 256-thread blocks), `cand` is capped for three (two for 64-bit keys).
 const CAND_RAD_BLOCKS: usize = 2;
 
+/// Whether the per-segment kernels of the filter path (threshold and candidates) take their
+/// 512-thread builds (`thresh_wide`, `cand_wide`): while every segment has an SM to itself, a
+/// 256-thread block leaves its SM mostly idle and the block's latency is the kernel's time.
+pub fn wide_segments(segments: usize, limits: &crate::device::Limits) -> bool {
+    segments <= limits.sms as usize
+}
+
+/// Threads of the threshold and candidate kernels for `segments` segments (see
+/// [`wide_segments`]).
+pub fn segment_threads(segments: usize, limits: &crate::device::Limits) -> u32 {
+    if wide_segments(segments, limits) {
+        512
+    } else {
+        256
+    }
+}
+
 /// The candidate kernel's build for `segments` blocks of `cap` candidates, and its shared
 /// memory per candidate. `cand_rad` keeps each candidate's radix beside its position and (up
 /// to 32 bits) its key, so no selection pass converts keys: faster per block. `cand` keeps the
 /// key and position only (8 bytes for a 32-bit key), so more blocks share an SM; it runs only
-/// where that takes fewer waves of blocks than `cand_rad` needs.
+/// where that takes fewer waves of blocks than `cand_rad` needs. `cand_wide` is `cand_rad` on
+/// 512 threads, for [`wide_segments`].
 pub fn cand_kernel<K: Key>(
     segments: usize,
     cap: usize,
@@ -169,6 +190,9 @@ pub fn cand_kernel<K: Key>(
     let key = K::BITS as usize / 8;
     let rad = radix_bytes::<K>() + 4 + if K::BITS <= 32 { key } else { 0 };
     let compact = key + 4;
+    if wide_segments(segments, limits) {
+        return ("cand_wide", rad);
+    }
     let per_sm = |bytes: usize, regs: usize| {
         let block = cap * bytes + STATIC_SMEM + DRIVER_SMEM_PER_BLOCK;
         (limits.smem_per_sm as usize / block).min(regs).max(1)
@@ -201,7 +225,7 @@ pub fn rblock_items(max_len: usize) -> Option<usize> {
 /// Most candidates the filter path selects among on chip (at most 12 bytes each in shared
 /// memory, [`cand_kernel`]).
 pub fn cand_cap(limits: &crate::device::Limits) -> usize {
-    let fit = (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SMEM) / 12;
+    let fit = (limits.smem_per_block_optin as usize).saturating_sub(WIDE_STATIC_SMEM) / 12;
     fit.min(16_384) / 256 * 256
 }
 
@@ -513,7 +537,12 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             None => format!("topk_{{block{pad}}}_{}", K::NAME),
         },
         GpuPath::Filter => format!(
-            "topk_{{thresh,{},{}{pad}}}_{}",
+            "topk_{{{},{},{}{pad}}}_{}",
+            if wide_segments(layout.count(), gpu.limits()) {
+                "thresh_wide"
+            } else {
+                "thresh"
+            },
             if staged.is_some() {
                 "filter_tma"
             } else {
@@ -722,12 +751,13 @@ mod tests {
     fn candidate_layout_fits_shared_memory() {
         use half::{bf16, f16};
         let l = limits();
-        let budget = l.smem_per_block_optin as usize - STATIC_SMEM;
+        let budget = l.smem_per_block_optin as usize - WIDE_STATIC_SMEM;
         let cap = cand_cap(&l);
         // Many segments of the widest candidates: `cand` where it fits more blocks per SM.
+        // One segment: the radix build on 512 threads (the bytes of `cand_rad` too).
         fn both<K: Key>(cap: usize, l: &crate::device::Limits) -> [usize; 2] {
             let rad = cand_kernel::<K>(1, cap, l);
-            assert_eq!(rad.0, "cand_rad");
+            assert_eq!(rad.0, "cand_wide");
             [rad.1, cand_kernel::<K>(1 << 20, 256, l).1]
         }
         let bytes = [
@@ -765,7 +795,10 @@ mod tests {
         let l = limits();
         assert_eq!(l.sms, 132);
         let small = 1024; // 12 KB of f32 candidates: registers bound both builds
-        assert_eq!(cand_kernel::<f32>(64, small, &l).0, "cand_rad");
+                          // A segment per SM at most: the 512-thread radix build.
+        assert_eq!(cand_kernel::<f32>(64, small, &l).0, "cand_wide");
+        assert_eq!(cand_kernel::<f32>(132, small, &l).0, "cand_wide");
+        assert_eq!(cand_kernel::<f32>(133, small, &l).0, "cand_rad");
         assert_eq!(cand_kernel::<f32>(264, small, &l).0, "cand_rad");
         assert_eq!(cand_kernel::<f32>(265, small, &l).0, "cand");
         assert_eq!(cand_kernel::<f32>(1024, small, &l).0, "cand");
@@ -776,6 +809,7 @@ mod tests {
         // 8,192 candidates: 105 KB against 73 KB per block, two against three per SM.
         assert_eq!(cand_kernel::<f32>(1024, 8192, &l).0, "cand");
         assert_eq!(cand_kernel::<f32>(256, 8192, &l).0, "cand_rad");
+        assert_eq!(cand_kernel::<f32>(132, cand_cap(&l), &l).0, "cand_wide");
     }
 
     #[test]
