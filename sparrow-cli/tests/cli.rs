@@ -410,6 +410,60 @@ fn topk_from_files() {
         s(&pi),
     ]));
     assert_eq!(e, "error: invalid argument `--tie-break`: \"random\" is not fast, smaller-index or larger-index");
+    // Two outputs in one file, or an output over an input, would lose data: refused before
+    // anything is read or written.
+    let before = std::fs::read(&pk).unwrap();
+    let e = failure(&sparrow(&[
+        "topk",
+        "--device",
+        "cpu",
+        "--keys",
+        s(&pk),
+        "--offsets",
+        s(&pof),
+        "-k",
+        "3",
+        "--out-keys",
+        s(&po),
+        "--out-indices",
+        s(&po),
+    ]));
+    assert_eq!(
+        e,
+        format!(
+            "error: invalid argument `--out-indices`: {} is also --out-keys; give each output its own file",
+            s(&po)
+        )
+    );
+    let e = failure(&sparrow(&[
+        "topk",
+        "--device",
+        "cpu",
+        "--keys",
+        s(&pk),
+        "--offsets",
+        s(&pof),
+        "-k",
+        "3",
+        "--out-keys",
+        s(&po),
+        "--out-indices",
+        s(&pi),
+        "--out-counts",
+        s(&pk),
+    ]));
+    assert_eq!(
+        e,
+        format!(
+            "error: invalid argument `--out-counts`: {} is the --keys input; write the output elsewhere",
+            s(&pk)
+        )
+    );
+    assert_eq!(
+        std::fs::read(&pk).unwrap(),
+        before,
+        "the keys are untouched"
+    );
     // bf16 keys arrive as uint16.
     io::write_npy(
         &pk,

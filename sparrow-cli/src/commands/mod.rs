@@ -54,3 +54,50 @@ pub fn report_compiles(device: &Device) {
         }
     }
 }
+
+/// Where `p` would be written or read: its parent made absolute (symbolic links resolved) and its
+/// file name, so two spellings of one file compare equal whether or not it exists yet.
+fn resolved(p: &std::path::Path) -> std::path::PathBuf {
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let dir = parent
+        .canonicalize()
+        .unwrap_or_else(|_| parent.to_path_buf());
+    match p.file_name() {
+        Some(name) => dir.join(name),
+        None => dir,
+    }
+}
+
+/// Refuses outputs that name the same file as another output or as an input: the later write
+/// would silently replace what the earlier one wrote, or the input itself. Each entry is an
+/// argument name and its path.
+pub fn distinct_outputs(
+    inputs: &[(&str, &std::path::Path)],
+    outputs: &[(&str, &std::path::Path)],
+) -> Result<()> {
+    for (i, &(arg, p)) in outputs.iter().enumerate() {
+        let r = resolved(p);
+        if let Some(&(other, _)) = outputs[..i].iter().find(|&&(_, q)| resolved(q) == r) {
+            return Err(sparrow::Error::invalid(
+                arg,
+                format!(
+                    "{} is also {other}; give each output its own file",
+                    p.display()
+                ),
+            ));
+        }
+        if let Some(&(other, _)) = inputs.iter().find(|&&(_, q)| resolved(q) == r) {
+            return Err(sparrow::Error::invalid(
+                arg,
+                format!(
+                    "{} is the {other} input; write the output elsewhere",
+                    p.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -204,6 +204,21 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             "--values and --out-values go together",
         ));
     }
+    let mut inputs = vec![("--keys", args.keys.as_path())];
+    inputs.extend(args.offsets.as_deref().map(|p| ("--offsets", p)));
+    inputs.extend(
+        args.k_per_segment
+            .as_deref()
+            .map(|p| ("--k-per-segment", p)),
+    );
+    inputs.extend(args.values.as_deref().map(|p| ("--values", p)));
+    let mut outputs = vec![
+        ("--out-keys", args.out_keys.as_path()),
+        ("--out-indices", args.out_indices.as_path()),
+    ];
+    outputs.extend(args.out_values.as_deref().map(|p| ("--out-values", p)));
+    outputs.extend(args.out_counts.as_deref().map(|p| ("--out-counts", p)));
+    super::distinct_outputs(&inputs, &outputs)?;
     let (shape, keys) = read_any(&args.keys, bf16_keys)?;
     let offsets: Option<Vec<i64>> = match &args.offsets {
         Some(p) => Some(read_npy(p)?.data.to_i64(p, "offsets")?),
