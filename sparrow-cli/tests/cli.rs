@@ -373,87 +373,43 @@ fn topk_from_files() {
     );
     let pof = tmp("tkoff.npy");
     io::write_npy(&pof, &[3], &[0i64, 100, 301]).unwrap();
-    let e = failure(&sparrow(&[
-        "topk",
-        "--device",
-        "cpu",
-        "--keys",
-        s(&pk),
-        "--offsets",
-        s(&pof),
-        "-k",
-        "3",
-        "--out-keys",
-        s(&po),
-        "--out-indices",
-        s(&pi),
-    ]));
+    // These keys and offsets, 3 per segment, with `more` arguments.
+    let with_offsets = |more: &[&str]| {
+        let mut args = vec![
+            "topk",
+            "--device",
+            "cpu",
+            "--keys",
+            s(&pk),
+            "--offsets",
+            s(&pof),
+            "-k",
+            "3",
+        ];
+        args.extend_from_slice(more);
+        failure(&sparrow(&args))
+    };
+    let outs = ["--out-keys", s(&po), "--out-indices", s(&pi)];
     assert_eq!(
-        e,
+        with_offsets(&outs),
         "error: invalid argument `offsets`: offsets[2] = 301 is past the end of the 300 keys"
     );
-    let e = failure(&sparrow(&[
-        "topk",
-        "--device",
-        "cpu",
-        "--keys",
-        s(&pk),
-        "--offsets",
-        s(&pof),
-        "-k",
-        "3",
-        "--tie-break",
-        "random",
-        "--out-keys",
-        s(&po),
-        "--out-indices",
-        s(&pi),
-    ]));
-    assert_eq!(e, "error: invalid argument `--tie-break`: \"random\" is not fast, smaller-index or larger-index");
+    assert_eq!(
+        with_offsets(&[&outs[..], &["--tie-break", "random"]].concat()),
+        "error: invalid argument `--tie-break`: \"random\" is not fast, smaller-index or larger-index"
+    );
     // Two outputs in one file, or an output over an input, would lose data: refused before
     // anything is read or written.
     let before = std::fs::read(&pk).unwrap();
-    let e = failure(&sparrow(&[
-        "topk",
-        "--device",
-        "cpu",
-        "--keys",
-        s(&pk),
-        "--offsets",
-        s(&pof),
-        "-k",
-        "3",
-        "--out-keys",
-        s(&po),
-        "--out-indices",
-        s(&po),
-    ]));
     assert_eq!(
-        e,
+        with_offsets(&["--out-keys", s(&po), "--out-indices", s(&po)]),
         format!(
             "error: invalid argument `--out-indices`: {} is also --out-keys; give each output its own file",
             s(&po)
         )
     );
-    let e = failure(&sparrow(&[
-        "topk",
-        "--device",
-        "cpu",
-        "--keys",
-        s(&pk),
-        "--offsets",
-        s(&pof),
-        "-k",
-        "3",
-        "--out-keys",
-        s(&po),
-        "--out-indices",
-        s(&pi),
-        "--out-counts",
-        s(&pk),
-    ]));
     assert_eq!(
-        e,
+        with_offsets(&[&outs[..], &["--out-counts", s(&pk)]].concat()),
         format!(
             "error: invalid argument `--out-counts`: {} is the --keys input; write the output elsewhere",
             s(&pk)
