@@ -176,6 +176,15 @@ pub fn segment_threads(segments: usize, limits: &crate::device::Limits) -> u32 {
     }
 }
 
+/// The threshold kernel's build for `segments` segments (see [`wide_segments`]).
+pub fn thresh_kernel(segments: usize, limits: &crate::device::Limits) -> &'static str {
+    if wide_segments(segments, limits) {
+        "thresh_wide"
+    } else {
+        "thresh"
+    }
+}
+
 /// The candidate kernel's build for `segments` blocks of `cap` candidates, and its shared
 /// memory per candidate. `cand_rad` keeps each candidate's radix beside its position and (up
 /// to 32 bits) its key, so no selection pass converts keys: faster per block. `cand` keeps the
@@ -538,11 +547,7 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         },
         GpuPath::Filter => format!(
             "topk_{{{},{},{}{pad}}}_{}",
-            if wide_segments(layout.count(), gpu.limits()) {
-                "thresh_wide"
-            } else {
-                "thresh"
-            },
+            thresh_kernel(layout.count(), gpu.limits()),
             if staged.is_some() {
                 "filter_tma"
             } else {
