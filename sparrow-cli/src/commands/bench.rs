@@ -144,14 +144,13 @@ fn dims(arg: &str, item: &str, form: &str) -> Result<Vec<usize>> {
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
-    let outputs: Vec<_> = [
-        ("--jsonl", args.jsonl.as_deref()),
-        ("--plot", args.plot.as_deref()),
-    ]
-    .into_iter()
-    .filter_map(|(a, p)| p.map(|p| (a, p)))
-    .collect();
-    super::distinct_outputs(&[], &outputs)?;
+    super::distinct_outputs(
+        &[],
+        &[
+            ("--jsonl", args.jsonl.as_deref()),
+            ("--plot", args.plot.as_deref()),
+        ],
+    )?;
     if args.op == "seacells" {
         return seacells(ctx, &args);
     }

@@ -49,9 +49,10 @@ pub struct PhaseArgs {
 
 pub fn run(ctx: &super::Ctx, cmd: Cs) -> Result<ExitCode> {
     let Cs::PhaseTransition(args) = cmd;
-    let mut outputs = vec![("--out", args.out.as_path())];
-    outputs.extend(args.plot.as_deref().map(|p| ("--plot", p)));
-    super::distinct_outputs(&[], &outputs)?;
+    super::distinct_outputs(
+        &[],
+        &[("--out", Some(&args.out)), ("--plot", args.plot.as_deref())],
+    )?;
     let method: Method = args.method.parse()?;
     let cfg = PhaseConfig {
         method,

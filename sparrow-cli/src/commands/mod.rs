@@ -73,25 +73,32 @@ fn resolved(p: &std::path::Path) -> std::path::PathBuf {
 
 /// Refuses outputs that name the same file as another output or as an input: the later write
 /// would silently replace what the earlier one wrote, or the input itself. Each entry is an
-/// argument name and its path.
+/// argument name and its path, None where the argument was not given.
 pub fn distinct_outputs(
-    inputs: &[(&str, &std::path::Path)],
-    outputs: &[(&str, &std::path::Path)],
+    inputs: &[(&str, Option<&std::path::Path>)],
+    outputs: &[(&str, Option<&std::path::Path>)],
 ) -> Result<()> {
-    for (i, &(arg, p)) in outputs.iter().enumerate() {
-        let r = resolved(p);
-        if let Some(&(other, _)) = outputs[..i].iter().find(|&&(_, q)| resolved(q) == r) {
+    // Each given path resolved once, beside its argument and its spelling.
+    type Given<'a> = Vec<(&'a str, &'a std::path::Path, std::path::PathBuf)>;
+    fn given<'a>(list: &[(&'a str, Option<&'a std::path::Path>)]) -> Given<'a> {
+        list.iter()
+            .filter_map(|&(arg, p)| p.map(|p| (arg, p, resolved(p))))
+            .collect()
+    }
+    let (ins, outs) = (given(inputs), given(outputs));
+    for (i, (arg, p, r)) in outs.iter().enumerate() {
+        if let Some((other, ..)) = outs[..i].iter().find(|(.., q)| q == r) {
             return Err(sparrow::Error::invalid(
-                arg,
+                *arg,
                 format!(
                     "{} is also {other}; give each output its own file",
                     p.display()
                 ),
             ));
         }
-        if let Some(&(other, _)) = inputs.iter().find(|&&(_, q)| resolved(q) == r) {
+        if let Some((other, ..)) = ins.iter().find(|(.., q)| q == r) {
             return Err(sparrow::Error::invalid(
-                arg,
+                *arg,
                 format!(
                     "{} is the {other} input; write the output elsewhere",
                     p.display()

@@ -204,21 +204,20 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             "--values and --out-values go together",
         ));
     }
-    let mut inputs = vec![("--keys", args.keys.as_path())];
-    inputs.extend(args.offsets.as_deref().map(|p| ("--offsets", p)));
-    inputs.extend(
-        args.k_per_segment
-            .as_deref()
-            .map(|p| ("--k-per-segment", p)),
-    );
-    inputs.extend(args.values.as_deref().map(|p| ("--values", p)));
-    let mut outputs = vec![
-        ("--out-keys", args.out_keys.as_path()),
-        ("--out-indices", args.out_indices.as_path()),
-    ];
-    outputs.extend(args.out_values.as_deref().map(|p| ("--out-values", p)));
-    outputs.extend(args.out_counts.as_deref().map(|p| ("--out-counts", p)));
-    super::distinct_outputs(&inputs, &outputs)?;
+    super::distinct_outputs(
+        &[
+            ("--keys", Some(&args.keys)),
+            ("--offsets", args.offsets.as_deref()),
+            ("--k-per-segment", args.k_per_segment.as_deref()),
+            ("--values", args.values.as_deref()),
+        ],
+        &[
+            ("--out-keys", Some(&args.out_keys)),
+            ("--out-indices", Some(&args.out_indices)),
+            ("--out-values", args.out_values.as_deref()),
+            ("--out-counts", args.out_counts.as_deref()),
+        ],
+    )?;
     let (shape, keys) = read_any(&args.keys, bf16_keys)?;
     let offsets: Option<Vec<i64>> = match &args.offsets {
         Some(p) => Some(read_npy(p)?.data.to_i64(p, "offsets")?),

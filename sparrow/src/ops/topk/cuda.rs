@@ -7,8 +7,7 @@ use cudarc::driver::CudaSlice;
 use super::key::directed;
 use super::plan::{
     cand_kernel, filter_blocks, filter_staging, gpu_path, needs_padding, radix_bytes, rblock_items,
-    segment_threads, split_stages, thresh_kernel, tiles, FilterShape, GpuPath, FT_THREADS,
-    SORT_MAX,
+    split_stages, thresh_kernel, tiles, FilterShape, GpuPath, FT_THREADS, SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
@@ -560,9 +559,9 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let gpu = self.gpu;
         let (n, w) = (self.layout.count(), self.layout.width);
         let (largest, idx64, larger) = flags(&self.req);
-        let threads = segment_threads(n, gpu.limits());
+        let (thresh, threads) = thresh_kernel(n, gpu.limits());
         run.launch(
-            thresh_kernel(n, gpu.limits()),
+            thresh,
             per_segment_of(n, 0, threads)?,
             Args::new()
                 .ptr(gpu.ptr(&b.keys))

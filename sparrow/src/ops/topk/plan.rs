@@ -166,22 +166,13 @@ pub fn wide_segments(segments: usize, limits: &crate::device::Limits) -> bool {
     segments <= limits.sms as usize
 }
 
-/// Threads of the threshold and candidate kernels for `segments` segments (see
-/// [`wide_segments`]).
-pub fn segment_threads(segments: usize, limits: &crate::device::Limits) -> u32 {
+/// The threshold kernel's build for `segments` segments and its threads per block, which the
+/// candidate kernel's build ([`cand_kernel`]) shares (see [`wide_segments`]).
+pub fn thresh_kernel(segments: usize, limits: &crate::device::Limits) -> (&'static str, u32) {
     if wide_segments(segments, limits) {
-        512
+        ("thresh_wide", 512)
     } else {
-        256
-    }
-}
-
-/// The threshold kernel's build for `segments` segments (see [`wide_segments`]).
-pub fn thresh_kernel(segments: usize, limits: &crate::device::Limits) -> &'static str {
-    if wide_segments(segments, limits) {
-        "thresh_wide"
-    } else {
-        "thresh"
+        ("thresh", 256)
     }
 }
 
@@ -547,7 +538,7 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         },
         GpuPath::Filter => format!(
             "topk_{{{},{},{}{pad}}}_{}",
-            thresh_kernel(layout.count(), gpu.limits()),
+            thresh_kernel(layout.count(), gpu.limits()).0,
             if staged.is_some() {
                 "filter_tma"
             } else {
@@ -800,10 +791,13 @@ mod tests {
         let l = limits();
         assert_eq!(l.sms, 132);
         let small = 1024; // 12 KB of f32 candidates: registers bound both builds
-                          // A segment per SM at most: the 512-thread radix build.
+
+        // A segment per SM at most: the 512-thread builds of both per-segment kernels.
         assert_eq!(cand_kernel::<f32>(64, small, &l).0, "cand_wide");
         assert_eq!(cand_kernel::<f32>(132, small, &l).0, "cand_wide");
+        assert_eq!(thresh_kernel(132, &l), ("thresh_wide", 512));
         assert_eq!(cand_kernel::<f32>(133, small, &l).0, "cand_rad");
+        assert_eq!(thresh_kernel(133, &l), ("thresh", 256));
         assert_eq!(cand_kernel::<f32>(264, small, &l).0, "cand_rad");
         assert_eq!(cand_kernel::<f32>(265, small, &l).0, "cand");
         assert_eq!(cand_kernel::<f32>(1024, small, &l).0, "cand");
