@@ -26,11 +26,11 @@
 // Long segments with few winners take the filter path, which reads the keys from memory once:
 //   thresh: one block per segment radix-selects, among SAMPLE keys spread over the segment,
 //           a threshold that at least k keys reach with near certainty;
-//   filter: each tile keeps its keys above the threshold, in position order, in a fixed run
-//           of CT slots, and counts the keys equal to it when the sample had ties there or
+//   filter: each tile keeps its keys above the threshold, in position order (in any order
+//           within a warp under fast ties with unsorted rows), in a fixed run of CT slots, and counts the keys equal to it when the sample had ties there or
 //           the keys are narrow, keeping a narrow key's at the run's far end where both fit
 //           (filter_tma on sm_90: the keys staged into shared memory by bulk copies);
-//   cand:   one block per segment gathers its candidates in position order into shared
+//   cand:   one block per segment gathers its candidates in tile order into shared
 //           memory (re-filtering from memory the few tiles whose candidates overflowed their
 //           slots, as sorted keys make them) and selects among them on chip; when they are
 //           fewer than k but the keys equal to the threshold make up the rest (ties: few
@@ -561,14 +561,15 @@ struct WarpCut {
     u32 rem;
 };
 
-// Item i of this lane is valid when 32 i + lane < n; invalid items must hold radix 0.
-template <int N>
+// Item i of this lane is valid when 32 i + lane < n (always when FULL); invalid items must hold
+// radix 0.
+template <int N, bool FULL = false>
 __device__ __forceinline__ WarpCut warp_select(const R (&r)[N], int n, u32 kk, int lane) {
     // Four accumulators per reduction keep the dependency chains short.
     R a4[4] = {~(R)0, ~(R)0, ~(R)0, ~(R)0}, o4[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        a4[i & 3] &= 32 * i + lane < n ? r[i] : ~(R)0;
+        a4[i & 3] &= FULL || 32 * i + lane < n ? r[i] : ~(R)0;
         o4[i & 3] |= r[i];
     }
     R a = (a4[0] & a4[1]) & (a4[2] & a4[3]), o = (o4[0] | o4[1]) | (o4[2] | o4[3]);
@@ -609,20 +610,20 @@ __device__ __forceinline__ WarpCut warp_select(const R (&r)[N], int n, u32 kk, i
 
 // Writes the items above the cut and the tie-break's window of tied ones, in item order
 // (position order); pos(i) is the position of this lane's item i.
-template <int N, class Pos>
+template <int N, class Pos, bool FULL = false>
 __device__ __forceinline__ void warp_emit(const R (&r)[N], int n, const WarpCut& c, int larger_index, int lane,
                                           const Writer& e, i64 st, i64 row, Pos pos) {
     const u32 lt = (1u << lane) - 1u;
     u32 t4[4] = {0, 0, 0, 0};
 #pragma unroll
-    for (int i = 0; i < N; i++) t4[i & 3] += (u32)(32 * i + lane < n && (r[i] & c.mask) == c.prefix);
+    for (int i = 0; i < N; i++) t4[i & 3] += (u32)((FULL || 32 * i + lane < n) && (r[i] & c.mask) == c.prefix);
     const u32 ties = __reduce_add_sync(0xffffffffu, (t4[0] + t4[1]) + (t4[2] + t4[3]));
     const u32 lo = larger_index ? ties - c.rem : 0u;
     u32 out = 0, trank = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        if (32 * i >= n) break;
-        const bool ok = 32 * i + lane < n;
+        if (!FULL && 32 * i >= n) break;
+        const bool ok = FULL || 32 * i + lane < n;
         const R g = r[i] & c.mask;
         const bool tie = ok && g == c.prefix;
         const u32 tb = __ballot_sync(0xffffffffu, tie);
@@ -685,27 +686,36 @@ __device__ __forceinline__ void warp_among_one(const R* cr, const u16* cp, int n
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
-    ENTRY(warp)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
-                const i64* __restrict__ kk_arr, i64 nseg, K* out_keys, void* out_idx, i64 width, int idx64,
-                int largest, int larger_index) {
-    __shared__ R cand_r[8][WARP_CAND];
-    __shared__ u16 cand_p[8][WARP_CAND];
-    const i64 s = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (s >= nseg) return;  // the whole warp: s is the same in all its lanes
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 7;
+// The radix of a loaded key for the warp kernel; `zero` is 0 at run time but depends on every
+// load (see warp_body). f32 keys: adding it as +0.0f turns -0 into +0 (round to nearest) and
+// leaves every other key's bits alone (NaNs aside, which all take the top radix), so only the
+// NaN test is left of radix_sel's two, two instructions a key fewer.
+__device__ __forceinline__ R warp_radix(R raw, R zero) {
+    if (TOPK_KIND == 0 && KBITS == 32) {
+        const float y = __uint_as_float((u32)raw) + __uint_as_float((u32)zero);
+        const u32 b = __float_as_uint(y);
+        const u32 r = b ^ ((u32)((int)b >> 31) | 0x80000000u);
+        return (R)(y != y ? 0xffffffffu : r);
+    }
+    return radix_sel((K)(raw ^ zero));
+}
+
+// One warp's segment: len keys from keys + st, kk of them written at row. FULL: len is WARP_MAX,
+// so no item needs the end-of-segment test (ptxas kept those 32 tests as bits of one register,
+// two or three instructions a key to set and read them).
+template <bool FULL>
+__device__ __forceinline__ void warp_body(const K* __restrict__ keys, i64 st, int len_rt, u32 kk, i64 row,
+                                          const Writer& e, R* cand_r, u16* cand_p, int lane, int largest,
+                                          int larger_index) {
+    const int len = FULL ? WARP_MAX : len_rt;
     const u32 lt = (1u << lane) - 1u;
-    const i64 st = seg_start[s];
-    const int len = (int)lens[s];
-    const u32 kk = (u32)kk_arr[s];
-    if (kk == 0) return;
     // Every load first, predicated, at constant offsets from one base (no address arithmetic
     // per key), so all of them are in flight together; then the radixes.
     const K* __restrict__ p = keys + st + lane;
     const int last = len - 1 - lane;
     R raw[WARP_KPL];
 #pragma unroll
-    for (int i = 0; i < WARP_KPL; i++) raw[i] = 32 * i <= last ? (R)p[32 * i] : (R)0;
+    for (int i = 0; i < WARP_KPL; i++) raw[i] = FULL || 32 * i <= last ? (R)p[32 * i] : (R)0;
     // Every radix below depends on every load through `all & (largest >> 1)`, zero at run time
     // (largest is 0 or 1) but not to the compiler, which would otherwise consume each key as it
     // arrives, with one or two loads in flight instead of 32.
@@ -719,12 +729,10 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
     R m4[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < WARP_KPL; i++) {
-        const R d = radix_sel((K)(raw[i] ^ zero)) ^ dir;
-        r[i] = 32 * i <= last ? d : (R)0;
+        const R d = warp_radix(raw[i], zero) ^ dir;
+        r[i] = FULL || 32 * i <= last ? d : (R)0;
         m4[i & 3] = r[i] > m4[i & 3] ? r[i] : m4[i & 3];
     }
-    const i64 row = s * width;
-    const Writer e{keys, out_keys, out_idx, idx64};
     WarpCut cut{0, 0, 0};
     if (kk <= 32 && kk < (u32)len && len > 2 * WARP_CAND) {
         R m = m4[0] > m4[1] ? m4[0] : m4[1];
@@ -736,7 +744,7 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
         // indices) where some lane has one.
         u32 keep = 0;
 #pragma unroll
-        for (int i = 0; i < WARP_KPL; i++) keep |= (u32)(32 * i <= last && r[i] >= t) << i;
+        for (int i = 0; i < WARP_KPL; i++) keep |= (u32)((FULL || 32 * i <= last) && r[i] >= t) << i;
         const u32 n = __reduce_add_sync(0xffffffffu, __popc(keep));
         if (n <= WARP_CAND) {
             const u32 rounds = __reduce_or_sync(0xffffffffu, keep);
@@ -746,12 +754,12 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
                 if ((rounds >> i) & 1u) {
                     // Compared again rather than read from keep's bit i: holding those bits
                     // as predicates made ptxas spill.
-                    const bool mine = 32 * i <= last && r[i] >= t;
+                    const bool mine = (FULL || 32 * i <= last) && r[i] >= t;
                     const u32 b = __ballot_sync(0xffffffffu, mine);
                     if (mine) {
                         const u32 slot = o + __popc(b & lt);
-                        cand_r[w][slot] = r[i];
-                        cand_p[w][slot] = (u16)(32 * i + lane);
+                        cand_r[slot] = r[i];
+                        cand_p[slot] = (u16)(32 * i + lane);
                     }
                     o += __popc(b);
                 }
@@ -760,9 +768,9 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
             // Uniform keys leave about k + k/4 candidates: one per lane takes a bitonic sort
             // instead of the bitwise select.
             if (n <= 32)
-                warp_among_one(cand_r[w], cand_p[w], (int)n, kk, larger_index, lane, e, st, row);
+                warp_among_one(cand_r, cand_p, (int)n, kk, larger_index, lane, e, st, row);
             else
-                warp_among<WARP_CPL>(cand_r[w], cand_p[w], (int)n, kk, larger_index, lane, e, st, row);
+                warp_among<WARP_CPL>(cand_r, cand_p, (int)n, kk, larger_index, lane, e, st, row);
             return;
         }
         // Too many keys reach t (ties, few distinct values): when fewer than kk are above it,
@@ -773,8 +781,33 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
         const u32 above = __reduce_add_sync(0xffffffffu, (a4[0] + a4[1]) + (a4[2] + a4[3]));
         if (above < kk) cut = WarpCut{width_mask(), t, kk - above};
     }
-    const WarpCut c = cut.rem != 0 ? cut : warp_select(r, len, kk, lane);
-    warp_emit(r, len, c, larger_index, lane, e, st, row, [&](int i) { return 32 * i + lane; });
+    const WarpCut c = cut.rem != 0 ? cut : warp_select<WARP_KPL, FULL>(r, len, kk, lane);
+    auto pos = [&](int i) { return 32 * i + lane; };
+    warp_emit<WARP_KPL, decltype(pos), FULL>(r, len, c, larger_index, lane, e, st, row, pos);
+}
+
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
+    ENTRY(warp)(const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,
+                const i64* __restrict__ kk_arr, i64 nseg, K* out_keys, void* out_idx, i64 width, int idx64,
+                int largest, int larger_index) {
+    __shared__ R cand_r[8][WARP_CAND];
+    __shared__ u16 cand_p[8][WARP_CAND];
+    const i64 s = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (s >= nseg) return;  // the whole warp: s is the same in all its lanes
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 7;
+    const i64 st = seg_start[s];
+    const int len = (int)lens[s];
+    const u32 kk = (u32)kk_arr[s];
+    if (kk == 0) return;
+    const i64 row = s * width;
+    const Writer e{keys, out_keys, out_idx, idx64};
+    // Full segments (the batched shapes' usual case) of float keys take the body without tail
+    // tests; the integer builds' bodies are left as they were, as a second copy would not fit
+    // their registers without spilling.
+    if (TOPK_KIND == 0 && len == WARP_MAX)
+        warp_body<true>(keys, st, len, kk, row, e, cand_r[w], cand_p[w], lane, largest, larger_index);
+    else
+        warp_body<false>(keys, st, len, kk, row, e, cand_r[w], cand_p[w], lane, largest, larger_index);
 }
 
 // ---- The filter path ----
@@ -1019,6 +1052,27 @@ struct StageItems {
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
         place_marked<P, true>(*this, m, any, base, put);
     }
+    // In any order (fast ties, unsorted rows): each lane writes its own marks from its offset
+    // in a warp scan of the lanes' counts, a loop as long as the busiest lane's marks instead
+    // of ballots for every round that has one.
+    template <class Put>
+    __device__ __forceinline__ void place_any(u32 m, bool any, u32 base, const Put& put) const {
+        if (!any) return;
+        const int lane = threadIdx.x & 31;
+        const u32 c = __popc(m);
+        u32 x = c;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+            x += lane >= off ? y : 0u;
+        }
+        u32 o = base + x - c;
+        while (m) {
+            const int b = __ffs(m) - 1;
+            m &= m - 1u;
+            put(o++, key(b & 15, b >> 4), pos(b & 15, b >> 4));
+        }
+    }
 };
 
 // A filtering thread's keys of a tile: FR keys, key r at tile position first + 32 r.
@@ -1030,6 +1084,11 @@ struct KeyItems {
     template <class Put>
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
         place_marked<1, false>(*this, m, any, base, put);
+    }
+    // Registers cannot be indexed by a loop variable without spilling: in order here too.
+    template <class Put>
+    __device__ __forceinline__ void place_any(u32 m, bool any, u32 base, const Put& put) const {
+        place(m, any, base, put);
     }
 };
 
@@ -1045,10 +1104,11 @@ struct KeyItems {
 // when both runs fit, so the candidate kernel completes short candidates from slots instead of
 // from memory.
 // item.place writes a warp's marked items (KeyItems from registers, StageItems from the stage);
+// with `ordered` false (fast ties, unsorted rows) item.place_any, in any order within the warp;
 // wtot and weq are this tile's parity's halves; sync() is a barrier of the block's 256
 // filtering threads.
 template <class Items, class Sync>
-__device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, bool ceq, i64 t, int ct,
+__device__ __forceinline__ void tile_place(const Items& item, bool ordered, u32 m, u32 eq, bool ceq, i64 t, int ct,
                                            K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, u32* wtot,
                                            u32* weq, const Sync& sync) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -1076,17 +1136,26 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
     }
     K* ck = cand_key + t * ct;
     u16* co = cand_off + t * ct;
-    item.place(m, mine != 0, base, [&](u32 o, K v, int p) {
+    const auto put = [&](u32 o, K v, int p) {
         if (o < (u32)ct) {
             ck[o] = v;
             co[o] = (u16)p;
         }
-    });
+    };
+    if (ordered)
+        item.place(m, mine != 0, base, put);
+    else
+        item.place_any(m, mine != 0, base, put);
     if (EQ_SLOTS && ceq) {
-        item.place(eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
+        const bool fit = eqw != 0 && total + etotal <= (u32)ct;
+        const auto put_eq = [&](u32 o, K v, int p) {
             ck[ct - 1 - (int)o] = v;
             co[ct - 1 - (int)o] = (u16)p;
-        });
+        };
+        if (ordered)
+            item.place(eq, fit, ebase, put_eq);
+        else
+            item.place_any(eq, fit, ebase, put_eq);
     }
     if (threadIdx.x == 0) {
         tile_cnt[t] = total;
@@ -1127,7 +1196,7 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
         const TileCut c = tile_cut(thresh[s], count_eq[s], largest);
         u32 eq;
         const u32 m = tile_marks(cur, n, c, largest, first, &eq);
-        tile_place(KeyItems{cur, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[par],
+        tile_place(KeyItems{cur, first}, true, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[par],
                    weq[par], [] { __syncthreads(); });
 #pragma unroll
         for (int r = 0; r < FR; r++) cur[r] = nxt[r];
@@ -1216,7 +1285,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
                       const i64* __restrict__ tile_start, const i64* __restrict__ tile_end,
                       const u64* __restrict__ thresh, i64 ntiles, int ct, const u32* __restrict__ count_eq,
                       K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, int largest, int nst,
-                      int stage_bytes) {
+                      int stage_bytes, int ordered) {
 #if __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) u64 ft_smem[];
     __shared__ __align__(8) u64 full[FT_MAX_STAGES], empty[FT_MAX_STAGES];
@@ -1353,7 +1422,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             u32 eq;
             const u32 m = pair_marks(wd, c, largest, &eq);
             const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
-            tile_place(StageItems<2>{sk, w * 512 + 2 * lane}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt,
+            tile_place(StageItems<2>{sk, w * 512 + 2 * lane}, ordered != 0, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt,
                        tile_eq, wtot[p], weq[p], sync);
             mbar_arrive(&empty[s]);
         } else {
@@ -1368,7 +1437,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             }
             u32 eq;
             const u32 m = tile_marks(cur, hh.n, c, largest, first, &eq);
-            tile_place(StageItems<1>{sk, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[p],
+            tile_place(StageItems<1>{sk, first}, ordered != 0, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[p],
                        weq[p], sync);
             mbar_arrive(&empty[s]);
         }
@@ -1634,7 +1703,8 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
                                           const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq,
                                           const u64* __restrict__ thresh, const K* __restrict__ cand_key,
                                           const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,
-                                          void* out_idx, i64 width, int idx64, int largest, int larger_index) {
+                                          void* out_idx, i64 width, int idx64, int largest, int larger_index,
+                                          int ordered) {
     extern __shared__ u64 smem_raw[];
     const CandSlots<RAD> cs(smem_raw, cap);
     u32* pos = cs.pos;
@@ -1781,10 +1851,12 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
             rank += sum;
             __syncthreads();
         }
+        // Candidates placed in any order (`ordered` 0: fast ties, unsorted rows) need no merge.
         for (u64 j = threadIdx.x; j < kk; j += blockDim.x) {
             const u32 p = pos[j];
-            const u64 o = j < total ? j + lower_bound(pos + total, 0u, (u32)need, p)
-                                    : (j - total) + lower_bound(pos, 0u, (u32)total, p);
+            const u64 o = !ordered  ? j
+                          : j < total ? j + lower_bound(pos + total, 0u, (u32)need, p)
+                                      : (j - total) + lower_bound(pos, 0u, (u32)total, p);
             e.put_key(cs.key(j, seg), (i64)p, row + (i64)o);
         }
     } else {
@@ -1808,10 +1880,10 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
         const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start, \
         const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq, const u64* __restrict__ thresh,   \
         const K* __restrict__ cand_key, const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,       \
-        void* out_idx, i64 width, int idx64, int largest, int larger_index
+        void* out_idx, i64 width, int idx64, int largest, int larger_index, int ordered
 #define CAND_CALL(RAD, NT)                                                                                   \
     cand_body<RAD, NT>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, cand_key,    \
-                 cand_off, ct, cap, out_keys, out_idx, width, idx64, largest, larger_index)
+                 cand_off, ct, cap, out_keys, out_idx, width, idx64, largest, larger_index, ordered)
 extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3) ENTRY(cand)(CAND_ARGS) { CAND_CALL(false, 256); }
 extern "C" __global__ void __launch_bounds__(256, 1) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true, 256); }
 extern "C" __global__ void __launch_bounds__(512, 1) ENTRY(cand_wide)(CAND_ARGS) { CAND_CALL(true, 512); }

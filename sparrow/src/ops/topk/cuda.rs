@@ -49,6 +49,13 @@ fn per_segment_of(n: usize, smem: usize, threads: u32) -> Result<LaunchShape> {
     .with_smem(smem as u32))
 }
 
+/// Whether the filter path keeps each tile's candidates in position order: every deterministic
+/// tie-break, and sorted rows, whose sort orders equal keys by their slot (1); fast ties with
+/// unsorted rows may place them in any order (0).
+fn ordered(req: &TopK) -> i32 {
+    !(req.tie() == TieBreak::Fast && !req.is_sorted()) as i32
+}
+
 /// The launch flags every selection kernel takes: largest, 64-bit indices, larger-index ties.
 fn flags(req: &TopK) -> (i32, i32, i32) {
     (
@@ -307,9 +314,16 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         }
         .tie_break(req.tie())
         .staging(req.allows_staging());
+        // Sorted rows order equal keys by their slot among the chunks' winners, which is
+        // position order only when the chunks keep it: fast ties take the smaller index there.
+        let first_tie = if req.tie() == TieBreak::Fast && req.is_sorted() {
+            TieBreak::SmallerIndex
+        } else {
+            req.tie()
+        };
         let first = GpuTopK::build(
             gpu,
-            &base.clone().index_type(IndexType::I32),
+            &base.clone().tie_break(first_tie).index_type(IndexType::I32),
             keys,
             &st.first,
             None,
@@ -596,7 +610,9 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .ptr(gpu.ptr(&b.tile_eq))
                 .i32(largest);
             if let Some(f) = staged {
-                args.i32(f.stages as i32).i32(f.stage_bytes as i32);
+                args.i32(f.stages as i32)
+                    .i32(f.stage_bytes as i32)
+                    .i32(ordered(&self.req));
             }
             run.launch(name, shape, &mut args)?;
         }
@@ -623,7 +639,8 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .i64(w as i64)
                 .i32(idx64)
                 .i32(largest)
-                .i32(larger),
+                .i32(larger)
+                .i32(ordered(&self.req)),
         )
     }
 
