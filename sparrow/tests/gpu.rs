@@ -1463,9 +1463,10 @@ mod topk {
 
     /// The staged filter on tiles whose bulk copies have no unaligned head or tail (the other
     /// staging tests start segments at odd offsets): every key width, segments starting at
-    /// multiples of 16 keys (whole tiles, whole tiles and a partial one, 16 keys), friendly
-    /// keys, ties at the threshold (16 values, two values: the 16-bit keys' equal-key slots fill
-    /// and overflow) and keys sorted upwards (tiles whose candidates overflow their slots), both
+    /// multiples of 16 keys (whole tiles, whole tiles and a partial one, 16 keys; the whole
+    /// tiles take the run layout), friendly keys, random bits (NaN of both signs, zeros,
+    /// subnormals), ties at the threshold (16 values, two values: the 16-bit keys' equal-key
+    /// slots fill and overflow) and keys sorted upwards (tiles whose candidates overflow their slots), both
     /// directions, every tie-break, against the CPU.
     #[test]
     fn topk_staged_filter_aligned_tiles() {
@@ -1476,6 +1477,7 @@ mod topk {
             Pattern::HeavyTies,
             Pattern::TwoValues,
             Pattern::Ascending,
+            Pattern::RandomBits,
         ];
         aligned_tiles::<f32>(&d, &o, &pats, &TIES);
         aligned_tiles::<f64>(&d, &o, &pats, &TIES);

@@ -962,6 +962,13 @@ __device__ __forceinline__ TileCut tile_cut(u64 th64, u32 count_eq, int largest)
     return c;
 }
 
+// Key j of a run loaded as 32-bit words (keys packed little-endian).
+__device__ __forceinline__ K word_key(const u32* w, int j) {
+    if (sizeof(K) == 8) return (K)(((u64)w[2 * j + 1] << 32) | (u64)w[2 * j]);
+    const int b = j * (int)sizeof(K) * 8;
+    return (K)(w[b >> 5] >> (b & 31));
+}
+
 // Bit r of the returned mask: key r of this thread is above the threshold; bit r of *eq_out:
 // key r equals it (when equal keys count).
 __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileCut& c, int largest, int first,
@@ -1039,6 +1046,28 @@ __device__ __forceinline__ void place_marked(const Items& item, u32 m, bool any,
     }
 }
 
+// Places a warp's marks lane by lane: lane l's marks (m, in bit order) at base + the marks of
+// lanes below it, by a warp scan of the lanes' counts and a loop as long as the busiest lane's
+// marks; put(o, bit).
+template <class Put>
+__device__ __forceinline__ void place_lanes(u32 m, bool any, u32 base, const Put& put) {
+    if (!any) return;
+    const int lane = threadIdx.x & 31;
+    const u32 c = __popc(m);
+    u32 x = c;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+        x += lane >= off ? y : 0u;
+    }
+    u32 o = base + x - c;
+    while (m) {
+        const int b = __ffs(m) - 1;
+        m &= m - 1u;
+        put(o++, b);
+    }
+}
+
 // A staged tile's keys placed from the stage itself (the filtering threads release a stage
 // only once its tile is placed): P = 1, key r at tile position first + 32 r; P = 2 (paired
 // 16-bit keys), word r's keys at first + 64 r and the next.
@@ -1052,28 +1081,61 @@ struct StageItems {
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
         place_marked<P, true>(*this, m, any, base, put);
     }
-    // In any order (fast ties, unsorted rows): each lane writes its own marks from its offset
-    // in a warp scan of the lanes' counts, a loop as long as the busiest lane's marks instead
-    // of ballots for every round that has one.
+    // In any order (fast ties, unsorted rows): lane by lane (place_lanes), instead of ballots
+    // for every round that has a mark.
     template <class Put>
     __device__ __forceinline__ void place_any(u32 m, bool any, u32 base, const Put& put) const {
-        if (!any) return;
-        const int lane = threadIdx.x & 31;
-        const u32 c = __popc(m);
-        u32 x = c;
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-            const u32 y = __shfl_up_sync(0xffffffffu, x, off);
-            x += lane >= off ? y : 0u;
-        }
-        u32 o = base + x - c;
-        while (m) {
-            const int b = __ffs(m) - 1;
-            m &= m - 1u;
-            put(o++, key(b & 15, b >> 4), pos(b & 15, b >> 4));
-        }
+        place_lanes(m, any, base, [&](u32 o, int b) { put(o, key(b & 15, b >> 4), pos(b & 15, b >> 4)); });
     }
 };
+
+// An aligned full tile in the run layout: thread (w, lane) holds the FR adjacent keys from
+// first = w * 512 + lane * FR, mark bit b for key first + b, so placing lane by lane is
+// position order (for every tie-break).
+struct RunItems {
+    const K* sk;
+    int first;
+    template <class Put>
+    __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
+        place_lanes(m, any, base, [&](u32 o, int b) { put(o, sk[first + b], first + b); });
+    }
+    template <class Put>
+    __device__ __forceinline__ void place_any(u32 m, bool any, u32 base, const Put& put) const {
+        place(m, any, base, put);
+    }
+};
+
+// The run layout's loads: FR keys as NV 16-byte vectors, vector vv of the run read from
+// position vector (vv + rot) % NV, so the 8 lanes of each quarter-warp phase of a 16-byte
+// shared-memory load hit 8 distinct bank groups. Slot order is rotated from position order
+// by rot * KPV keys; run_rotl undoes that on a mark mask.
+#define RUN_NV (FR * (int)sizeof(K) / 16)
+#define RUN_KPV (16 / (int)sizeof(K))
+__device__ __forceinline__ int run_rot(int lane) { return RUN_NV == 1 ? 0 : (lane / (8 / RUN_NV)) & (RUN_NV - 1); }
+__device__ __forceinline__ void run_load(const K* sk, int first, int rot, u32 (&wd)[RUN_NV * 4]) {
+    const uint4* sv = (const uint4*)(sk + first);
+#pragma unroll
+    for (int vv = 0; vv < RUN_NV; vv++) {
+        const uint4 v = sv[(vv + rot) & (RUN_NV - 1)];
+        wd[4 * vv] = v.x;
+        wd[4 * vv + 1] = v.y;
+        wd[4 * vv + 2] = v.z;
+        wd[4 * vv + 3] = v.w;
+    }
+}
+// Paired marks (bit r for word r's first key, 16 + r for its second) to key order (2 r + h).
+__device__ __forceinline__ u32 spread8(u32 x) {
+    x &= 0xffu;
+    x = (x | (x << 4)) & 0x0f0fu;
+    x = (x | (x << 2)) & 0x3333u;
+    return (x | (x << 1)) & 0x5555u;
+}
+__device__ __forceinline__ u32 pairs_to_keys(u32 m) { return spread8(m) | (spread8(m >> 16) << 1); }
+// A 16-bit mark mask in slot order to position order.
+__device__ __forceinline__ u32 run_rotl(u32 m, int rot) {
+    const int sh = rot * RUN_KPV;
+    return ((m << sh) | (m >> (16 - sh))) & 0xffffu;
+}
 
 // A filtering thread's keys of a tile: FR keys, key r at tile position first + 32 r.
 struct KeyItems {
@@ -1103,7 +1165,8 @@ struct KeyItems {
 // fill the slots from the last down in position order (equal-key rank q in slot ct - 1 - q)
 // when both runs fit, so the candidate kernel completes short candidates from slots instead of
 // from memory.
-// item.place writes a warp's marked items (KeyItems from registers, StageItems from the stage);
+// item.place writes a warp's marked items (KeyItems from registers, StageItems from the stage,
+// RunItems from the stage in the run layout);
 // with `ordered` false (fast ties, unsorted rows) item.place_any, in any order within the warp;
 // wtot and weq are this tile's parity's halves; sync() is a barrier of the block's 256
 // filtering threads.
@@ -1240,7 +1303,7 @@ HALF2_SET(eq)
 
 // tile_marks for a full tile of paired keys under a float compare (c.fc.fast, !c.none): mark
 // bit r for word r's first key, 16 + r for its second.
-__device__ __forceinline__ u32 pair_marks(const u32 (&wd)[FR / 2], const TileCut& c, int largest, u32* eq_out) {
+__device__ __forceinline__ u32 pair_marks(const u32* wd, const TileCut& c, int largest, u32* eq_out) {
     u32 m = 0, eq = 0;
     const u32 f2 = half2_of(c.fc.f);
     if (largest) {
@@ -1271,7 +1334,10 @@ __device__ __forceinline__ u32 pair_marks(const u32 (&wd)[FR / 2], const TileCut
 // loads are shared-memory loads at constant offsets. The producer keeps its own global loads
 // (tile bounds two tiles ahead, threshold and edge keys one ahead) in flight while it waits for
 // a free stage: its loop waits first and only then uses what it loaded in the previous
-// iteration.
+// iteration. Full tiles whose stage is 16-byte aligned at their first key (the usual case) are
+// read in the run layout instead (RunItems; 16-bit float keys filtered in pairs only where the
+// placement must keep position order): each thread's 16 adjacent keys by 16-byte loads,
+// placed lane by lane in position order, so no tie-break pays the ballot rounds.
 #define FT_THREADS 288
 #define FT_MAX_STAGES 8
 
@@ -1405,7 +1471,32 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
         const i64 t = (i64)blockIdx.x + j * G;
         const int p = (int)(j & 1);
         const auto sync = [] { named_barrier(1, 256); };
-        if (PAIRED && hh.n == TILE && c.fc.fast && !c.none) {
+        const bool paired = PAIRED && hh.n == TILE && c.fc.fast && !c.none;
+        if (hh.n == TILE && hh.shift == 0 && (!paired || ordered)) {
+            // An aligned full tile: the run layout (RunItems). Paired keys take it only where
+            // the placement must keep position order: interleaving their marks into key order
+            // costs their filter more (8 % on the H200) than lane-by-lane placement in any
+            // order, but much less than ordered ballots.
+            const K* sk = (const K*)(stages + (i64)s * stage_bytes);
+            const int run = w * 512 + lane * FR, rot = run_rot(lane);
+            u32 wd[RUN_NV * 4];
+            run_load(sk, run, rot, wd);
+            u32 m, eq;
+            if (paired) {
+                m = pairs_to_keys(pair_marks(wd, c, largest, &eq));
+                eq = c.ceq ? pairs_to_keys(eq) : 0u;
+            } else {
+                K cur[FR];
+#pragma unroll
+                for (int r = 0; r < FR; r++) cur[r] = word_key(wd, r);
+                m = tile_marks(cur, TILE, c, largest, 0, &eq);
+            }
+            m = run_rotl(m, rot);
+            eq = run_rotl(eq, rot);
+            tile_place(RunItems{sk, run}, true, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq,
+                       wtot[p], weq[p], sync);
+            mbar_arrive(&empty[s]);
+        } else if (paired) {
             // 16-bit float keys, a word (two keys) at a time: word r of this thread holds the
             // tile's keys w * 512 + r * 64 + 2 lane and the next. A tile at an odd key offset
             // sits 2 bytes past a word boundary; its words are funnelled from two.
@@ -1450,13 +1541,6 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
     __trap();
 #endif
 }
-// Key j of a run loaded as 32-bit words (keys packed little-endian).
-__device__ __forceinline__ K word_key(const u32* w, int j) {
-    if (sizeof(K) == 8) return (K)(((u64)w[2 * j + 1] << 32) | (u64)w[2 * j]);
-    const int b = j * (int)sizeof(K) * 8;
-    return (K)(w[b >> 5] >> (b & 31));
-}
-
 // On-chip path for segments of at most 256 * N keys: one block of 256 threads per segment,
 // thread t holding the directed radixes of positions t * N .. t * N + N - 1 in registers
 // (16-byte loads when its run is whole and aligned). The digit passes read registers and
