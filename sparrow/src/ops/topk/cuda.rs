@@ -53,7 +53,7 @@ fn per_segment_of(n: usize, smem: usize, threads: u32) -> Result<LaunchShape> {
 /// tie-break, and sorted rows, whose sort orders equal keys by their slot (1); fast ties with
 /// unsorted rows may place them in any order (0).
 fn ordered(req: &TopK) -> i32 {
-    !(req.tie() == TieBreak::Fast && !req.is_sorted()) as i32
+    (req.tie() != TieBreak::Fast || req.is_sorted()) as i32
 }
 
 /// The launch flags every selection kernel takes: largest, 64-bit indices, larger-index ties.
@@ -875,6 +875,31 @@ fn sort_rows_on_host<K: Key, V: Key>(
         if let Some(vals) = out.values.as_mut() {
             let x: Vec<V> = order.iter().map(|&j| vals[base + j]).collect();
             vals[base..base + n].copy_from_slice(&x);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only fast ties with unsorted rows may leave the filter's candidates out of position
+    /// order: the deterministic tie-breaks rank ties by position, and sorted rows order equal
+    /// keys by their slot.
+    #[test]
+    fn candidates_keep_position_order_unless_fast_and_unsorted() {
+        for tie in [
+            TieBreak::Fast,
+            TieBreak::SmallerIndex,
+            TieBreak::LargerIndex,
+        ] {
+            for sorted in [false, true] {
+                for req in [TopK::largest(8), TopK::smallest(8)] {
+                    let req = req.tie_break(tie).sorted(sorted);
+                    let want = !(tie == TieBreak::Fast && !sorted);
+                    assert_eq!(ordered(&req) == 1, want, "{req:?}");
+                }
+            }
         }
     }
 }
