@@ -888,17 +888,18 @@ mod tests {
     /// keys by their slot.
     #[test]
     fn candidates_keep_position_order_unless_fast_and_unsorted() {
-        for tie in [
-            TieBreak::Fast,
-            TieBreak::SmallerIndex,
-            TieBreak::LargerIndex,
-        ] {
-            for sorted in [false, true] {
-                for req in [TopK::largest(8), TopK::smallest(8)] {
-                    let req = req.tie_break(tie).sorted(sorted);
-                    let want = !(tie == TieBreak::Fast && !sorted);
-                    assert_eq!(ordered(&req) == 1, want, "{req:?}");
-                }
+        let cases = [
+            (TieBreak::Fast, false, 0),
+            (TieBreak::Fast, true, 1),
+            (TieBreak::SmallerIndex, false, 1),
+            (TieBreak::SmallerIndex, true, 1),
+            (TieBreak::LargerIndex, false, 1),
+            (TieBreak::LargerIndex, true, 1),
+        ];
+        for (tie, sorted, want) in cases {
+            for req in [TopK::largest(8), TopK::smallest(8)] {
+                let req = req.tie_break(tie).sorted(sorted);
+                assert_eq!(ordered(&req), want, "{req:?}");
             }
         }
     }
