@@ -26,10 +26,12 @@
 // Long segments with few winners take the filter path, which reads the keys from memory once:
 //   thresh: one block per segment radix-selects, among SAMPLE keys spread over the segment,
 //           a threshold that at least k keys reach with near certainty;
-//   filter: each tile keeps its keys above the threshold, in position order (in any order
-//           within a warp under fast ties with unsorted rows), in a fixed run of CT slots, and counts the keys equal to it when the sample had ties there or
-//           the keys are narrow, keeping a narrow key's at the run's far end where both fit
-//           (filter_tma on sm_90: the keys staged into shared memory by bulk copies);
+//   filter: each tile keeps its keys above the threshold in a fixed run of CT slots, in
+//           position order (fast ties with unsorted rows may leave a warp's out of order where
+//           a tile is unaligned or partial), and counts the keys equal to it when the sample
+//           had ties there or the keys are narrow, keeping a narrow key's at the run's far end
+//           where both fit (filter_tma on sm_90: the keys staged into shared memory by bulk
+//           copies);
 //   cand:   one block per segment gathers its candidates in tile order into shared
 //           memory (re-filtering from memory the few tiles whose candidates overflowed their
 //           slots, as sorted keys make them) and selects among them on chip; when they are
@@ -1070,22 +1072,22 @@ __device__ __forceinline__ void place_lanes(u32 m, bool any, u32 base, const Put
 
 // A staged tile's keys placed from the stage itself (the filtering threads release a stage
 // only once its tile is placed): P = 1, key r at tile position first + 32 r; P = 2 (paired
-// 16-bit keys), word r's keys at first + 64 r and the next.
+// 16-bit keys), word r's keys at first + 64 r and the next. In position order by ballots
+// where `ordered`; otherwise (fast ties, unsorted rows) lane by lane (place_lanes), in any
+// order, instead of ballots for every round that has a mark.
 template <int P>
 struct StageItems {
     const K* sk;
     int first;
+    bool ordered;
     __device__ __forceinline__ int pos(int r, int h) const { return P == 2 ? first + r * 64 + h : first + r * 32; }
     __device__ __forceinline__ K key(int r, int h) const { return sk[pos(r, h)]; }
     template <class Put>
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
-        place_marked<P, true>(*this, m, any, base, put);
-    }
-    // In any order (fast ties, unsorted rows): lane by lane (place_lanes), instead of ballots
-    // for every round that has a mark.
-    template <class Put>
-    __device__ __forceinline__ void place_any(u32 m, bool any, u32 base, const Put& put) const {
-        place_lanes(m, any, base, [&](u32 o, int b) { put(o, key(b & 15, b >> 4), pos(b & 15, b >> 4)); });
+        if (ordered)
+            place_marked<P, true>(*this, m, any, base, put);
+        else
+            place_lanes(m, any, base, [&](u32 o, int b) { put(o, key(b & 15, b >> 4), pos(b & 15, b >> 4)); });
     }
 };
 
@@ -1098,10 +1100,6 @@ struct RunItems {
     template <class Put>
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
         place_lanes(m, any, base, [&](u32 o, int b) { put(o, sk[first + b], first + b); });
-    }
-    template <class Put>
-    __device__ __forceinline__ void place_any(u32 m, bool any, u32 base, const Put& put) const {
-        place(m, any, base, put);
     }
 };
 
@@ -1147,11 +1145,6 @@ struct KeyItems {
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
         place_marked<1, false>(*this, m, any, base, put);
     }
-    // Registers cannot be indexed by a loop variable without spilling: in order here too.
-    template <class Put>
-    __device__ __forceinline__ void place_any(u32 m, bool any, u32 base, const Put& put) const {
-        place(m, any, base, put);
-    }
 };
 
 // Keys of 16 bits or fewer count the keys equal to the threshold in every segment (few values,
@@ -1166,12 +1159,10 @@ struct KeyItems {
 // when both runs fit, so the candidate kernel completes short candidates from slots instead of
 // from memory.
 // item.place writes a warp's marked items (KeyItems from registers, StageItems from the stage,
-// RunItems from the stage in the run layout);
-// with `ordered` false (fast ties, unsorted rows) item.place_any, in any order within the warp;
-// wtot and weq are this tile's parity's halves; sync() is a barrier of the block's 256
-// filtering threads.
+// RunItems from the stage in the run layout); wtot and weq are this tile's parity's halves;
+// sync() is a barrier of the block's 256 filtering threads.
 template <class Items, class Sync>
-__device__ __forceinline__ void tile_place(const Items& item, bool ordered, u32 m, u32 eq, bool ceq, i64 t, int ct,
+__device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, bool ceq, i64 t, int ct,
                                            K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, u32* wtot,
                                            u32* weq, const Sync& sync) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -1205,20 +1196,12 @@ __device__ __forceinline__ void tile_place(const Items& item, bool ordered, u32 
             co[o] = (u16)p;
         }
     };
-    if (ordered)
-        item.place(m, mine != 0, base, put);
-    else
-        item.place_any(m, mine != 0, base, put);
+    item.place(m, mine != 0, base, put);
     if (EQ_SLOTS && ceq) {
-        const bool fit = eqw != 0 && total + etotal <= (u32)ct;
-        const auto put_eq = [&](u32 o, K v, int p) {
+        item.place(eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
             ck[ct - 1 - (int)o] = v;
             co[ct - 1 - (int)o] = (u16)p;
-        };
-        if (ordered)
-            item.place(eq, fit, ebase, put_eq);
-        else
-            item.place_any(eq, fit, ebase, put_eq);
+        });
     }
     if (threadIdx.x == 0) {
         tile_cnt[t] = total;
@@ -1259,7 +1242,7 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
         const TileCut c = tile_cut(thresh[s], count_eq[s], largest);
         u32 eq;
         const u32 m = tile_marks(cur, n, c, largest, first, &eq);
-        tile_place(KeyItems{cur, first}, true, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[par],
+        tile_place(KeyItems{cur, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[par],
                    weq[par], [] { __syncthreads(); });
 #pragma unroll
         for (int r = 0; r < FR; r++) cur[r] = nxt[r];
@@ -1493,7 +1476,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             }
             m = run_rotl(m, rot);
             eq = run_rotl(eq, rot);
-            tile_place(RunItems{sk, run}, true, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq,
+            tile_place(RunItems{sk, run}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq,
                        wtot[p], weq[p], sync);
             mbar_arrive(&empty[s]);
         } else if (paired) {
@@ -1513,8 +1496,8 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             u32 eq;
             const u32 m = pair_marks(wd, c, largest, &eq);
             const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
-            tile_place(StageItems<2>{sk, w * 512 + 2 * lane}, ordered != 0, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt,
-                       tile_eq, wtot[p], weq[p], sync);
+            tile_place(StageItems<2>{sk, w * 512 + 2 * lane, ordered != 0}, m, eq, c.ceq, t, ct, cand_key, cand_off,
+                       tile_cnt, tile_eq, wtot[p], weq[p], sync);
             mbar_arrive(&empty[s]);
         } else {
             const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
@@ -1528,8 +1511,8 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             }
             u32 eq;
             const u32 m = tile_marks(cur, hh.n, c, largest, first, &eq);
-            tile_place(StageItems<1>{sk, first}, ordered != 0, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[p],
-                       weq[p], sync);
+            tile_place(StageItems<1>{sk, first, ordered != 0}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt,
+                       tile_eq, wtot[p], weq[p], sync);
             mbar_arrive(&empty[s]);
         }
         if (++s == nst) {

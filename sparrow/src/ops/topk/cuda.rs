@@ -573,6 +573,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let gpu = self.gpu;
         let (n, w) = (self.layout.count(), self.layout.width);
         let (largest, idx64, larger) = flags(&self.req);
+        let ordered = ordered(&self.req);
         let (thresh, threads) = thresh_kernel(n, gpu.limits());
         run.launch(
             thresh,
@@ -612,7 +613,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             if let Some(f) = staged {
                 args.i32(f.stages as i32)
                     .i32(f.stage_bytes as i32)
-                    .i32(ordered(&self.req));
+                    .i32(ordered);
             }
             run.launch(name, shape, &mut args)?;
         }
@@ -640,7 +641,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 .i32(idx64)
                 .i32(largest)
                 .i32(larger)
-                .i32(ordered(&self.req)),
+                .i32(ordered),
         )
     }
 
