@@ -218,6 +218,8 @@ fn gpu_policy_picks_by_n_and_row_length() {
         long_rows: 0,
         long_chunks: 0,
         stream_blocks: 7,
+        window_max: 0,
+        window_reuse: 0.0,
     };
     let rv = |cols, ksplit, tiles| GpuPath::RowVec {
         cols,
@@ -251,6 +253,95 @@ fn gpu_policy_picks_by_n_and_row_length() {
     // Empty rows do not shrink the entry split of the rows that have entries.
     assert_eq!(plan::choose(&stats(32.0, 900), 8, 4).0, rv(2, 4, 1));
     assert_eq!(plan::choose(&stats(0.0, 1000), 8, 4).0, rv(2, 1, 1));
+}
+
+#[test]
+fn gpu_policy_stages_windows_that_fit_and_pay() {
+    let stats = |mean: f64, window_max: usize, window_reuse: f64| sparrow::matrix::RowStats {
+        nrows: 1000,
+        nnz: (mean * 1000.0) as usize,
+        max_len: mean as usize,
+        mean_len: mean,
+        empty_rows: 0,
+        long_rows: 0,
+        long_chunks: 0,
+        stream_blocks: 7,
+        window_max,
+        window_reuse,
+    };
+    let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
+    let banded = stats(64.0, 96, 21.0);
+    // The row-vector shape, with at least 8 lanes per row.
+    assert_eq!(plan::choose(&banded, 8, 4).0, win(2, 8));
+    assert_eq!(plan::choose(&banded, 32, 4).0, win(8, 2));
+    assert_eq!(plan::choose(&banded, 256, 4).0, win(32, 1));
+    assert_eq!(plan::choose(&stats(16.0, 96, 5.0), 8, 4).0, win(2, 4));
+    assert!(plan::choose(&banded, 32, 4)
+        .1
+        .contains("stage their window"));
+    // SpMV and one column lane never stage.
+    assert_eq!(
+        plan::choose(&banded, 1, 4).0,
+        GpuPath::RowVec {
+            cols: 1,
+            ksplit: 8,
+            tiles: 1
+        }
+    );
+    assert!(matches!(
+        plan::choose(&banded, 4, 4).0,
+        GpuPath::RowVec { cols: 1, .. }
+    ));
+    // A window wider than the shared memory holds, or used too few times, is read from L2.
+    let cap = plan::window_cap(32);
+    assert!(matches!(
+        plan::choose(&stats(64.0, cap + 1, 21.0), 256, 4).0,
+        GpuPath::RowVec { .. }
+    ));
+    assert!(matches!(
+        plan::choose(&stats(64.0, cap, 21.0), 256, 4).0,
+        GpuPath::Window { .. }
+    ));
+    assert!(matches!(
+        plan::choose(&stats(64.0, 96, plan::WINDOW_REUSE * 0.9), 32, 4).0,
+        GpuPath::RowVec { .. }
+    ));
+    // The launch gives each block the widest window's rows of 16-byte segments.
+    let shape = win(8, 2).shape(&banded).unwrap();
+    assert_eq!(shape.smem, 96 * 8 * 16);
+    assert_eq!(shape.grid[0], 1000u32.div_ceil(32));
+    assert_eq!(
+        win(32, 1).window_rows(&stats(64.0, 10 * cap, 21.0)),
+        cap as u32
+    );
+}
+
+#[test]
+fn row_stats_measure_the_column_windows() {
+    // 4 blocks of 32 x 32 on the diagonal: every block of 32 rows spans 32 columns, and each
+    // staged row of B serves the block's 32 rows.
+    let a = gen::block_diagonal::<f32>(4, 32, 1).unwrap();
+    let st = a.row_stats();
+    assert_eq!((st.window_max, st.window_reuse), (32, 32.0));
+    // Rows 0..32 with columns {r, r + 100} span 132 columns; row 32 alone spans 1; a long row
+    // (over LONG_ROW entries) and empty rows do not count.
+    let long = sparrow::matrix::LONG_ROW + 1;
+    let mut row_ptr = vec![0i64];
+    let mut cols = Vec::new();
+    for r in 0..32 {
+        cols.extend([r, r + 100]);
+        row_ptr.push(cols.len() as i64);
+    }
+    cols.push(7);
+    row_ptr.push(cols.len() as i64);
+    cols.extend(0..long as i32);
+    row_ptr.push(cols.len() as i64);
+    row_ptr.push(cols.len() as i64);
+    let n = cols.len();
+    let a = Csr::<f32>::new(35, long, row_ptr, cols, vec![1.0; n]).unwrap();
+    let st = a.row_stats();
+    assert_eq!(st.window_max, 132);
+    assert_eq!(st.window_reuse, 65.0 / 133.0);
 }
 
 #[test]

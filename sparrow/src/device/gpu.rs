@@ -239,6 +239,30 @@ impl Gpu {
         })
     }
 
+    /// Copies host data into a new device buffer whose length is rounded up to a multiple of
+    /// `multiple` elements, the tail zero-filled, so kernels may read whole vectors of
+    /// `multiple` elements at aligned positions without reading past the allocation.
+    pub fn upload_padded<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        data: &[T],
+        multiple: usize,
+    ) -> Result<CudaSlice<T>> {
+        let mut buf = self.alloc_zeroed::<T>(data.len().next_multiple_of(multiple.max(1)))?;
+        if !data.is_empty() {
+            let mut head = buf.slice_mut(..data.len());
+            self.stream.memcpy_htod(data, &mut head).map_err(|e| {
+                Error::device(
+                    format!(
+                        "copying {} bytes to the device",
+                        std::mem::size_of_val(data)
+                    ),
+                    e,
+                )
+            })?;
+        }
+        Ok(buf)
+    }
+
     /// A zero-filled device buffer of `len` elements (at least one is allocated, so that
     /// empty inputs still have a valid address).
     pub fn alloc_zeroed<T: DeviceRepr + ValidAsZeroBits>(

@@ -7,6 +7,11 @@ use crate::matrix::work::stream_partition;
 use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
+/// Entries per vector load of a row's column indices and values in the one-column-lane SpMM
+/// kernels (`spmm_rowvec_*_c1_*` in spmm.cu): the device copies of both arrays are padded to a
+/// multiple of it.
+pub const VEC_ENTRIES: usize = 4;
+
 /// The long rows of a matrix and their chunks, on the GPU.
 pub struct LongRows {
     /// Number of long rows.
@@ -119,8 +124,9 @@ impl<T: Scalar> DeviceCsr<T> {
     /// The analysis time counts only the long rows and work blocks then.
     pub fn upload_with_stats(gpu: &Gpu, a: &Csr<T>, stats: RowStats) -> Result<Self> {
         let row_ptr = gpu.upload(a.row_ptr())?;
-        let col_idx = gpu.upload(a.col_idx())?;
-        let values = gpu.upload(a.values())?;
+        // Padded so the SpMV kernels' aligned 4-entry loads stay inside the buffers.
+        let col_idx = gpu.upload_padded(a.col_idx(), VEC_ENTRIES)?;
+        let values = gpu.upload_padded(a.values(), VEC_ENTRIES)?;
         let t = std::time::Instant::now();
         let long_rows = LongRows::build(gpu, a.row_ptr())?;
         let stream = StreamWork::build(gpu, a.row_ptr())?;

@@ -61,6 +61,22 @@ pub fn rowvec_name(ty: &str, cols: u32, ksplit: u32, tiles: u32) -> String {
     format!("spmm_rowvec_{ty}_c{cols}_k{ksplit}_t{tiles}")
 }
 
+/// (column lanes, entry lanes) of every window SpMM kernel (`WINDOW_ALL` in spmm.cu): at least
+/// two column lanes, and 8 to 32 lanes per row so a block's rows at a time fit its
+/// [`WINDOW_ROWS`](crate::matrix::WINDOW_ROWS).
+pub fn window_shapes() -> Vec<(u32, u32)> {
+    rowvec_shapes()
+        .into_iter()
+        .filter(|&(c, k, t)| t == 1 && c >= 2 && (8..=32).contains(&(c * k)))
+        .map(|(c, k, _)| (c, k))
+        .collect()
+}
+
+/// Name of a window SpMM entry point.
+pub fn window_name(ty: &str, cols: u32, ksplit: u32) -> String {
+    format!("spmm_window_{ty}_c{cols}_k{ksplit}")
+}
+
 /// Name of the long-row chunk kernel with a main path's column shape.
 pub fn chunks_name(ty: &str, cols: u32, tiles: u32) -> String {
     format!("spmm_chunks_rowvec_{ty}_c{cols}_t{tiles}")
@@ -86,6 +102,9 @@ fn spmm_entry_points() -> Vec<String> {
         v.push(stream_name(ty));
         for (c, k, t) in rowvec_shapes() {
             v.push(rowvec_name(ty, c, k, t));
+        }
+        for (c, k) in window_shapes() {
+            v.push(window_name(ty, c, k));
         }
     }
     v

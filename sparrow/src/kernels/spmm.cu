@@ -4,7 +4,9 @@
 //            consecutive columns of B (one 16-byte load per entry, TN such segments per
 //            pass), and K entry lanes split the row's entries, summed by shuffles at the end.
 //            Each lane keeps several rows of B in flight, so the kernel is bound by the
-//            memory system rather than by instruction issue. Launch flag `vec`: bit 0 says B,
+//            memory system rather than by instruction issue. With one column lane (C = 1,
+//            SpMV and N up to one segment) the entry lanes read A's indices and values as
+//            aligned 4-entry vectors instead (spmm_c1). Launch flag `vec`: bit 0 says B,
 //            bit 1 says C, is 16-byte aligned with a leading dimension of whole 16-byte
 //            segments; without it the kernel reads (writes) that matrix an element at a time.
 //   stream:  SpMV (N = 1) over work blocks a plan computed on the host: a block of short
@@ -55,6 +57,23 @@ __device__ __forceinline__ void st_vec(float* p, const float* r) {
 }
 __device__ __forceinline__ void st_vec(double* p, const double* r) {
     asm volatile("st.global.v2.f64 [%0], {%1, %2};" ::"l"(p), "d"(r[0]), "d"(r[1]) : "memory");
+}
+
+// ld.global.nc.L1::no_allocate.v4: four consecutive column indices or values of A, which are
+// read once (p 16-byte aligned).
+__device__ __forceinline__ void ld_stream4(const int* p, int* r) {
+    asm("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+        : "l"(p));
+}
+__device__ __forceinline__ void ld_stream4(const float* p, float* r) {
+    asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
+        : "=f"(r[0]), "=f"(r[1]), "=f"(r[2]), "=f"(r[3])
+        : "l"(p));
+}
+__device__ __forceinline__ void ld_stream4(const double* p, double* r) {
+    asm("ld.global.nc.L1::no_allocate.v2.f64 {%0, %1}, [%2];" : "=d"(r[0]), "=d"(r[1]) : "l"(p));
+    asm("ld.global.nc.L1::no_allocate.v2.f64 {%0, %1}, [%2];" : "=d"(r[2]), "=d"(r[3]) : "l"(p + 2));
 }
 
 // Columns j..j+VEC of row b (zeros past n): one vector load when V and the segment is whole.
@@ -114,12 +133,113 @@ __device__ __forceinline__ bool item_range(i64 item, i64 nitems, const i64* __re
     return true;
 }
 
+// One column lane (C = 1): the K entry lanes of a row read its column indices and values as
+// aligned 4-entry vectors (E = VEC_ENTRIES on the host, which pads both arrays to a multiple
+// of it, so a vector that starts inside the arrays ends inside them). Scalar loads of A cost a
+// cache request per 4 bytes, which bounded SpMV on regular rows below the copy bandwidth.
+// Entries of a vector outside the row's range are neither loaded from B nor added.
+template <typename T, int K, int NW, int U, bool CHUNKS, bool V>
+__device__ __forceinline__ void spmm_c1_body(i64 nrows, int n, const i64* __restrict__ row_ptr,
+                                             const i64* __restrict__ ends, i64 long_len,
+                                             const int* __restrict__ col, const T* __restrict__ val,
+                                             const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
+                                             T alpha, T beta, bool vc) {
+    constexpr int E = 4;
+    const int kl = threadIdx.x % K;
+    const i64 item = (i64)blockIdx.x * (blockDim.x / K) + threadIdx.x / K;
+    i64 s, e;
+    const bool active = item_range<CHUNKS>(item, nrows, row_ptr, ends, long_len, s, e);
+    const i64 first = (s & ~(i64)(E - 1)) + (i64)kl * E;
+    for (int jb = 0; jb < n; jb += NW) {
+        T acc[NW];
+#pragma unroll
+        for (int v = 0; v < NW; v++) acc[v] = T(0);
+        if (active) {
+            for (i64 q = first; q < e; q += (i64)U * K * E) {
+                int c[U][E];
+                T a[U][E];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const i64 p = q + (i64)u * K * E;
+                    if (p < e) {
+                        ld_stream4(col + p, c[u]);
+                        ld_stream4(val + p, a[u]);
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < E; i++) {
+                            c[u][i] = 0;
+                            a[u][i] = T(0);
+                        }
+                    }
+                }
+                T bv[U][E][NW];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int i = 0; i < E; i++) {
+                        const i64 p = q + (i64)u * K * E + i;
+                        if (p >= s && p < e) {
+                            if (NW == 1)
+                                bv[u][i][0] = __ldg(B + (i64)c[u][i] * ldb);
+                            else
+                                ld_seg<T, V>(B + (i64)c[u][i] * ldb, jb, n, bv[u][i]);
+                        } else {
+#pragma unroll
+                            for (int v = 0; v < NW; v++) bv[u][i][v] = T(0);
+                        }
+                    }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int i = 0; i < E; i++) {
+                        const i64 p = q + (i64)u * K * E + i;
+                        if (p >= s && p < e) {
+#pragma unroll
+                            for (int v = 0; v < NW; v++) acc[v] += a[u][i] * bv[u][i][v];
+                        }
+                    }
+            }
+        }
+#pragma unroll
+        for (int off = 1; off < K; off <<= 1)
+#pragma unroll
+            for (int v = 0; v < NW; v++) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
+        if (active && kl == 0) {
+            if (NW == 1)
+                axpby_store(Cm + item * ldc, acc[0], alpha, beta);
+            else
+                st_seg<T>(Cm + item * ldc, jb, n, acc, alpha, beta, vc);
+        }
+    }
+}
+
+// N = 1 takes one B element per entry and two vectors in flight per lane; wider B one 16-byte
+// segment per entry and one vector, which keeps the register count (and so the occupancy) of
+// both near that of the scalar-load kernels.
+template <typename T, int K, bool CHUNKS, bool V>
+__device__ __forceinline__ void spmm_c1(i64 nrows, int n, const i64* __restrict__ row_ptr,
+                                        const i64* __restrict__ ends, i64 long_len,
+                                        const int* __restrict__ col, const T* __restrict__ val,
+                                        const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
+                                        T alpha, T beta, bool vc) {
+    if (n == 1)
+        spmm_c1_body<T, K, 1, 2, CHUNKS, V>(nrows, n, row_ptr, ends, long_len, col, val, B, ldb, Cm, ldc, alpha,
+                                            beta, vc);
+    else
+        spmm_c1_body<T, K, VecOf<T>::N, 1, CHUNKS, V>(nrows, n, row_ptr, ends, long_len, col, val, B, ldb, Cm,
+                                                      ldc, alpha, beta, vc);
+}
+
 template <typename T, int C, int K, int TN, bool CHUNKS, bool V>
 __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restrict__ row_ptr,
                                             const i64* __restrict__ ends, i64 long_len,
                                             const int* __restrict__ col, const T* __restrict__ val,
                                             const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
                                             T alpha, T beta, bool vc) {
+    if (C == 1 && TN == 1) {
+        spmm_c1<T, K, CHUNKS, V>(nrows, n, row_ptr, ends, long_len, col, val, B, ldb, Cm, ldc, alpha, beta, vc);
+        return;
+    }
     constexpr int VEC = VecOf<T>::N;
     constexpr int G = C * K;
     constexpr int W = C * VEC * TN;  // columns per pass
@@ -217,6 +337,134 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
 #define ROWVEC_CHUNKS_ALL(T, TNAME)                                                                      \
     ROWVEC_C(T, TNAME, 1) ROWVEC_C(T, TNAME, 2) ROWVEC_C(T, TNAME, 4) ROWVEC_C(T, TNAME, 8)               \
     ROWVEC_C(T, TNAME, 16) ROWVEC_C(T, TNAME, 32) ROWVEC_CHUNKS(T, TNAME, 32, 2) ROWVEC_CHUNKS(T, TNAME, 32, 4)
+
+// ---- Row blocks staged through shared memory ----
+// A block of 256 threads takes WINDOW_ROWS consecutive rows. Rows hold sorted columns, so
+// their first and last entries bound the block's columns to [lo, hi]; when that window holds
+// at most `cap` rows of B (the dynamic shared memory the launch gave), the block copies the
+// window's rows of B (this pass's columns) into shared memory once and every entry reads its
+// B segment there, so B's rows come from L2 once per block instead of once per entry. A block
+// whose window is wider reads B from global memory as rowvec does. Rows over long_len are
+// skipped (the chunk kernels take them) and do not widen the window.
+#define WINDOW_ROWS 32
+
+template <typename T>
+struct alignas(16) Seg {
+    T v[VecOf<T>::N];
+};
+
+template <typename T, int C, int K, bool V>
+__device__ __forceinline__ void spmm_window(i64 nrows, int n, const i64* __restrict__ row_ptr, i64 long_len,
+                                            const int* __restrict__ col, const T* __restrict__ val,
+                                            const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
+                                            T alpha, T beta, bool vc, int cap) {
+    constexpr int VEC = VecOf<T>::N;
+    constexpr int G = C * K;
+    constexpr int W = C * VEC;         // columns per pass
+    constexpr int RPB = 256 / G;       // rows at a time (G >= 8: at most WINDOW_ROWS)
+    constexpr int U = 2;               // entries in flight per lane
+    extern __shared__ __align__(16) unsigned char window_smem[];
+    Seg<T>* tile = reinterpret_cast<Seg<T>*>(window_smem);  // [window row][column lane]
+    __shared__ int s_lo, s_hi;
+    const i64 r0 = (i64)blockIdx.x * WINDOW_ROWS;
+    const int lane = threadIdx.x % G, cl = lane % C, kl = lane / C;
+    if (threadIdx.x == 0) {
+        s_lo = 0x7fffffff;
+        s_hi = -1;
+    }
+    __syncthreads();
+    if (threadIdx.x < WINDOW_ROWS && r0 + threadIdx.x < nrows) {
+        const i64 s = row_ptr[r0 + threadIdx.x], e = row_ptr[r0 + threadIdx.x + 1];
+        if (e > s && e - s <= long_len) {
+            atomicMin(&s_lo, col[s]);
+            atomicMax(&s_hi, col[e - 1]);
+        }
+    }
+    __syncthreads();
+    const int lo = s_lo;
+    const int span = s_hi - s_lo + 1;  // at most 0 when no row of the block has entries
+    const bool staged = span > 0 && span <= cap;
+    for (int col0 = 0; col0 < n; col0 += W) {
+        const int jb = col0 + cl * VEC;
+        if (staged) {
+            for (int t = threadIdx.x; t < span * C; t += blockDim.x) {
+                Seg<T> g;
+                ld_seg<T, V>(B + (i64)(lo + t / C) * ldb, col0 + (t % C) * VEC, n, g.v);
+                tile[t] = g;
+            }
+            __syncthreads();
+        }
+        for (int sub = 0; sub < WINDOW_ROWS; sub += RPB) {
+            const i64 row = r0 + sub + threadIdx.x / G;
+            i64 s, e;
+            const bool active = item_range<false>(row, nrows, row_ptr, nullptr, long_len, s, e);
+            T acc[VEC];
+#pragma unroll
+            for (int v = 0; v < VEC; v++) acc[v] = T(0);
+            if (active) {
+                i64 p = s + kl;
+                for (; p + (U - 1) * K < e; p += U * K) {
+                    int c[U];
+                    T a[U];
+#pragma unroll
+                    for (int u = 0; u < U; u++) {
+                        c[u] = __ldg(col + p + u * K);
+                        a[u] = __ldg(val + p + u * K);
+                    }
+                    T bv[U][VEC];
+#pragma unroll
+                    for (int u = 0; u < U; u++) {
+                        if (staged) {
+                            const Seg<T> g = tile[(c[u] - lo) * C + cl];
+#pragma unroll
+                            for (int v = 0; v < VEC; v++) bv[u][v] = g.v[v];
+                        } else {
+                            ld_seg<T, V>(B + (i64)c[u] * ldb, jb, n, bv[u]);
+                        }
+                    }
+#pragma unroll
+                    for (int u = 0; u < U; u++)
+#pragma unroll
+                        for (int v = 0; v < VEC; v++) acc[v] += a[u] * bv[u][v];
+                }
+                for (; p < e; p += K) {
+                    const int c = __ldg(col + p);
+                    const T a = __ldg(val + p);
+                    T bv[VEC];
+                    if (staged) {
+                        const Seg<T> g = tile[(c - lo) * C + cl];
+#pragma unroll
+                        for (int v = 0; v < VEC; v++) bv[v] = g.v[v];
+                    } else {
+                        ld_seg<T, V>(B + (i64)c * ldb, jb, n, bv);
+                    }
+#pragma unroll
+                    for (int v = 0; v < VEC; v++) acc[v] += a * bv[v];
+                }
+            }
+#pragma unroll
+            for (int off = C; off < G; off <<= 1)
+#pragma unroll
+                for (int v = 0; v < VEC; v++) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
+            if (active && kl == 0) st_seg<T>(Cm + row * ldc, jb, n, acc, alpha, beta, vc);
+        }
+        if (staged) __syncthreads();  // every read of this pass's tile is done
+    }
+}
+
+#define WINDOW(T, TNAME, CL, K)                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) spmm_window_##TNAME##_c##CL##_k##K(SPMM_ARGS(T), int cap) { \
+        if (vec & 1)                                                                                    \
+            spmm_window<T, CL, K, true>(nrows, n, row_ptr, long_len, col, val, B, ldb, C, ldc, alpha, beta, \
+                                       (vec & 2) != 0, cap);                                            \
+        else                                                                                            \
+            spmm_window<T, CL, K, false>(nrows, n, row_ptr, long_len, col, val, B, ldb, C, ldc, alpha, beta, \
+                                        (vec & 2) != 0, cap);                                           \
+    }
+#define WINDOW_ALL(T, TNAME)                                                                            \
+    WINDOW(T, TNAME, 2, 4) WINDOW(T, TNAME, 2, 8) WINDOW(T, TNAME, 2, 16) WINDOW(T, TNAME, 4, 2)        \
+    WINDOW(T, TNAME, 4, 4) WINDOW(T, TNAME, 4, 8) WINDOW(T, TNAME, 8, 1) WINDOW(T, TNAME, 8, 2)         \
+    WINDOW(T, TNAME, 8, 4) WINDOW(T, TNAME, 16, 1) WINDOW(T, TNAME, 16, 2) WINDOW(T, TNAME, 32, 1)
 
 // C[rows[i], j] = alpha * (sum over the chunks of long row i, in order, of partial[chunk, j])
 // + beta * C[rows[i], j]; one thread per (long row, column).
@@ -347,6 +595,8 @@ ROWVEC_ALL(float, f32)
 ROWVEC_ALL(double, f64)
 ROWVEC_CHUNKS_ALL(float, f32)
 ROWVEC_CHUNKS_ALL(double, f64)
+WINDOW_ALL(float, f32)
+WINDOW_ALL(double, f64)
 COMBINE(float, f32)
 COMBINE(double, f64)
 STREAM(float, f32)

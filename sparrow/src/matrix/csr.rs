@@ -26,6 +26,10 @@ pub const LONG_ROW: usize = 1024;
 /// Entries per chunk of a long row.
 pub const CHUNK: usize = 512;
 
+/// Rows per block of the GPU SpMM path that stages the block's window of B in shared memory
+/// (`WINDOW_ROWS` in spmm.cu).
+pub const WINDOW_ROWS: usize = 32;
+
 /// Statistics of the row lengths, used by plans to choose kernels.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct RowStats {
@@ -45,6 +49,12 @@ pub struct RowStats {
     pub long_chunks: usize,
     /// Number of SpMV work blocks ([`work::stream_partition`](super::work::stream_partition)).
     pub stream_blocks: usize,
+    /// The widest column window (last column - first column + 1) of a block of
+    /// [`WINDOW_ROWS`] consecutive rows, rows over [`LONG_ROW`] left out.
+    pub window_max: usize,
+    /// Entries of rows up to [`LONG_ROW`] per column of their blocks' windows: how often a
+    /// row of B staged for a block is used.
+    pub window_reuse: f64,
 }
 
 impl<T: Scalar> Csr<T> {
@@ -282,6 +292,7 @@ impl<T: Scalar> Csr<T> {
 
     /// Row-length statistics in one pass over the row pointers.
     pub fn row_stats(&self) -> RowStats {
+        let (window_max, span_sum, short_nnz) = self.windows();
         let mut max_len = 0usize;
         let (mut empty, mut long_rows, mut long_chunks) = (0usize, 0usize, 0usize);
         for w in self.row_ptr.windows(2) {
@@ -306,7 +317,37 @@ impl<T: Scalar> Csr<T> {
             long_rows,
             long_chunks,
             stream_blocks: super::work::stream_partition(&self.row_ptr, |_| {}),
+            window_max,
+            window_reuse: if span_sum == 0 {
+                0.0
+            } else {
+                short_nnz as f64 / span_sum as f64
+            },
         }
+    }
+
+    /// (widest window, sum of windows, entries) over blocks of [`WINDOW_ROWS`] rows, rows over
+    /// [`LONG_ROW`] and empty ones left out. Rows are sorted, so a row's first and last entries
+    /// bound its columns.
+    fn windows(&self) -> (usize, usize, usize) {
+        let (mut max, mut sum, mut nnz) = (0usize, 0usize, 0usize);
+        for r0 in (0..self.nrows).step_by(WINDOW_ROWS) {
+            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+            for r in r0..(r0 + WINDOW_ROWS).min(self.nrows) {
+                let (s, e) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
+                if e > s && e - s <= LONG_ROW {
+                    lo = lo.min(self.col_idx[s] as i64);
+                    hi = hi.max(self.col_idx[e - 1] as i64);
+                    nnz += e - s;
+                }
+            }
+            if hi >= lo {
+                let span = (hi - lo + 1) as usize;
+                max = max.max(span);
+                sum += span;
+            }
+        }
+        (max, sum, nnz)
     }
 
     /// The same structure with values converted to `U` (rounding when narrowing).

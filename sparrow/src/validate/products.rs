@@ -1,5 +1,5 @@
-//! Validation cases of SpMM and SpMV: every GPU path forced on a skewed matrix with long rows
-//! and on one with 90% empty rows, N chosen to be ragged for each path, B and C padded with
+//! Validation cases of SpMM and SpMV: every GPU path forced on a skewed matrix with long rows,
+//! on one with 90% empty rows and on a banded one, N chosen to be ragged for each path, B and C padded with
 //! NaN past their columns, C prefilled with NaN when beta is 0. On the CPU, the rayon backend.
 
 use super::{Case, Outcome, Reference};
@@ -40,6 +40,10 @@ fn matrices<T: Scalar>() -> Result<Vec<(&'static str, Csr<T>)>> {
             "90% empty rows 20000x20000",
             gen::sparse_rows(20_000, 20_000, 0.9, 24, 102)?,
         ),
+        (
+            "banded 20000x20000, 48 per row (windows of B fit in shared memory)",
+            gen::banded(20_000, 48, 103)?,
+        ),
     ])
 }
 
@@ -50,6 +54,7 @@ fn n_for(path: GpuPath) -> usize {
     match path {
         GpuPath::Stream => 1,
         GpuPath::RowVec { cols, tiles, .. } => (cols * 4 * tiles) as usize - 1,
+        GpuPath::Window { cols, .. } => (cols * 4) as usize - 1,
     }
 }
 

@@ -12,6 +12,7 @@ use crate::{Error, Result, Scalar};
 pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
     match path {
         GpuPath::RowVec { cols, tiles, .. } => Some(chunks_name(ty, cols, tiles)),
+        GpuPath::Window { cols, .. } => Some(chunks_name(ty, cols, 1)),
         GpuPath::Stream => None,
     }
 }
@@ -123,6 +124,9 @@ pub(crate) fn launch<T: Scalar>(
     let mut args = rowvec_args(
         gpu, a, a.nrows, n, rows, 0, long_len, b, ldb, c, ldc, alpha, beta,
     );
+    if let GpuPath::Window { .. } = path {
+        args.i32(path.window_rows(&a.stats) as i32);
+    }
     gpu.launch(&kernel, shape, &mut args)?;
     let Some(long) = long else { return Ok(()) };
     // Partial sums of every chunk (alpha 1, beta 0), then the ordered combine. The scratch is

@@ -9,16 +9,31 @@
 //!   split the row's entries; each lane keeps several rows of B in flight. The column lanes
 //!   cover N up to a pass width and the entry lanes get many entries each (see [`choose`]),
 //!   so a warp holds several rows: on the H200 that beat more lanes per row.
+//! - N > 1 on rows whose columns cluster (banded, block-diagonal, FEM-like): `window`, the
+//!   rowvec lanes over blocks of [`WINDOW_ROWS`] rows, each block copying its window of B's
+//!   rows into shared memory once so its entries read B there rather than from L2.
 
 use crate::device::LaunchShape;
-use crate::kernels::{rowvec_name, rowvec_shapes, stream_name};
-use crate::matrix::RowStats;
+use crate::kernels::{rowvec_name, rowvec_shapes, stream_name, window_name, window_shapes};
+use crate::matrix::{RowStats, WINDOW_ROWS};
 use crate::{Error, Result};
 
 /// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
 pub const BLOCK: u32 = 256;
 
 pub use crate::matrix::work::STREAM_ITEMS;
+
+/// Most dynamic shared memory a window block takes (B's window rows, 16 bytes per column lane
+/// each): two blocks still fit on an SM of 227 KB at the widest windows.
+pub const WINDOW_SMEM: usize = 96 * 1024;
+
+/// Least entries per staged row of B ([`RowStats::window_reuse`]) for the policy to stage.
+pub const WINDOW_REUSE: f64 = 4.0;
+
+/// Rows of B a window block with `cols` column lanes can stage.
+pub fn window_cap(cols: u32) -> usize {
+    WINDOW_SMEM / (16 * cols as usize)
+}
 
 /// A GPU kernel family with its compile-time shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -34,6 +49,14 @@ pub enum GpuPath {
     },
     /// SpMV over the planned work blocks (N = 1 only).
     Stream,
+    /// The row-vector lanes over blocks of [`WINDOW_ROWS`] rows that stage their window of B in
+    /// shared memory (blocks whose window does not fit read B from global memory).
+    Window {
+        /// Lanes that own 16-byte column segments of B.
+        cols: u32,
+        /// Lanes that split a row's entries.
+        ksplit: u32,
+    },
 }
 
 impl GpuPath {
@@ -46,13 +69,14 @@ impl GpuPath {
                 tiles,
             } => rowvec_name(ty, cols, ksplit, tiles),
             GpuPath::Stream => stream_name(ty),
+            GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
         }
     }
 
     /// Whether this path computes N columns.
     pub fn supports(&self, n: usize) -> bool {
         match *self {
-            GpuPath::RowVec { .. } => true,
+            GpuPath::RowVec { .. } | GpuPath::Window { .. } => true,
             GpuPath::Stream => n == 1,
         }
     }
@@ -68,6 +92,11 @@ impl GpuPath {
             })
             .collect();
         v.push(GpuPath::Stream);
+        v.extend(
+            window_shapes()
+                .into_iter()
+                .map(|(cols, ksplit)| GpuPath::Window { cols, ksplit }),
+        );
         v
     }
 
@@ -78,11 +107,25 @@ impl GpuPath {
                 stats.nrows.div_ceil((BLOCK / (cols * ksplit)) as usize)
             }
             GpuPath::Stream => stats.stream_blocks,
+            GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
         };
         let blocks = u32::try_from(blocks).map_err(|_| {
             Error::unsupported(format!("{} rows need more than 2^32 blocks", stats.nrows))
         })?;
-        Ok(LaunchShape::linear(blocks, BLOCK))
+        let shape = LaunchShape::linear(blocks, BLOCK);
+        Ok(match *self {
+            GpuPath::Window { cols, .. } => shape.with_smem(self.window_rows(stats) * cols * 16),
+            _ => shape,
+        })
+    }
+
+    /// Rows of B each block of a window path stages: the widest window, up to what
+    /// [`WINDOW_SMEM`] holds (0 for the other paths).
+    pub fn window_rows(&self, stats: &RowStats) -> u32 {
+        match *self {
+            GpuPath::Window { cols, .. } => stats.window_max.min(window_cap(cols)) as u32,
+            _ => 0,
+        }
     }
 }
 
@@ -141,6 +184,16 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
     let cols = n.min(wcap).div_ceil(vec).next_power_of_two().min(32) as u32;
     let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
     let per_pass = cols as usize * vec;
+    if cols >= 2 && stats.window_reuse >= WINDOW_REUSE && stats.window_max <= window_cap(cols) {
+        let ksplit = ksplit.max(8 / cols);
+        let why = format!(
+            "N = {n}: blocks of {WINDOW_ROWS} rows stage their window of B (at most {} rows, each used {:.1} times) in shared memory; {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries",
+            stats.window_max,
+            stats.window_reuse,
+            n.div_ceil(per_pass)
+        );
+        return (GpuPath::Window { cols, ksplit }, why);
+    }
     let why = format!(
         "N = {n}: {cols} lanes own {vec}-column segments of B ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1})",
         n.div_ceil(per_pass)
