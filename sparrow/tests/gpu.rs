@@ -215,6 +215,7 @@ fn pass_width<T: Scalar>(path: GpuPath) -> usize {
             cols as usize * (16 / std::mem::size_of::<T>()) * tiles as usize
         }
         GpuPath::Window { cols, .. } => cols as usize * (16 / std::mem::size_of::<T>()),
+        GpuPath::AVec { .. } => 16 / std::mem::size_of::<T>(),
     }
 }
 

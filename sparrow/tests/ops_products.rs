@@ -226,9 +226,17 @@ fn gpu_policy_picks_by_n_and_row_length() {
         ksplit,
         tiles,
     };
-    // SpMV: even rows take one column lane, about 8 entries per entry lane.
-    assert_eq!(plan::choose(&stats(3.0, 0), 1, 4).0, rv(1, 1, 1));
-    assert_eq!(plan::choose(&stats(64.0, 0), 1, 8).0, rv(1, 8, 1));
+    // SpMV: even rows take one column lane, about 8 entries per entry lane, reading A as
+    // vectors for f32 and for f64 rows of 12 entries or more.
+    assert_eq!(
+        plan::choose(&stats(3.0, 0), 1, 4).0,
+        GpuPath::AVec { ksplit: 1 }
+    );
+    assert_eq!(plan::choose(&stats(3.0, 0), 1, 8).0, rv(1, 1, 1));
+    assert_eq!(
+        plan::choose(&stats(64.0, 0), 1, 8).0,
+        GpuPath::AVec { ksplit: 8 }
+    );
     // Skewed rows take the planned blocks: mostly empty, or a row far above the mean.
     assert_eq!(plan::choose(&stats(30.0, 600), 1, 4).0, GpuPath::Stream);
     assert!(plan::choose(&stats(30.0, 600), 1, 4)
@@ -270,46 +278,41 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         window_reuse,
     };
     let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
-    let banded = stats(64.0, 96, 21.0);
+    let blocks = stats(32.0, 32, 32.0);
     // The row-vector shape, with at least 8 lanes per row.
-    assert_eq!(plan::choose(&banded, 8, 4).0, win(2, 8));
-    assert_eq!(plan::choose(&banded, 32, 4).0, win(8, 2));
-    assert_eq!(plan::choose(&banded, 256, 4).0, win(32, 1));
-    assert_eq!(plan::choose(&stats(16.0, 96, 5.0), 8, 4).0, win(2, 4));
-    assert!(plan::choose(&banded, 32, 4)
+    assert_eq!(plan::choose(&blocks, 8, 4).0, win(2, 4));
+    assert_eq!(plan::choose(&blocks, 32, 4).0, win(8, 1));
+    assert_eq!(plan::choose(&blocks, 256, 4).0, win(32, 1));
+    assert_eq!(plan::choose(&stats(64.0, 40, 50.0), 8, 4).0, win(2, 8));
+    assert!(plan::choose(&blocks, 32, 4)
         .1
         .contains("stage their window"));
     // SpMV and one column lane never stage.
-    assert_eq!(
-        plan::choose(&banded, 1, 4).0,
-        GpuPath::RowVec {
-            cols: 1,
-            ksplit: 8,
-            tiles: 1
-        }
-    );
+    assert_eq!(plan::choose(&blocks, 1, 4).0, GpuPath::AVec { ksplit: 4 });
     assert!(matches!(
-        plan::choose(&banded, 4, 4).0,
+        plan::choose(&blocks, 4, 4).0,
         GpuPath::RowVec { cols: 1, .. }
     ));
-    // A window wider than the shared memory holds, or used too few times, is read from L2.
-    let cap = plan::window_cap(32);
+    // Windows wider than twice the block's rows, or used too few times, are read from L2.
+    let wide = plan::WINDOW_SPAN * sparrow::matrix::WINDOW_ROWS;
     assert!(matches!(
-        plan::choose(&stats(64.0, cap + 1, 21.0), 256, 4).0,
-        GpuPath::RowVec { .. }
-    ));
-    assert!(matches!(
-        plan::choose(&stats(64.0, cap, 21.0), 256, 4).0,
+        plan::choose(&stats(64.0, wide, 21.0), 256, 4).0,
         GpuPath::Window { .. }
     ));
     assert!(matches!(
-        plan::choose(&stats(64.0, 96, plan::WINDOW_REUSE * 0.9), 32, 4).0,
+        plan::choose(&stats(64.0, wide + 1, 21.0), 256, 4).0,
         GpuPath::RowVec { .. }
     ));
-    // The launch gives each block the widest window's rows of 16-byte segments.
-    let shape = win(8, 2).shape(&banded).unwrap();
-    assert_eq!(shape.smem, 96 * 8 * 16);
+    assert!(matches!(
+        plan::choose(&stats(64.0, 40, plan::WINDOW_REUSE * 0.9), 32, 4).0,
+        GpuPath::RowVec { .. }
+    ));
+    // The launch gives each block the widest window's rows of 16-byte segments, up to what
+    // the shared memory budget holds.
+    let shape = win(8, 2).shape(&blocks).unwrap();
+    assert_eq!(shape.smem, 32 * 8 * 16);
     assert_eq!(shape.grid[0], 1000u32.div_ceil(32));
+    let cap = plan::window_cap(32);
     assert_eq!(
         win(32, 1).window_rows(&stats(64.0, 10 * cap, 21.0)),
         cap as u32

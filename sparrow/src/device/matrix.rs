@@ -7,9 +7,8 @@ use crate::matrix::work::stream_partition;
 use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
-/// Entries per vector load of a row's column indices and values in the one-column-lane SpMM
-/// kernels (`spmm_rowvec_*_c1_*` in spmm.cu): the device copies of both arrays are padded to a
-/// multiple of it.
+/// Entries per vector load of a row's column indices and values in the vector-A SpMM kernels
+/// (`spmm_avec_*` in spmm.cu): the device copies of both arrays are padded to a multiple of it.
 pub const VEC_ENTRIES: usize = 4;
 
 /// The long rows of a matrix and their chunks, on the GPU.

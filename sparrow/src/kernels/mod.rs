@@ -77,6 +77,14 @@ pub fn window_name(ty: &str, cols: u32, ksplit: u32) -> String {
     format!("spmm_window_{ty}_c{cols}_k{ksplit}")
 }
 
+/// Entry lanes per row of the SpMM kernels that read A as 4-entry vectors (`AVEC_ALL`).
+pub const AVEC_SPLITS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Name of a vector-A SpMM entry point.
+pub fn avec_name(ty: &str, ksplit: u32) -> String {
+    format!("spmm_avec_{ty}_k{ksplit}")
+}
+
 /// Name of the long-row chunk kernel with a main path's column shape.
 pub fn chunks_name(ty: &str, cols: u32, tiles: u32) -> String {
     format!("spmm_chunks_rowvec_{ty}_c{cols}_t{tiles}")
@@ -102,6 +110,9 @@ fn spmm_entry_points() -> Vec<String> {
         v.push(stream_name(ty));
         for (c, k, t) in rowvec_shapes() {
             v.push(rowvec_name(ty, c, k, t));
+        }
+        for k in AVEC_SPLITS {
+            v.push(avec_name(ty, k));
         }
         for (c, k) in window_shapes() {
             v.push(window_name(ty, c, k));

@@ -1,14 +1,15 @@
 // CSR times dense: C = alpha * A * B + beta * C, B and C row-major with leading dimensions.
-// Row pointers are 64-bit, column indices 32-bit. Two families:
+// Row pointers are 64-bit, column indices 32-bit. Four families:
 //   rowvec:  a group of G = CK lanes per row: C column lanes each own VEC = 16 / sizeof(T)
 //            consecutive columns of B (one 16-byte load per entry, TN such segments per
 //            pass), and K entry lanes split the row's entries, summed by shuffles at the end.
 //            Each lane keeps several rows of B in flight, so the kernel is bound by the
-//            memory system rather than by instruction issue. With one column lane (C = 1,
-//            SpMV and N up to one segment) the entry lanes read A's indices and values as
-//            aligned 4-entry vectors instead (spmm_c1). Launch flag `vec`: bit 0 says B,
+//            memory system rather than by instruction issue. Launch flag `vec`: bit 0 says B,
 //            bit 1 says C, is 16-byte aligned with a leading dimension of whole 16-byte
 //            segments; without it the kernel reads (writes) that matrix an element at a time.
+//   avec:    one column lane whose K entry lanes read A's indices and values as aligned
+//            4-entry vectors (spmm_c1), for SpMV and N up to one 16-byte segment.
+//   window:  rowvec over blocks of rows that stage their window of B in shared memory.
 //   stream:  SpMV (N = 1) over work blocks a plan computed on the host: a block of short
 //            rows with at most STREAM_ITEMS entries (all of them loaded at once, products
 //            staged in shared memory, then each row summed by a group of lanes), or one
@@ -236,10 +237,6 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
                                             const int* __restrict__ col, const T* __restrict__ val,
                                             const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
                                             T alpha, T beta, bool vc) {
-    if (C == 1 && TN == 1) {
-        spmm_c1<T, K, CHUNKS, V>(nrows, n, row_ptr, ends, long_len, col, val, B, ldb, Cm, ldc, alpha, beta, vc);
-        return;
-    }
     constexpr int VEC = VecOf<T>::N;
     constexpr int G = C * K;
     constexpr int W = C * VEC * TN;  // columns per pass
@@ -324,6 +321,15 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
         else                                                                                             \
             spmm_rowvec<T, C, 32 / C, TN, true, false>(SPMM_PASS);                                       \
     }
+#define AVEC(T, TNAME, K)                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) spmm_avec_##TNAME##_k##K(SPMM_ARGS(T)) {           \
+        if (vec & 1)                                                                                    \
+            spmm_c1<T, K, false, true>(SPMM_PASS);                                                      \
+        else                                                                                            \
+            spmm_c1<T, K, false, false>(SPMM_PASS);                                                     \
+    }
+#define AVEC_ALL(T, TNAME) \
+    AVEC(T, TNAME, 1) AVEC(T, TNAME, 2) AVEC(T, TNAME, 4) AVEC(T, TNAME, 8) AVEC(T, TNAME, 16) AVEC(T, TNAME, 32)
 #define ROWVEC_C(T, TNAME, C) ROWVEC_CHUNKS(T, TNAME, C, 1)
 #define ROWVEC_ALL(T, TNAME) \
     ROWVEC(T, TNAME, 1, 1, 1) ROWVEC(T, TNAME, 1, 2, 1) ROWVEC(T, TNAME, 1, 4, 1) \
@@ -595,6 +601,8 @@ ROWVEC_ALL(float, f32)
 ROWVEC_ALL(double, f64)
 ROWVEC_CHUNKS_ALL(float, f32)
 ROWVEC_CHUNKS_ALL(double, f64)
+AVEC_ALL(float, f32)
+AVEC_ALL(double, f64)
 WINDOW_ALL(float, f32)
 WINDOW_ALL(double, f64)
 COMBINE(float, f32)

@@ -13,6 +13,7 @@ pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
     match path {
         GpuPath::RowVec { cols, tiles, .. } => Some(chunks_name(ty, cols, tiles)),
         GpuPath::Window { cols, .. } => Some(chunks_name(ty, cols, 1)),
+        GpuPath::AVec { .. } => Some(chunks_name(ty, 1, 1)),
         GpuPath::Stream => None,
     }
 }

@@ -14,7 +14,9 @@
 //!   rows into shared memory once so its entries read B there rather than from L2.
 
 use crate::device::LaunchShape;
-use crate::kernels::{rowvec_name, rowvec_shapes, stream_name, window_name, window_shapes};
+use crate::kernels::{
+    avec_name, rowvec_name, rowvec_shapes, stream_name, window_name, window_shapes, AVEC_SPLITS,
+};
 use crate::matrix::{RowStats, WINDOW_ROWS};
 use crate::{Error, Result};
 
@@ -29,6 +31,12 @@ pub const WINDOW_SMEM: usize = 96 * 1024;
 
 /// Least entries per staged row of B ([`RowStats::window_reuse`]) for the policy to stage.
 pub const WINDOW_REUSE: f64 = 4.0;
+
+/// Widest window the policy stages, in block rows. Block-diagonal rows (a window of 32 for 32
+/// rows) ran 1.3x to 2x faster staged on the H200 at N from 32 to 256; banded rows (64 per
+/// row, windows of 95) ran up to 12% slower: their blocks' windows overlap, so L1 and L2
+/// already served the reuse, and the wider windows cut the blocks per SM.
+pub const WINDOW_SPAN: usize = 2;
 
 /// Rows of B a window block with `cols` column lanes can stage.
 pub fn window_cap(cols: u32) -> usize {
@@ -49,6 +57,12 @@ pub enum GpuPath {
     },
     /// SpMV over the planned work blocks (N = 1 only).
     Stream,
+    /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
+    /// 4-entry vectors.
+    AVec {
+        /// Lanes that split a row's entries.
+        ksplit: u32,
+    },
     /// The row-vector lanes over blocks of [`WINDOW_ROWS`] rows that stage their window of B in
     /// shared memory (blocks whose window does not fit read B from global memory).
     Window {
@@ -69,6 +83,7 @@ impl GpuPath {
                 tiles,
             } => rowvec_name(ty, cols, ksplit, tiles),
             GpuPath::Stream => stream_name(ty),
+            GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
         }
     }
@@ -76,7 +91,7 @@ impl GpuPath {
     /// Whether this path computes N columns.
     pub fn supports(&self, n: usize) -> bool {
         match *self {
-            GpuPath::RowVec { .. } | GpuPath::Window { .. } => true,
+            GpuPath::RowVec { .. } | GpuPath::AVec { .. } | GpuPath::Window { .. } => true,
             GpuPath::Stream => n == 1,
         }
     }
@@ -92,6 +107,7 @@ impl GpuPath {
             })
             .collect();
         v.push(GpuPath::Stream);
+        v.extend(AVEC_SPLITS.iter().map(|&ksplit| GpuPath::AVec { ksplit }));
         v.extend(
             window_shapes()
                 .into_iter()
@@ -107,6 +123,7 @@ impl GpuPath {
                 stats.nrows.div_ceil((BLOCK / (cols * ksplit)) as usize)
             }
             GpuPath::Stream => stats.stream_blocks,
+            GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
             GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
         };
         let blocks = u32::try_from(blocks).map_err(|_| {
@@ -167,6 +184,15 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
             );
         }
         let ksplit = pow2_floor(mean / 8.0);
+        if elem_bytes == 4 || mean >= 12.0 {
+            return (
+                GpuPath::AVec { ksplit },
+                format!(
+                    "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
+                    stats.max_len
+                ),
+            );
+        }
         return (
             GpuPath::RowVec {
                 cols: 1,
@@ -184,7 +210,11 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
     let cols = n.min(wcap).div_ceil(vec).next_power_of_two().min(32) as u32;
     let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
     let per_pass = cols as usize * vec;
-    if cols >= 2 && stats.window_reuse >= WINDOW_REUSE && stats.window_max <= window_cap(cols) {
+    if cols >= 2
+        && stats.window_reuse >= WINDOW_REUSE
+        && stats.window_max <= WINDOW_SPAN * WINDOW_ROWS
+        && stats.window_max <= window_cap(cols)
+    {
         let ksplit = ksplit.max(8 / cols);
         let why = format!(
             "N = {n}: blocks of {WINDOW_ROWS} rows stage their window of B (at most {} rows, each used {:.1} times) in shared memory; {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries",
