@@ -226,8 +226,9 @@ fn gpu_policy_picks_by_n_and_row_length() {
         ksplit,
         tiles,
     };
-    // SpMV: even rows take one column lane, about 8 entries per entry lane, reading A as
-    // vectors for f32 and for f64 rows of 12 entries or more.
+    // SpMV: even rows take one column lane, reading A as vectors for f32 and for f64 rows of
+    // 12 entries or more (about 6 entries per entry lane, at most 4 lanes), else one entry at a
+    // time (about 8 per lane).
     assert_eq!(
         plan::choose(&stats(3.0, 0), 1, 4).0,
         GpuPath::AVec { ksplit: 1 }
@@ -235,8 +236,13 @@ fn gpu_policy_picks_by_n_and_row_length() {
     assert_eq!(plan::choose(&stats(3.0, 0), 1, 8).0, rv(1, 1, 1));
     assert_eq!(
         plan::choose(&stats(64.0, 0), 1, 8).0,
-        GpuPath::AVec { ksplit: 8 }
+        GpuPath::AVec { ksplit: 4 }
     );
+    assert_eq!(
+        plan::choose(&stats(16.0, 0), 1, 4).0,
+        GpuPath::AVec { ksplit: 2 }
+    );
+    assert_eq!(plan::choose(&stats(10.0, 0), 1, 8).0, rv(1, 1, 1));
     // Skewed rows take the planned blocks: mostly empty, or a row far above the mean.
     assert_eq!(plan::choose(&stats(30.0, 600), 1, 4).0, GpuPath::Stream);
     assert!(plan::choose(&stats(30.0, 600), 1, 4)
