@@ -290,7 +290,8 @@ impl<T: Scalar> Csr<T> {
         (self.row_ptr, self.col_idx, self.values)
     }
 
-    /// Row-length statistics in one pass over the row pointers.
+    /// Row-length statistics in one pass over the row pointers, and the column windows of
+    /// blocks of rows from each row's first and last column index.
     pub fn row_stats(&self) -> RowStats {
         let (window_max, span_sum, short_nnz) = self.windows();
         let mut max_len = 0usize;

@@ -9,8 +9,10 @@
 //!   split the row's entries; each lane keeps several rows of B in flight. The column lanes
 //!   cover N up to a pass width and the entry lanes get many entries each (see [`choose`]),
 //!   so a warp holds several rows: on the H200 that beat more lanes per row.
-//! - N > 1 on rows whose columns cluster (banded, block-diagonal, FEM-like): `window`, the
-//!   rowvec lanes over blocks of [`WINDOW_ROWS`] rows, each block copying its window of B's
+//! - SpMV on even rows: `avec`, one column lane whose entry lanes read A's indices and values
+//!   as aligned 4-entry vectors (f32, and f64 rows of 12 entries or more), else `rowvec`.
+//! - N > 1 on blocks of [`WINDOW_ROWS`] rows whose columns lie within a narrow window (dense
+//!   diagonal blocks): `window`, the rowvec lanes with each block copying its window of B's
 //!   rows into shared memory once so its entries read B there rather than from L2.
 
 use crate::device::LaunchShape;
