@@ -36,7 +36,7 @@ pub const WINDOW_REUSE: f64 = 4.0;
 
 /// Widest window the policy stages, in block rows. Block-diagonal rows (a window of 32 for 32
 /// rows) ran 1.3x to 2x faster staged on the H200 at N from 32 to 256; banded rows (64 per
-/// row, windows of 95) ran up to 12% slower: their blocks' windows overlap, so L1 and L2
+/// row, windows of 95) ran up to 15% slower: their blocks' windows overlap, so L1 and L2
 /// already served the reuse, and the wider windows cut the blocks per SM.
 pub const WINDOW_SPAN: usize = 2;
 
