@@ -251,9 +251,35 @@ fn every_path<T: Scalar>() {
     }
 }
 
+/// Dense 32 x 32 diagonal blocks where every third block's first row also reaches 1,500
+/// columns ahead: its window is wider than a window launch stages for 8 or more column lanes
+/// (`plan::window_cap`), so one launch has blocks that stage B and blocks that read it from
+/// global memory.
+fn mixed_windows<T: Scalar>() -> Csr<T> {
+    let n = 97 * 32;
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..n {
+        let b = r / 32 * 32;
+        for c in b..b + 32 {
+            rows.push(r);
+            cols.push(c);
+            vals.push(T::from_f64(((r * 7 + c * 3) % 17) as f64 / 8.0 - 1.0));
+        }
+        if r % 96 == 0 {
+            rows.push(r);
+            cols.push((b + 1_500) % n);
+            vals.push(T::from_f64(0.5));
+        }
+    }
+    let a = Csr::from_triplets(n, n, &rows, &cols, &vals).unwrap();
+    assert!(a.row_stats().window_max > sparrow::ops::spmm::plan::window_cap(8));
+    a
+}
+
 /// Every path forced on each structure of the benchmark panel, scaled down: banded, dense
 /// 32 x 32 blocks, uniform, power law, rows of thousands beside rows of 4, 90% empty rows, the
-/// 5- and 27-point stencils and the FEM-like matrix.
+/// 5- and 27-point stencils and the FEM-like matrix; and blocks that stage their window of B
+/// beside blocks that cannot ([`mixed_windows`]).
 fn every_path_on_the_panel<T: Scalar>() {
     let g = gpu();
     let device = Device::Cuda(g.clone());
@@ -267,6 +293,7 @@ fn every_path_on_the_panel<T: Scalar>() {
         gen::stencil_2d(61, 53, 37).unwrap(),
         gen::stencil_3d(17, 38).unwrap(),
         gen::fem_like(4_001, 6_000, 39).unwrap(),
+        mixed_windows(),
     ];
     for a in &mats {
         for path in GpuPath::all() {

@@ -228,15 +228,9 @@ impl Gpu {
         if data.is_empty() {
             return self.alloc_zeroed(0);
         }
-        self.stream.clone_htod(data).map_err(|e| {
-            Error::device(
-                format!(
-                    "copying {} bytes to the device",
-                    std::mem::size_of_val(data)
-                ),
-                e,
-            )
-        })
+        self.stream
+            .clone_htod(data)
+            .map_err(|e| htod_error(data, e))
     }
 
     /// Copies host data into a new device buffer whose length is rounded up to a multiple of
@@ -250,15 +244,9 @@ impl Gpu {
         let mut buf = self.alloc_zeroed::<T>(data.len().next_multiple_of(multiple.max(1)))?;
         if !data.is_empty() {
             let mut head = buf.slice_mut(..data.len());
-            self.stream.memcpy_htod(data, &mut head).map_err(|e| {
-                Error::device(
-                    format!(
-                        "copying {} bytes to the device",
-                        std::mem::size_of_val(data)
-                    ),
-                    e,
-                )
-            })?;
+            self.stream
+                .memcpy_htod(data, &mut head)
+                .map_err(|e| htod_error(data, e))?;
         }
         Ok(buf)
     }
@@ -345,4 +333,15 @@ impl Gpu {
             .synchronize()
             .map_err(|e| Error::device("waiting for the stream", e))
     }
+}
+
+/// The error of a failed copy of `data` to the device.
+fn htod_error<T, E: std::fmt::Display>(data: &[T], e: E) -> Error {
+    Error::device(
+        format!(
+            "copying {} bytes to the device",
+            std::mem::size_of_val(data)
+        ),
+        e,
+    )
 }
