@@ -214,7 +214,9 @@ fn pass_width<T: Scalar>(path: GpuPath) -> usize {
         GpuPath::RowVec { cols, tiles, .. } => {
             cols as usize * (16 / std::mem::size_of::<T>()) * tiles as usize
         }
-        GpuPath::Window { cols, .. } => cols as usize * (16 / std::mem::size_of::<T>()),
+        GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => {
+            cols as usize * (16 / std::mem::size_of::<T>())
+        }
         GpuPath::AVec { .. } => 16 / std::mem::size_of::<T>(),
     }
 }

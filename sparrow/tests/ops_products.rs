@@ -220,6 +220,8 @@ fn gpu_policy_picks_by_n_and_row_length() {
         stream_blocks: 7,
         window_max: 0,
         window_reuse: 0.0,
+        len_classes: [0; sparrow::matrix::LEN_CLASSES],
+        spread: 1.0,
     };
     let rv = |cols, ksplit, tiles| GpuPath::RowVec {
         cols,
@@ -282,6 +284,8 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         stream_blocks: 7,
         window_max,
         window_reuse,
+        len_classes: [0; sparrow::matrix::LEN_CLASSES],
+        spread: 1.0,
     };
     let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
     let blocks = stats(32.0, 32, 32.0);
@@ -354,6 +358,110 @@ fn row_stats_measure_the_column_windows() {
 }
 
 #[test]
+fn row_stats_measure_length_classes_and_spread() {
+    // Equal rows: spread 1.
+    let st = gen::banded::<f32>(100, 8, 1).unwrap().row_stats();
+    assert_eq!(st.spread, 1.0);
+    assert_eq!(st.len_classes[sparrow::matrix::len_class(8)], 100);
+    assert_eq!(sparrow::matrix::len_class(8), 4);
+    assert_eq!(sparrow::matrix::len_class(0), 0);
+    assert_eq!(sparrow::matrix::len_class(sparrow::matrix::LONG_ROW), 11);
+    // Rows of 9 entries then 7 of 1, twice, and a long row counted empty: each run of 8 rows
+    // takes 8 x 9 lane slots for 16 entries; the last run (the long row alone) none.
+    let long = sparrow::matrix::LONG_ROW + 1;
+    let mut lens = vec![9, 1, 1, 1, 1, 1, 1, 1];
+    lens.extend(lens.clone());
+    lens.push(long);
+    let mut row_ptr = vec![0i64];
+    let mut cols = Vec::new();
+    for &l in &lens {
+        cols.extend(0..l as i32);
+        row_ptr.push(cols.len() as i64);
+    }
+    let n = cols.len();
+    let a = Csr::<f32>::new(lens.len(), long, row_ptr, cols, vec![1.0; n]).unwrap();
+    let st = a.row_stats();
+    assert_eq!(st.spread, 2.0 * 8.0 * 9.0 / 32.0);
+    let mut classes = [0usize; sparrow::matrix::LEN_CLASSES];
+    classes[1] = 14;
+    classes[4] = 2;
+    assert_eq!(st.len_classes, classes);
+    assert_eq!(st.long_rows, 1);
+}
+
+#[test]
+fn sorted_bins_cover_the_row_list_with_each_rows_lanes() {
+    // Every row in the bins once, with the entry lanes the per-row rule gives: a row of L
+    // entries takes L / lane_entries lanes rounded down to a power of two, 1 to 32 / cols.
+    let a = gen::power_law::<f32>(5_000, 5_000, 16.0, 3_000, 1.5, 9).unwrap();
+    let st = a.row_stats();
+    assert!(st.long_rows > 0);
+    let order = sparrow::matrix::work::rows_by_length(a.row_ptr());
+    for path in GpuPath::all() {
+        let GpuPath::Sorted { cols, lane_entries } = path else {
+            assert!(path.sorted_bins(&st, true).is_empty());
+            continue;
+        };
+        for split in [true, false] {
+            let bins = path.sorted_bins(&st, split);
+            let mut at = if split { st.long_rows } else { 0 };
+            for bin in &bins {
+                assert_eq!(bin.start, at, "{path:?} split {split}: bins are contiguous");
+                assert!(bin.count > 0);
+                for &r in &order[bin.start..bin.start + bin.count] {
+                    let len = a.row_range(r as usize).len();
+                    let mut k = 1u32;
+                    while k < 32 / cols && (2 * k * lane_entries) as usize <= len {
+                        k *= 2;
+                    }
+                    assert_eq!(bin.ksplit, k, "{path:?} split {split}: row of {len}");
+                }
+                at += bin.count;
+            }
+            assert_eq!(at, a.nrows(), "{path:?} split {split}: every row");
+            assert!(bins.windows(2).all(|w| w[0].ksplit > w[1].ksplit));
+        }
+        let kernels = path.kernels("f32", &st, true);
+        assert_eq!(kernels.len(), path.sorted_bins(&st, true).len());
+    }
+}
+
+#[test]
+fn gpu_policy_sorts_uneven_rows() {
+    let pl = gen::power_law::<f32>(40_000, 40_000, 16.0, 3_000, 1.5, 9).unwrap();
+    let st = pl.row_stats();
+    assert!(st.spread >= plan::SORT_SPREAD, "{}", st.spread);
+    let (path, why) = plan::choose(&st, 32, 4);
+    assert_eq!(
+        path,
+        GpuPath::Sorted {
+            cols: 8,
+            lane_entries: 32
+        }
+    );
+    assert!(why.contains("sorted by length"), "{why}");
+    assert_eq!(
+        plan::choose(&st, 8, 4).0,
+        GpuPath::Sorted {
+            cols: 2,
+            lane_entries: 8
+        }
+    );
+    // SpMV keeps the planned blocks; even rows and small matrices keep rowvec.
+    assert_eq!(plan::choose(&st, 1, 4).0, GpuPath::Stream);
+    let un = gen::uniform::<f32>(40_000, 40_000, 16, 9)
+        .unwrap()
+        .row_stats();
+    assert!(un.spread < plan::SORT_SPREAD, "{}", un.spread);
+    assert!(matches!(plan::choose(&un, 32, 4).0, GpuPath::RowVec { .. }));
+    let small = gen::power_law::<f32>(4_000, 4_000, 16.0, 300, 1.5, 9).unwrap();
+    assert!(matches!(
+        plan::choose(&small.row_stats(), 32, 4).0,
+        GpuPath::RowVec { .. }
+    ));
+}
+
+#[test]
 fn generators_are_deterministic_and_shaped() {
     let a = gen::banded::<f32>(100, 8, 1).unwrap();
     assert!(a.row_ptr().windows(2).all(|w| w[1] - w[0] == 8));
@@ -384,6 +492,7 @@ fn device_bytes_counts_every_buffer() {
     let n = 4;
     let dense = long * n + 3 * n;
     let want = 8 * 4
+        + 8 * 3 // rows sorted by length
         + 8 * (long as u64 + 1)
         + 8 * 3
         + 16 * st.long_chunks as u64

@@ -239,7 +239,13 @@ fn run_typed<T: Scalar>(
                         let op = Spmv::<T>::new().force_path(path);
                         time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db.buf, &dc.buf))?
                     };
-                    let v = path.kernel_name(T::NAME);
+                    let v = match path {
+                        GpuPath::Sorted { lane_entries, .. } => format!(
+                            "sorted_e{lane_entries}: {}",
+                            path.kernels(T::NAME, &da.stats, true).join(" + ")
+                        ),
+                        _ => path.kernel_name(T::NAME),
+                    };
                     out.push(record(cfg, name, &a, n, "sweep", &v, t, bw));
                 }
             }

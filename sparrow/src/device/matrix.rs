@@ -3,7 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::work::stream_partition;
+use crate::matrix::work::{rows_by_length, stream_partition};
 use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
@@ -85,8 +85,8 @@ impl<T: Scalar> StreamWork<T> {
 }
 
 /// A CSR matrix on the GPU with its analysis, done once on upload like cuSPARSE's
-/// preprocessing: the row statistics plans read, the long rows' chunks and the SpMV work
-/// blocks.
+/// preprocessing: the row statistics plans read, the long rows' chunks, the SpMV work
+/// blocks and the rows sorted by length.
 pub struct DeviceCsr<T> {
     /// Rows.
     pub nrows: usize,
@@ -104,6 +104,8 @@ pub struct DeviceCsr<T> {
     pub long_rows: Option<LongRows>,
     /// The SpMV work blocks.
     pub stream: StreamWork<T>,
+    /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
+    pub sorted_rows: CudaSlice<i64>,
     /// Host time of the analysis (statistics, long rows, work blocks), milliseconds.
     pub analysis_ms: f64,
 }
@@ -129,6 +131,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let t = std::time::Instant::now();
         let long_rows = LongRows::build(gpu, a.row_ptr())?;
         let stream = StreamWork::build(gpu, a.row_ptr())?;
+        let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
         Ok(DeviceCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
@@ -138,6 +141,7 @@ impl<T: Scalar> DeviceCsr<T> {
             values,
             long_rows,
             stream,
+            sorted_rows,
             analysis_ms: t.elapsed().as_secs_f64() * 1e3,
         })
     }

@@ -20,6 +20,9 @@
 // process the long rows' entries in fixed chunks, one chunk per warp, writing partial sums
 // (alpha 1, beta 0) to a scratch buffer, and spmm_combine adds each row's partials in chunk
 // order and applies alpha and beta. The result is deterministic.
+// Row lists: a row-kernel launch may pass a list of rows in `ends` and take row ends[item] for
+// item `item`. The host sorts rows by length into bins of similar rows, one launch each with
+// as many entry lanes as the bin's rows need, so no group idles in a warp beside a long row.
 // Every thread reaches every shuffle: items past the end compute zeros and store nothing.
 #include "common.cuh"
 
@@ -112,21 +115,25 @@ __device__ __forceinline__ void st_seg(T* out, int j, int n, const T* acc, T alp
     }
 }
 
-// The entry range of item `item`: row `item` (skipped, as active = false, when longer than
-// long_len), or chunk `item` of the long rows.
+// The entry range of item `item` and the row of C it writes: row `item`, or row ends[item]
+// when the launch passes a row list in `ends` (rows sorted by length), skipped (active =
+// false) when longer than long_len; or chunk `item` of the long rows (C row `item`).
 template <bool CHUNKS>
 __device__ __forceinline__ bool item_range(i64 item, i64 nitems, const i64* __restrict__ starts,
-                                           const i64* __restrict__ ends, i64 long_len, i64& s, i64& e) {
+                                           const i64* __restrict__ ends, i64 long_len, i64& s, i64& e,
+                                           i64& row) {
     s = 0;
     e = 0;
+    row = item;
     if (item >= nitems) return false;
     if (CHUNKS) {
         s = starts[item];
         e = ends[item];
         return true;
     }
-    s = starts[item];
-    e = starts[item + 1];
+    if (ends != nullptr) row = ends[item];
+    s = starts[row];
+    e = starts[row + 1];
     if (e - s > long_len) {
         s = e = 0;
         return false;
@@ -148,8 +155,8 @@ __device__ __forceinline__ void spmm_c1_body(i64 nrows, int n, const i64* __rest
     constexpr int E = 4;
     const int kl = threadIdx.x % K;
     const i64 item = (i64)blockIdx.x * (blockDim.x / K) + threadIdx.x / K;
-    i64 s, e;
-    const bool active = item_range<CHUNKS>(item, nrows, row_ptr, ends, long_len, s, e);
+    i64 s, e, row;
+    const bool active = item_range<CHUNKS>(item, nrows, row_ptr, ends, long_len, s, e, row);
     const i64 first = (s & ~(i64)(E - 1)) + (i64)kl * E;
     for (int jb = 0; jb < n; jb += NW) {
         T acc[NW];
@@ -207,9 +214,9 @@ __device__ __forceinline__ void spmm_c1_body(i64 nrows, int n, const i64* __rest
             for (int v = 0; v < NW; v++) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
         if (active && kl == 0) {
             if (NW == 1)
-                axpby_store(Cm + item * ldc, acc[0], alpha, beta);
+                axpby_store(Cm + row * ldc, acc[0], alpha, beta);
             else
-                st_seg<T>(Cm + item * ldc, jb, n, acc, alpha, beta, vc);
+                st_seg<T>(Cm + row * ldc, jb, n, acc, alpha, beta, vc);
         }
     }
 }
@@ -243,8 +250,8 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
     constexpr int U = TN == 1 ? 4 : 2;  // entries in flight per lane
     const int lane = threadIdx.x % G, cl = lane % C, kl = lane / C;
     const i64 item = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
-    i64 s, e;
-    const bool active = item_range<CHUNKS>(item, nrows, row_ptr, ends, long_len, s, e);
+    i64 s, e, row;
+    const bool active = item_range<CHUNKS>(item, nrows, row_ptr, ends, long_len, s, e, row);
     // n is the same for every thread, so every lane runs the same passes and shuffles.
     for (int col0 = 0; col0 < n; col0 += W) {
         const int jb = col0 + cl * VEC;
@@ -297,7 +304,7 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
                 for (int v = 0; v < VEC; v++) acc[t][v] += __shfl_xor_sync(0xffffffffu, acc[t][v], off);
         if (active && kl == 0) {
 #pragma unroll
-            for (int t = 0; t < TN; t++) st_seg<T>(Cm + item * ldc, jb + t * C * VEC, n, acc[t], alpha, beta, vc);
+            for (int t = 0; t < TN; t++) st_seg<T>(Cm + row * ldc, jb + t * C * VEC, n, acc[t], alpha, beta, vc);
         }
     }
 }
@@ -402,8 +409,8 @@ __device__ __forceinline__ void spmm_window(i64 nrows, int n, const i64* __restr
         }
         for (int sub = 0; sub < WINDOW_ROWS; sub += RPB) {
             const i64 row = r0 + sub + threadIdx.x / G;
-            i64 s, e;
-            const bool active = item_range<false>(row, nrows, row_ptr, nullptr, long_len, s, e);
+            i64 s, e, out;
+            const bool active = item_range<false>(row, nrows, row_ptr, nullptr, long_len, s, e, out);
             T acc[VEC];
 #pragma unroll
             for (int v = 0; v < VEC; v++) acc[v] = T(0);

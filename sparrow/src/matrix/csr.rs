@@ -55,6 +55,25 @@ pub struct RowStats {
     /// Entries of rows up to [`LONG_ROW`] per column of their blocks' windows: how often a
     /// row of B staged for a block is used.
     pub window_reuse: f64,
+    /// Rows up to [`LONG_ROW`] by length class: class 0 holds the empty rows, class `j >= 1`
+    /// the rows of `2^(j-1)` to `2^j - 1` entries.
+    pub len_classes: [usize; LEN_CLASSES],
+    /// How unevenly neighbouring rows fill a warp: over runs of [`SPREAD_RUN`] consecutive
+    /// rows (rows over [`LONG_ROW`] counted empty, as the chunk kernels take them), the sum of
+    /// the run's rows times its longest row over the sum of the lengths; 1 for equal rows.
+    pub spread: f64,
+}
+
+/// Length classes of [`RowStats::len_classes`]: empty, then powers of two up to [`LONG_ROW`].
+pub const LEN_CLASSES: usize = 12;
+
+/// Rows per run of [`RowStats::spread`]: the rows a block of 256 threads holds at 32 lanes a
+/// row.
+pub const SPREAD_RUN: usize = 8;
+
+/// The length class of a row of `len <= LONG_ROW` entries.
+pub fn len_class(len: usize) -> usize {
+    (usize::BITS - len.leading_zeros()) as usize
 }
 
 impl<T: Scalar> Csr<T> {
@@ -296,13 +315,23 @@ impl<T: Scalar> Csr<T> {
         let (window_max, span_sum, short_nnz) = self.windows();
         let mut max_len = 0usize;
         let (mut empty, mut long_rows, mut long_chunks) = (0usize, 0usize, 0usize);
-        for w in self.row_ptr.windows(2) {
+        let mut len_classes = [0usize; LEN_CLASSES];
+        let (mut run_max, mut run_sum, mut short_sum) = (0usize, 0usize, 0usize);
+        for (r, w) in self.row_ptr.windows(2).enumerate() {
             let len = (w[1] - w[0]) as usize;
             max_len = max_len.max(len);
             empty += (len == 0) as usize;
             if len > LONG_ROW {
                 long_rows += 1;
                 long_chunks += len.div_ceil(CHUNK);
+            } else {
+                len_classes[len_class(len)] += 1;
+                short_sum += len;
+                run_max = run_max.max(len);
+            }
+            if r % SPREAD_RUN == SPREAD_RUN - 1 || r + 1 == self.nrows {
+                run_sum += (r % SPREAD_RUN + 1) * run_max;
+                run_max = 0;
             }
         }
         RowStats {
@@ -323,6 +352,12 @@ impl<T: Scalar> Csr<T> {
                 0.0
             } else {
                 short_nnz as f64 / span_sum as f64
+            },
+            len_classes,
+            spread: if short_sum == 0 {
+                1.0
+            } else {
+                run_sum as f64 / short_sum as f64
             },
         }
     }

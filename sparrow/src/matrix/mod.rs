@@ -8,6 +8,6 @@ pub mod io;
 mod rng;
 pub mod work;
 
-pub use csr::{Csr, RowStats, CHUNK, LONG_ROW, WINDOW_ROWS};
+pub use csr::{len_class, Csr, RowStats, CHUNK, LEN_CLASSES, LONG_ROW, SPREAD_RUN, WINDOW_ROWS};
 pub use dense::Dense;
 pub use rng::Rng;

@@ -47,6 +47,33 @@ pub fn stream_partition(row_ptr: &[i64], mut emit: impl FnMut([i64; 6])) -> usiz
     count
 }
 
+/// The rows by length, longest first and rows of one length in row order, with every row over
+/// [`LONG_ROW`](super::LONG_ROW) ahead of the rest: the row list of the sorted SpMM path,
+/// whose bins (runs of this order) the plan reads off [`RowStats::len_classes`](super::RowStats).
+pub fn rows_by_length(row_ptr: &[i64]) -> Vec<i64> {
+    let top = super::LONG_ROW + 1;
+    let key = |r: usize| ((row_ptr[r + 1] - row_ptr[r]) as usize).min(top);
+    let nrows = row_ptr.len().saturating_sub(1);
+    let mut next = vec![0usize; top + 1];
+    for r in 0..nrows {
+        next[key(r)] += 1;
+    }
+    // Longest first: the rows of length l start after every row longer than l.
+    let mut at = 0usize;
+    for l in (0..=top).rev() {
+        let c = next[l];
+        next[l] = at;
+        at += c;
+    }
+    let mut rows = vec![0i64; nrows];
+    for r in 0..nrows {
+        let k = key(r);
+        rows[next[k]] = r as i64;
+        next[k] += 1;
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +131,19 @@ mod tests {
     }
 
     /// The kernel's block of short rows holds exactly STREAM_ITEMS entries.
+    #[test]
+    fn rows_by_length_puts_long_rows_first_then_longest_first_stably() {
+        let long = super::super::LONG_ROW as i64;
+        // Lengths: 2, 0, long + 5, 2, 7, long + 1, 0.
+        let lens = [2, 0, long + 5, 2, 7, long + 1, 0];
+        let mut row_ptr = vec![0i64];
+        for l in lens {
+            row_ptr.push(row_ptr.last().unwrap() + l);
+        }
+        assert_eq!(rows_by_length(&row_ptr), vec![2, 5, 4, 0, 3, 1, 6]);
+        assert!(rows_by_length(&[0]).is_empty());
+    }
+
     #[test]
     fn stream_items_match_the_kernel() {
         let src = crate::kernels::SPMM.source;

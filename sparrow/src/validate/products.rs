@@ -54,7 +54,7 @@ fn n_for(path: GpuPath) -> usize {
     match path {
         GpuPath::Stream => 1,
         GpuPath::RowVec { cols, tiles, .. } => (cols * 4 * tiles) as usize - 1,
-        GpuPath::Window { cols, .. } => (cols * 4) as usize - 1,
+        GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => (cols * 4) as usize - 1,
         GpuPath::AVec { .. } => 3,
     }
 }

@@ -3,7 +3,7 @@
 
 use super::plan::{GpuPath, BLOCK};
 use crate::device::{Args, DeviceCsr, DeviceDense, Gpu, LaunchShape};
-use crate::kernels::{chunks_name, combine_name, SPMM};
+use crate::kernels::{chunks_name, combine_name, rowvec_name, SPMM};
 use crate::matrix::LONG_ROW;
 use crate::{Error, Result, Scalar};
 
@@ -12,7 +12,9 @@ use crate::{Error, Result, Scalar};
 pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
     match path {
         GpuPath::RowVec { cols, tiles, .. } => Some(chunks_name(ty, cols, tiles)),
-        GpuPath::Window { cols, .. } => Some(chunks_name(ty, cols, 1)),
+        GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => {
+            Some(chunks_name(ty, cols, 1))
+        }
         GpuPath::AVec { .. } => Some(chunks_name(ty, 1, 1)),
         GpuPath::Stream => None,
     }
@@ -26,8 +28,8 @@ fn aligned<T>(ptr: u64, ld: usize) -> bool {
 }
 
 /// The arguments of a row-vector kernel (`SPMM_ARGS` in spmm.cu): `nitems` rows (entry ranges
-/// from `starts`, rows over `long_len` skipped) or chunks (`starts` and `ends`), and the vector
-/// flags for B and C.
+/// from `starts`, rows over `long_len` skipped; `ends` 0, or a list of the rows to take) or
+/// chunks (`starts` and `ends`), and the vector flags for B and C.
 #[allow(clippy::too_many_arguments)]
 fn rowvec_args<T: Scalar>(
     gpu: &Gpu,
@@ -114,21 +116,45 @@ pub(crate) fn launch<T: Scalar>(
         return gpu.launch(&kernel, path.shape(&a.stats)?, &mut args);
     }
     let long = a.long_rows.as_ref().filter(|_| split);
-    let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
-    let shape = path.shape(&a.stats)?;
-    let long_len = if long.is_some() {
-        LONG_ROW as i64
-    } else {
-        i64::MAX
-    };
     let rows = gpu.ptr(&a.row_ptr);
-    let mut args = rowvec_args(
-        gpu, a, a.nrows, n, rows, 0, long_len, b, ldb, c, ldc, alpha, beta,
-    );
-    if let GpuPath::Window { .. } = path {
-        args.i32(path.window_rows(&a.stats) as i32);
+    if let GpuPath::Sorted { cols, .. } = path {
+        // One launch per bin; the row list leaves out the long rows when they are split.
+        let list = gpu.ptr(&a.sorted_rows);
+        for bin in path.sorted_bins(&a.stats, split) {
+            let kernel = gpu.kernel(&SPMM, &rowvec_name(T::NAME, cols, bin.ksplit, 1))?;
+            let mut args = rowvec_args(
+                gpu,
+                a,
+                bin.count,
+                n,
+                rows,
+                list + 8 * bin.start as u64,
+                i64::MAX,
+                b,
+                ldb,
+                c,
+                ldc,
+                alpha,
+                beta,
+            );
+            let per_block = (BLOCK / (cols * bin.ksplit)) as usize;
+            gpu.launch(&kernel, blocks(bin.count, per_block)?, &mut args)?;
+        }
+    } else {
+        let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
+        let long_len = if long.is_some() {
+            LONG_ROW as i64
+        } else {
+            i64::MAX
+        };
+        let mut args = rowvec_args(
+            gpu, a, a.nrows, n, rows, 0, long_len, b, ldb, c, ldc, alpha, beta,
+        );
+        if let GpuPath::Window { .. } = path {
+            args.i32(path.window_rows(&a.stats) as i32);
+        }
+        gpu.launch(&kernel, path.shape(&a.stats)?, &mut args)?;
     }
-    gpu.launch(&kernel, shape, &mut args)?;
     let Some(long) = long else { return Ok(()) };
     // Partial sums of every chunk (alpha 1, beta 0), then the ordered combine. The scratch is
     // freed in stream order after both kernels.

@@ -140,12 +140,12 @@ impl<T: Scalar> Spmm<T> {
     }
 }
 
-/// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists and SpMV
-/// work blocks, `dense_elems` elements of B and C, and the long rows' partial sums for N
-/// columns.
+/// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
+/// work blocks and rows sorted by length, `dense_elems` elements of B and C, and the long
+/// rows' partial sums for N columns.
 pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
-    let a_bytes = 8 * (a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
+    let a_bytes = 8 * (2 * a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
     let long = 8 * (2 * st.long_rows as u64 + 1) + 16 * st.long_chunks as u64;
     let stream = (48 + s + 4) * st.stream_blocks as u64;
     a_bytes + long + stream + s * dense_elems as u64 + s * (st.long_chunks * n) as u64
@@ -214,7 +214,7 @@ pub(crate) fn plan_for<T: Scalar>(
                     reason: "the output is empty: nothing to launch".into(),
                 });
             };
-            let mut kernel = path.kernel_name(T::NAME);
+            let mut kernel = path.kernels(T::NAME, stats, split).join(" + ");
             if let Some(chunks) =
                 cuda::chunk_kernel(path, T::NAME).filter(|_| split && stats.long_rows > 0)
             {

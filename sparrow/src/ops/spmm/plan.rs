@@ -11,6 +11,10 @@
 //!   so a warp holds several rows: on the H200 that beat more lanes per row.
 //! - SpMV on even rows: `avec`, one column lane whose entry lanes read A's indices and values
 //!   as aligned 4-entry vectors (f32, and f64 rows of 12 entries or more), else `rowvec`.
+//! - N > 1 on rows of uneven length side by side (power-law rows, mostly empty rows):
+//!   `sorted`, the rowvec kernels over the rows sorted by length (the row list each uploaded
+//!   matrix keeps), one launch per bin of rows that take the same number of entry lanes, so
+//!   a warp's groups finish together instead of idling beside the warp's longest row.
 //! - N > 1 on blocks of [`WINDOW_ROWS`] rows whose columns lie within a narrow window (dense
 //!   diagonal blocks): `window`, the rowvec lanes with each block copying its window of B's
 //!   rows into shared memory once so its entries read B there rather than from L2.
@@ -19,7 +23,7 @@ use crate::device::LaunchShape;
 use crate::kernels::{
     avec_name, rowvec_name, rowvec_shapes, stream_name, window_name, window_shapes, AVEC_SPLITS,
 };
-use crate::matrix::{RowStats, WINDOW_ROWS};
+use crate::matrix::{RowStats, LEN_CLASSES, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
 /// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
@@ -39,6 +43,14 @@ pub const WINDOW_REUSE: f64 = 4.0;
 /// row, windows of 95) ran up to 15% slower: their blocks' windows overlap, so L1 and L2
 /// already served the reuse, and the wider windows cut the blocks per SM.
 pub const WINDOW_SPAN: usize = 2;
+
+/// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
+/// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
+pub const SORT_SPREAD: f64 = 2.0;
+
+/// Least rows for the policy to sort them: below, the extra launches cost more than idle
+/// lanes.
+pub const SORT_ROWS: usize = 1 << 14;
 
 /// Rows of B a window block with `cols` column lanes can stage.
 pub fn window_cap(cols: u32) -> usize {
@@ -73,7 +85,34 @@ pub enum GpuPath {
         /// Lanes that split a row's entries.
         ksplit: u32,
     },
+    /// The row-vector lanes over the rows sorted by length, one launch per bin of rows
+    /// ([`GpuPath::sorted_bins`]).
+    Sorted {
+        /// Lanes that own 16-byte column segments of B.
+        cols: u32,
+        /// Entries per entry lane a bin's rows get at least: a row of `L` entries takes
+        /// `L / lane_entries` entry lanes rounded down to a power of two (1 to `32 / cols`).
+        lane_entries: u32,
+    },
 }
+
+/// One launch of the sorted path: `ksplit` entry lanes per row for the `count` rows at
+/// `start` of the sorted row list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortedBin {
+    /// Lanes that split a row's entries.
+    pub ksplit: u32,
+    /// First position in the sorted row list.
+    pub start: usize,
+    /// Rows.
+    pub count: usize,
+}
+
+/// Column-lane counts the sorted path comes in.
+pub const SORTED_COLS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Entries per entry lane the sorted path comes in: the policy's 8 (N <= 8) and 32.
+pub const SORTED_LANE_ENTRIES: [u32; 2] = [8, 32];
 
 impl GpuPath {
     /// The kernel entry point for value type `ty`.
@@ -87,13 +126,75 @@ impl GpuPath {
             GpuPath::Stream => stream_name(ty),
             GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
+            GpuPath::Sorted { cols, .. } => rowvec_name(ty, cols, 1, 1),
         }
+    }
+
+    /// Every kernel a launch runs for a matrix with these statistics, in launch order (the
+    /// long rows' chunk kernels aside).
+    pub fn kernels(&self, ty: &str, stats: &RowStats, split: bool) -> Vec<String> {
+        match *self {
+            GpuPath::Sorted { cols, .. } => self
+                .sorted_bins(stats, split)
+                .iter()
+                .map(|b| rowvec_name(ty, cols, b.ksplit, 1))
+                .collect(),
+            _ => vec![self.kernel_name(ty)],
+        }
+    }
+
+    /// The launches of the sorted path: bins of rows by entry lanes, widest first (empty for
+    /// the other paths). The row list holds the rows by length, longest first, the rows over
+    /// [`LONG_ROW`](crate::matrix::LONG_ROW) at its head: `split` leaves them to the chunk
+    /// kernels.
+    pub fn sorted_bins(&self, stats: &RowStats, split: bool) -> Vec<SortedBin> {
+        let GpuPath::Sorted { cols, lane_entries } = *self else {
+            return Vec::new();
+        };
+        // Rows of at least t entries (t a power of two), rows over LONG_ROW aside.
+        let at_least = |t: usize| -> usize {
+            (1..LEN_CLASSES)
+                .filter(|&j| 1usize << (j - 1) >= t)
+                .map(|j| stats.len_classes[j])
+                .sum()
+        };
+        let short = stats.nrows - stats.long_rows;
+        let mut start = if split { stats.long_rows } else { 0 };
+        let mut bins = Vec::new();
+        let kmax = (32 / cols.max(1)).max(1);
+        let mut k = kmax;
+        let mut covered = 0usize; // short rows in the bins so far
+        while k >= 1 {
+            let upto = if k == 1 {
+                short
+            } else {
+                at_least(k as usize * lane_entries as usize)
+            };
+            let mut count = upto - covered;
+            covered = upto;
+            if !split && k == kmax {
+                count += stats.long_rows;
+            }
+            if count > 0 {
+                bins.push(SortedBin {
+                    ksplit: k,
+                    start,
+                    count,
+                });
+                start += count;
+            }
+            k /= 2;
+        }
+        bins
     }
 
     /// Whether this path computes N columns.
     pub fn supports(&self, n: usize) -> bool {
         match *self {
-            GpuPath::RowVec { .. } | GpuPath::AVec { .. } | GpuPath::Window { .. } => true,
+            GpuPath::RowVec { .. }
+            | GpuPath::AVec { .. }
+            | GpuPath::Window { .. }
+            | GpuPath::Sorted { .. } => true,
             GpuPath::Stream => n == 1,
         }
     }
@@ -115,10 +216,18 @@ impl GpuPath {
                 .into_iter()
                 .map(|(cols, ksplit)| GpuPath::Window { cols, ksplit }),
         );
+        for cols in SORTED_COLS {
+            v.extend(
+                SORTED_LANE_ENTRIES
+                    .iter()
+                    .map(|&lane_entries| GpuPath::Sorted { cols, lane_entries }),
+            );
+        }
         v
     }
 
-    /// The launch shape for a matrix with these statistics.
+    /// The launch shape for a matrix with these statistics (the sorted path: the blocks of all
+    /// its launches, long rows split).
     pub fn shape(&self, stats: &RowStats) -> Result<LaunchShape> {
         let blocks = match *self {
             GpuPath::RowVec { cols, ksplit, .. } => {
@@ -127,6 +236,11 @@ impl GpuPath {
             GpuPath::Stream => stats.stream_blocks,
             GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
             GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
+            GpuPath::Sorted { cols, .. } => self
+                .sorted_bins(stats, true)
+                .iter()
+                .map(|b| b.count.div_ceil((BLOCK / (cols * b.ksplit)) as usize))
+                .sum(),
         };
         let blocks = u32::try_from(blocks).map_err(|_| {
             Error::unsupported(format!("{} rows need more than 2^32 blocks", stats.nrows))
@@ -228,6 +342,16 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
             n.div_ceil(per_pass)
         );
         return (GpuPath::Window { cols, ksplit }, why);
+    }
+    if stats.spread >= SORT_SPREAD && stats.nrows >= SORT_ROWS {
+        let lane_entries = if n <= 8 { 8 } else { 32 };
+        let why = format!(
+            "N = {n}: rows of uneven length side by side (runs of {SPREAD_RUN} rows take {:.1}x the lane time of their entries) run sorted by length, a launch per bin of rows with one entry lane per {lane_entries} entries (up to {}); {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns)",
+            stats.spread,
+            32 / cols,
+            n.div_ceil(per_pass)
+        );
+        return (GpuPath::Sorted { cols, lane_entries }, why);
     }
     let why = format!(
         "N = {n}: {cols} lanes own {vec}-column segments of B ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1})",
