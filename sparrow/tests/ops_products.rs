@@ -393,9 +393,19 @@ fn row_stats_measure_length_classes_and_spread() {
 fn sorted_bins_cover_the_row_list_with_each_rows_lanes() {
     // Every row in the bins once, with the entry lanes the per-row rule gives: a row of L
     // entries takes L / lane_entries lanes rounded down to a power of two, 1 to 32 / cols.
-    let a = gen::power_law::<f32>(5_000, 5_000, 16.0, 3_000, 1.5, 9).unwrap();
+    // The power law with every seventh row emptied.
+    let pl = gen::power_law::<f32>(5_000, 5_000, 16.0, 3_000, 1.5, 9).unwrap();
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for r in (0..pl.nrows()).filter(|r| r % 7 != 3) {
+        for p in pl.row_range(r) {
+            rows.push(r);
+            cols.push(pl.col_idx()[p] as usize);
+            vals.push(pl.values()[p]);
+        }
+    }
+    let a = Csr::from_triplets(pl.nrows(), pl.ncols(), &rows, &cols, &vals).unwrap();
     let st = a.row_stats();
-    assert!(st.long_rows > 0);
+    assert!(st.long_rows > 0 && st.len_classes[0] >= pl.nrows() / 7);
     let order = sparrow::matrix::work::rows_by_length(a.row_ptr());
     for path in GpuPath::all() {
         let GpuPath::Sorted { cols, lane_entries } = path else {
@@ -410,6 +420,11 @@ fn sorted_bins_cover_the_row_list_with_each_rows_lanes() {
                 assert!(bin.count > 0);
                 for &r in &order[bin.start..bin.start + bin.count] {
                     let len = a.row_range(r as usize).len();
+                    if bin.ksplit == 0 {
+                        assert_eq!(len, 0, "{path:?} split {split}: the fill bin");
+                        continue;
+                    }
+                    assert!(len > 0, "{path:?} split {split}: an empty row in a row bin");
                     let mut k = 1u32;
                     while k < 32 / cols && (2 * k * lane_entries) as usize <= len {
                         k *= 2;

@@ -95,6 +95,11 @@ pub fn combine_name(ty: &str) -> String {
     format!("spmm_combine_{ty}")
 }
 
+/// Name of the kernel that writes the empty rows of a row list (the sorted SpMM path).
+pub fn fill_name(ty: &str) -> String {
+    format!("spmm_fill_{ty}")
+}
+
 /// Name of the planned-block SpMV kernel.
 pub fn stream_name(ty: &str) -> String {
     format!("spmv_stream_{ty}")
@@ -107,6 +112,7 @@ fn spmm_entry_points() -> Vec<String> {
             v.push(chunks_name(ty, c, t));
         }
         v.push(combine_name(ty));
+        v.push(fill_name(ty));
         v.push(stream_name(ty));
         for (c, k, t) in rowvec_shapes() {
             v.push(rowvec_name(ty, c, k, t));

@@ -22,7 +22,8 @@
 // order and applies alpha and beta. The result is deterministic.
 // Row lists: a row-kernel launch may pass a list of rows in `ends` and take row ends[item] for
 // item `item`. The host sorts rows by length into bins of similar rows, one launch each with
-// as many entry lanes as the bin's rows need, so no group idles in a warp beside a long row.
+// as many entry lanes as the bin's rows need, so no group idles in a warp beside a long row;
+// spmm_fill writes the empty rows.
 // Every thread reaches every shuffle: items past the end compute zeros and store nothing.
 #include "common.cuh"
 
@@ -479,6 +480,34 @@ __device__ __forceinline__ void spmm_window(i64 nrows, int n, const i64* __restr
     WINDOW(T, TNAME, 4, 4) WINDOW(T, TNAME, 4, 8) WINDOW(T, TNAME, 8, 1) WINDOW(T, TNAME, 8, 2)         \
     WINDOW(T, TNAME, 8, 4) WINDOW(T, TNAME, 16, 1) WINDOW(T, TNAME, 16, 2) WINDOW(T, TNAME, 32, 1)
 
+// C[rows[i], j] = beta * C[rows[i], j] (0 when beta == 0, which never reads C) for the nitems
+// rows of the list `rows`: the empty rows of a sorted launch, which in a row kernel would take
+// a lane group and a warp slot each for one store. A power of two of lanes at most 32 per row
+// own its 16-byte segments; the grid strides over the rows. The values match what the row
+// kernels store for an empty row (alpha * 0 + beta * C).
+template <typename T>
+__device__ __forceinline__ void spmm_fill(i64 nitems, int n, const i64* __restrict__ rows, T* __restrict__ C,
+                                          i64 ldc, T alpha, T beta, bool vc) {
+    constexpr int VEC = VecOf<T>::N;
+    const int segs = (n + VEC - 1) / VEC;
+    int lpr = 1;
+    while (lpr < 32 && lpr < segs) lpr <<= 1;
+    const int lane = threadIdx.x & (lpr - 1);
+    const i64 stride = (i64)gridDim.x * (blockDim.x / lpr);
+    T zero[VEC];
+#pragma unroll
+    for (int v = 0; v < VEC; v++) zero[v] = T(0);
+    for (i64 i = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / lpr; i < nitems; i += stride) {
+        T* out = C + rows[i] * ldc;
+        for (int sg = lane; sg < segs; sg += lpr) st_seg<T>(out, sg * VEC, n, zero, alpha, beta, vc);
+    }
+}
+#define FILL(T, TNAME)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256)                                                   \
+        spmm_fill_##TNAME(i64 nitems, int n, const i64 *rows, T *C, i64 ldc, T alpha, T beta, int vc) { \
+        spmm_fill<T>(nitems, n, rows, C, ldc, alpha, beta, vc != 0);                                    \
+    }
+
 // C[rows[i], j] = alpha * (sum over the chunks of long row i, in order, of partial[chunk, j])
 // + beta * C[rows[i], j]; one thread per (long row, column).
 template <typename T>
@@ -614,5 +643,7 @@ WINDOW_ALL(float, f32)
 WINDOW_ALL(double, f64)
 COMBINE(float, f32)
 COMBINE(double, f64)
+FILL(float, f32)
+FILL(double, f64)
 STREAM(float, f32)
 STREAM(double, f64)

@@ -1,9 +1,9 @@
 //! Host side of the GPU SpMM: argument marshalling and the launch. Enqueues on the GPU's
 //! stream and does not wait.
 
-use super::plan::{GpuPath, BLOCK};
+use super::plan::{fill_blocks, GpuPath, BLOCK};
 use crate::device::{Args, DeviceCsr, DeviceDense, Gpu, LaunchShape};
-use crate::kernels::{chunks_name, combine_name, rowvec_name, SPMM};
+use crate::kernels::{chunks_name, combine_name, fill_name, rowvec_name, SPMM};
 use crate::matrix::LONG_ROW;
 use crate::{Error, Result, Scalar};
 
@@ -121,6 +121,22 @@ pub(crate) fn launch<T: Scalar>(
         // One launch per bin; the row list leaves out the long rows when they are split.
         let list = gpu.ptr(&a.sorted_rows);
         for bin in path.sorted_bins(&a.stats, split) {
+            let at = list + 8 * bin.start as u64;
+            if bin.ksplit == 0 {
+                let kernel = gpu.kernel(&SPMM, &fill_name(T::NAME))?;
+                let mut args = Args::new();
+                args.i64(bin.count as i64)
+                    .i32(n as i32)
+                    .ptr(at)
+                    .ptr(c)
+                    .i64(ldc as i64)
+                    .scalar(alpha)
+                    .scalar(beta)
+                    .i32(aligned::<T>(c, ldc) as i32);
+                let shape = LaunchShape::linear(fill_blocks(bin.count) as u32, BLOCK);
+                gpu.launch(&kernel, shape, &mut args)?;
+                continue;
+            }
             let kernel = gpu.kernel(&SPMM, &rowvec_name(T::NAME, cols, bin.ksplit, 1))?;
             let mut args = rowvec_args(
                 gpu,
@@ -128,7 +144,7 @@ pub(crate) fn launch<T: Scalar>(
                 bin.count,
                 n,
                 rows,
-                list + 8 * bin.start as u64,
+                at,
                 i64::MAX,
                 b,
                 ldb,

@@ -21,7 +21,8 @@
 
 use crate::device::LaunchShape;
 use crate::kernels::{
-    avec_name, rowvec_name, rowvec_shapes, stream_name, window_name, window_shapes, AVEC_SPLITS,
+    avec_name, fill_name, rowvec_name, rowvec_shapes, stream_name, window_name, window_shapes,
+    AVEC_SPLITS,
 };
 use crate::matrix::{RowStats, LEN_CLASSES, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
@@ -97,10 +98,11 @@ pub enum GpuPath {
 }
 
 /// One launch of the sorted path: `ksplit` entry lanes per row for the `count` rows at
-/// `start` of the sorted row list.
+/// `start` of the sorted row list; `ksplit` 0 for the empty rows at its tail, which the fill
+/// kernel writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SortedBin {
-    /// Lanes that split a row's entries.
+    /// Lanes that split a row's entries (0: the empty rows).
     pub ksplit: u32,
     /// First position in the sorted row list.
     pub start: usize,
@@ -137,14 +139,17 @@ impl GpuPath {
             GpuPath::Sorted { cols, .. } => self
                 .sorted_bins(stats, split)
                 .iter()
-                .map(|b| rowvec_name(ty, cols, b.ksplit, 1))
+                .map(|b| match b.ksplit {
+                    0 => fill_name(ty),
+                    k => rowvec_name(ty, cols, k, 1),
+                })
                 .collect(),
             _ => vec![self.kernel_name(ty)],
         }
     }
 
-    /// The launches of the sorted path: bins of rows by entry lanes, widest first (empty for
-    /// the other paths). The row list holds the rows by length, longest first, the rows over
+    /// The launches of the sorted path: bins of rows by entry lanes, widest first, then the
+    /// empty rows (none for the other paths). The row list holds the rows by length, longest first, the rows over
     /// [`LONG_ROW`](crate::matrix::LONG_ROW) at its head: `split` leaves them to the chunk
     /// kernels.
     pub fn sorted_bins(&self, stats: &RowStats, split: bool) -> Vec<SortedBin> {
@@ -166,7 +171,7 @@ impl GpuPath {
         let mut covered = 0usize; // short rows in the bins so far
         while k >= 1 {
             let upto = if k == 1 {
-                short
+                short - stats.len_classes[0]
             } else {
                 at_least(k as usize * lane_entries as usize)
             };
@@ -184,6 +189,13 @@ impl GpuPath {
                 start += count;
             }
             k /= 2;
+        }
+        if stats.len_classes[0] > 0 {
+            bins.push(SortedBin {
+                ksplit: 0,
+                start,
+                count: stats.len_classes[0],
+            });
         }
         bins
     }
@@ -239,7 +251,10 @@ impl GpuPath {
             GpuPath::Sorted { cols, .. } => self
                 .sorted_bins(stats, true)
                 .iter()
-                .map(|b| b.count.div_ceil((BLOCK / (cols * b.ksplit)) as usize))
+                .map(|b| match b.ksplit {
+                    0 => fill_blocks(b.count),
+                    k => b.count.div_ceil((BLOCK / (cols * k)) as usize),
+                })
                 .sum(),
         };
         let blocks = u32::try_from(blocks).map_err(|_| {
@@ -260,6 +275,15 @@ impl GpuPath {
             _ => 0,
         }
     }
+}
+
+/// Most blocks of a fill launch (`spmm_fill`, whose grid strides over its rows): a few waves of
+/// 256-thread blocks on the largest GPUs.
+pub const FILL_BLOCKS: usize = 4096;
+
+/// Blocks of a fill launch over `rows` rows: one row per thread at most, up to [`FILL_BLOCKS`].
+pub fn fill_blocks(rows: usize) -> usize {
+    rows.div_ceil(BLOCK as usize).min(FILL_BLOCKS)
 }
 
 /// The largest power of two at most `x` (1 below 2).
