@@ -253,19 +253,24 @@ fn gpu_policy_picks_by_n_and_row_length() {
     let mut skew = stats(4.0, 0);
     skew.max_len = 200;
     assert_eq!(plan::choose(&skew, 1, 4).0, GpuPath::Stream);
-    // f32: 4 columns per segment, at most 64 columns per pass (128 from 32 entries per row);
-    // about 8 entries per entry lane for N <= 8, 32 above.
+    // f32: 4 columns per segment, at most 32 columns per pass up to N = 64, then 64 (128 from
+    // 32 entries per row); about 8 entries per entry lane for N <= 8, 32 above.
     assert_eq!(plan::choose(&stats(16.0, 0), 3, 4).0, rv(1, 2, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 8, 4).0, rv(2, 8, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 9, 4).0, rv(4, 2, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 32, 4).0, rv(8, 2, 1));
-    assert_eq!(plan::choose(&stats(16.0, 0), 64, 4).0, rv(16, 1, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 64, 4).0, rv(8, 1, 1));
+    assert_eq!(plan::choose(&stats(64.0, 0), 64, 4).0, rv(8, 2, 1));
     assert_eq!(plan::choose(&stats(16.0, 0), 256, 4).0, rv(16, 1, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 128, 4).0, rv(32, 1, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 1000, 4).0, rv(32, 1, 1));
-    // f64: 2 columns per segment.
-    assert_eq!(plan::choose(&stats(16.0, 0), 32, 8).0, rv(16, 1, 1));
-    assert_eq!(plan::choose(&stats(16.0, 0), 256, 8).0, rv(32, 1, 1));
+    // f64: 2 columns per segment, passes of 16 columns up to N = 32 and 32 up to 64, then 128
+    // (two segments per lane).
+    assert_eq!(plan::choose(&stats(16.0, 0), 16, 8).0, rv(8, 1, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 32, 8).0, rv(8, 1, 1));
+    assert_eq!(plan::choose(&stats(64.0, 0), 64, 8).0, rv(16, 2, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 128, 8).0, rv(32, 1, 2));
+    assert_eq!(plan::choose(&stats(16.0, 0), 256, 8).0, rv(32, 1, 2));
     // Empty rows do not shrink the entry split of the rows that have entries.
     assert_eq!(plan::choose(&stats(32.0, 900), 8, 4).0, rv(2, 4, 1));
     assert_eq!(plan::choose(&stats(0.0, 1000), 8, 4).0, rv(2, 1, 1));

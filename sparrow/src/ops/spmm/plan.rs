@@ -298,9 +298,10 @@ fn pow2_floor(x: f64) -> u32 {
 /// The path the policy picks for these row statistics, N and value size, with the reason.
 ///
 /// The constants come from timing every path on the benchmark panel (`bench --sweep`) on an
-/// H200: more rows per warp beat more lanes per row, so one pass covers at most 64 columns
-/// (128 when the mean row has 32 entries or more) and each entry lane gets about 32 entries
-/// (8 when N <= 8). SpMV takes the planned blocks when rows are skewed (long rows, a row
+/// H200: more rows per warp beat more lanes per row, so one pass covers at most 32 columns up
+/// to N = 64 (16 in f64 up to N = 32), and above that 64 in f32 (128 when the mean row has 32
+/// entries or more) and 128 in f64, two segments per lane; each entry lane gets about 32
+/// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV takes the planned blocks when rows are skewed (long rows, a row
 /// far above the mean, or mostly empty rows), else one column lane: reading A as 4-entry
 /// vectors with about 6 entries per entry lane and at most 4 lanes a row (f32, and f64 rows of
 /// 12 entries or more), or one entry at a time with about 8 per lane (f64 short rows, where the
@@ -377,15 +378,36 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
         );
         return (GpuPath::Sorted { cols, lane_entries }, why);
     }
+    // The row kernels' passes, from the H200 sweeps of every path (f32 and f64, N 32 to 256):
+    // from 9 to 64 columns a pass covers at most 32 columns (16 in f64 up to N = 32), so a
+    // warp holds more rows, each a chain of dependent loads (2-D stencil f64 N = 64: 0.618 ->
+    // 0.442 ms); above 64, f64 passes take 128 columns as two segments per lane, one pass
+    // where there were two (3-D stencil f64 N = 128: 2.548 -> 1.888 ms).
+    let (cols, tiles) = if n <= 8 {
+        (cols, 1)
+    } else if n <= 64 {
+        let lanes = if elem_bytes == 8 && n <= 32 {
+            8
+        } else {
+            32 / vec
+        };
+        (cols.min(lanes as u32), 1)
+    } else if elem_bytes == 8 {
+        (32, 2)
+    } else {
+        (cols, 1)
+    };
+    let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
+    let per_pass = cols as usize * vec * tiles as usize;
     let why = format!(
-        "N = {n}: {cols} lanes own {vec}-column segments of B ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1})",
+        "N = {n}: {cols} lanes own {tiles} {vec}-column segment(s) of B each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1})",
         n.div_ceil(per_pass)
     );
     (
         GpuPath::RowVec {
             cols,
             ksplit,
-            tiles: 1,
+            tiles,
         },
         why,
     )

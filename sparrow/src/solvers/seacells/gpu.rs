@@ -277,11 +277,18 @@ impl<'a> Solver<'a> {
         )?;
         let dm = DeviceCsr::upload(gpu, m)?;
         // One entry lane per row: each column's sum runs in entry order, as the CPU's does.
+        // Window blocks and sorted bins may split rows over entry lanes, so their column
+        // shape runs on the row kernel instead.
         let path = match choose(&dm.stats, chunk, 8).0 {
             GpuPath::RowVec { cols, tiles, .. } => GpuPath::RowVec {
                 cols,
                 ksplit: 1,
                 tiles,
+            },
+            GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => GpuPath::RowVec {
+                cols,
+                ksplit: 1,
+                tiles: 1,
             },
             other => other,
         };
