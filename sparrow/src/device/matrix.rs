@@ -106,7 +106,8 @@ pub struct DeviceCsr<T> {
     pub stream: StreamWork<T>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
-    /// Host time of the analysis (statistics, long rows, work blocks), milliseconds.
+    /// Host time of the analysis (statistics, long rows, work blocks, rows by length),
+    /// milliseconds.
     pub analysis_ms: f64,
 }
 

@@ -117,7 +117,8 @@ pub const SORTED_COLS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 pub const SORTED_LANE_ENTRIES: [u32; 2] = [8, 32];
 
 impl GpuPath {
-    /// The kernel entry point for value type `ty`.
+    /// The kernel entry point for value type `ty` (the sorted path: that of its bin with one
+    /// entry lane; [`GpuPath::kernels`] lists all of a launch's).
     pub fn kernel_name(&self, ty: &str) -> String {
         match *self {
             GpuPath::RowVec {
@@ -149,9 +150,9 @@ impl GpuPath {
     }
 
     /// The launches of the sorted path: bins of rows by entry lanes, widest first, then the
-    /// empty rows (none for the other paths). The row list holds the rows by length, longest first, the rows over
-    /// [`LONG_ROW`](crate::matrix::LONG_ROW) at its head: `split` leaves them to the chunk
-    /// kernels.
+    /// empty rows (none for the other paths). The row list holds the rows by length, longest
+    /// first, the rows over [`LONG_ROW`](crate::matrix::LONG_ROW) at its head: `split` leaves
+    /// them to the chunk kernels.
     pub fn sorted_bins(&self, stats: &RowStats, split: bool) -> Vec<SortedBin> {
         let GpuPath::Sorted { cols, lane_entries } = *self else {
             return Vec::new();
@@ -301,11 +302,12 @@ fn pow2_floor(x: f64) -> u32 {
 /// H200: more rows per warp beat more lanes per row, so one pass covers at most 32 columns up
 /// to N = 64 (16 in f64 up to N = 32), and above that 64 in f32 (128 when the mean row has 32
 /// entries or more) and 128 in f64, two segments per lane; each entry lane gets about 32
-/// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV takes the planned blocks when rows are skewed (long rows, a row
-/// far above the mean, or mostly empty rows), else one column lane: reading A as 4-entry
-/// vectors with about 6 entries per entry lane and at most 4 lanes a row (f32, and f64 rows of
-/// 12 entries or more), or one entry at a time with about 8 per lane (f64 short rows, where the
-/// vectors' unaligned ends and the kernel's 56-62 registers against 48 lost 10 %).
+/// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV
+/// takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
+/// mostly empty rows), else one column lane: reading A as 4-entry vectors with about 6
+/// entries per entry lane and at most 4 lanes a row (f32, and f64 rows of 12 entries or
+/// more), or one entry at a time with about 8 per lane (f64 short rows, where the vectors'
+/// unaligned ends and the kernel's 56-62 registers against 48 lost 10 %).
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
