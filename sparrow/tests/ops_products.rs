@@ -261,6 +261,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
     assert_eq!(plan::choose(&stats(64.0, 0), 32, 4).0, rv(8, 2, 1));
     assert_eq!(plan::choose(&stats(16.0, 0), 64, 4).0, rv(8, 1, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 64, 4).0, rv(8, 2, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 65, 4).0, rv(16, 1, 1));
     assert_eq!(plan::choose(&stats(16.0, 0), 256, 4).0, rv(16, 1, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 128, 4).0, rv(32, 1, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 1000, 4).0, rv(32, 1, 1));
@@ -268,7 +269,9 @@ fn gpu_policy_picks_by_n_and_row_length() {
     // (two segments per lane).
     assert_eq!(plan::choose(&stats(16.0, 0), 16, 8).0, rv(8, 1, 1));
     assert_eq!(plan::choose(&stats(16.0, 0), 32, 8).0, rv(8, 1, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 33, 8).0, rv(16, 1, 1));
     assert_eq!(plan::choose(&stats(64.0, 0), 64, 8).0, rv(16, 2, 1));
+    assert_eq!(plan::choose(&stats(16.0, 0), 65, 8).0, rv(32, 1, 2));
     assert_eq!(plan::choose(&stats(16.0, 0), 128, 8).0, rv(32, 1, 2));
     assert_eq!(plan::choose(&stats(16.0, 0), 256, 8).0, rv(32, 1, 2));
     // Empty rows do not shrink the entry split of the rows that have entries.
@@ -479,6 +482,16 @@ fn gpu_policy_sorts_uneven_rows() {
         plan::choose(&small.row_stats(), 32, 4).0,
         GpuPath::RowVec { .. }
     ));
+    // At the bounds: SORT_SPREAD and SORT_ROWS sort, just below either does not.
+    let sorted = |spread: f64, nrows: usize| {
+        let mut s = st;
+        s.spread = spread;
+        s.nrows = nrows;
+        matches!(plan::choose(&s, 32, 4).0, GpuPath::Sorted { .. })
+    };
+    assert!(sorted(plan::SORT_SPREAD, plan::SORT_ROWS));
+    assert!(!sorted(plan::SORT_SPREAD - 1e-9, plan::SORT_ROWS));
+    assert!(!sorted(plan::SORT_SPREAD, plan::SORT_ROWS - 1));
 }
 
 #[test]

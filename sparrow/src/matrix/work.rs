@@ -130,19 +130,21 @@ mod tests {
         assert_eq!(entry, *rp.last().unwrap());
     }
 
-    /// The kernel's block of short rows holds exactly STREAM_ITEMS entries.
     #[test]
     fn rows_by_length_puts_long_rows_first_then_longest_first_stably() {
         let long = super::super::LONG_ROW as i64;
-        // Lengths: 2, 0, long + 5, 2, 7, long + 1, 0.
-        let lens = [2, 0, long + 5, 2, 7, long + 1, 0];
+        // Lengths: 2, 0, long + 5, 2, 7, long + 1, 0, and a row of exactly LONG_ROW, which is
+        // not long: it follows the long rows.
+        let lens = [2, 0, long + 5, 2, 7, long + 1, 0, long];
         let mut row_ptr = vec![0i64];
         for l in lens {
             row_ptr.push(row_ptr.last().unwrap() + l);
         }
-        assert_eq!(rows_by_length(&row_ptr), vec![2, 5, 4, 0, 3, 1, 6]);
+        assert_eq!(rows_by_length(&row_ptr), vec![2, 5, 7, 4, 0, 3, 1, 6]);
         assert!(rows_by_length(&[0]).is_empty());
     }
+
+    /// The kernel's block of short rows holds exactly STREAM_ITEMS entries.
 
     #[test]
     fn stream_items_match_the_kernel() {
