@@ -228,12 +228,22 @@ fn gpu_policy_picks_by_n_and_row_length() {
         ksplit,
         tiles,
     };
-    // SpMV: even rows take one column lane, reading A as vectors for f32 and for f64 rows of
-    // 12 entries or more (about 6 entries per entry lane, at most 4 lanes), else one entry at a
-    // time (about 8 per lane).
+    // SpMV: f32 rows shorter than 32 on average take the planned blocks; other even rows one
+    // column lane, reading A as vectors for f32 and for f64 rows of 12 entries or more (about 6
+    // entries per entry lane, at most 4 lanes), else one entry at a time (about 8 per lane).
+    assert_eq!(plan::choose(&stats(3.0, 0), 1, 4).0, GpuPath::Stream);
+    assert_eq!(plan::choose(&stats(31.0, 0), 1, 4).0, GpuPath::Stream);
     assert_eq!(
-        plan::choose(&stats(3.0, 0), 1, 4).0,
-        GpuPath::AVec { ksplit: 1 }
+        plan::choose(&stats(32.0, 0), 1, 4).0,
+        GpuPath::AVec { ksplit: 4 }
+    );
+    assert_eq!(
+        plan::choose(&stats(32.0, 0), 1, 4).0.kernel_for("f32", 1),
+        "spmv_avec_f32_k4"
+    );
+    assert_eq!(
+        plan::choose(&stats(32.0, 0), 1, 4).0.kernel_for("f32", 8),
+        "spmm_avec_f32_k4"
     );
     assert_eq!(plan::choose(&stats(3.0, 0), 1, 8).0, rv(1, 1, 1));
     assert_eq!(
@@ -241,7 +251,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
         GpuPath::AVec { ksplit: 4 }
     );
     assert_eq!(
-        plan::choose(&stats(16.0, 0), 1, 4).0,
+        plan::choose(&stats(16.0, 0), 1, 8).0,
         GpuPath::AVec { ksplit: 2 }
     );
     assert_eq!(plan::choose(&stats(10.0, 0), 1, 8).0, rv(1, 1, 1));
@@ -444,7 +454,7 @@ fn sorted_bins_cover_the_row_list_with_each_rows_lanes() {
             assert_eq!(at, a.nrows(), "{path:?} split {split}: every row");
             assert!(bins.windows(2).all(|w| w[0].ksplit > w[1].ksplit));
         }
-        let kernels = path.kernels("f32", &st, true);
+        let kernels = path.kernels("f32", 8, &st, true);
         assert_eq!(kernels.len(), path.sorted_bins(&st, true).len());
     }
 }

@@ -242,9 +242,9 @@ fn run_typed<T: Scalar>(
                     let v = match path {
                         GpuPath::Sorted { lane_entries, .. } => format!(
                             "sorted_e{lane_entries}: {}",
-                            path.kernels(T::NAME, &da.stats, true).join(" + ")
+                            path.kernels(T::NAME, n, &da.stats, true).join(" + ")
                         ),
-                        _ => path.kernel_name(T::NAME),
+                        _ => path.kernel_for(T::NAME, n),
                     };
                     out.push(record(cfg, name, &a, n, "sweep", &v, t, bw));
                 }

@@ -85,6 +85,12 @@ pub fn avec_name(ty: &str, ksplit: u32) -> String {
     format!("spmm_avec_{ty}_k{ksplit}")
 }
 
+/// Name of a vector-A SpMV entry point (f32 only: the N = 1 body of [`avec_name`]'s kernel
+/// alone, in fewer registers).
+pub fn spmv_avec_name(ty: &str, ksplit: u32) -> String {
+    format!("spmv_avec_{ty}_k{ksplit}")
+}
+
 /// Name of the long-row chunk kernel with a main path's column shape.
 pub fn chunks_name(ty: &str, cols: u32, tiles: u32) -> String {
     format!("spmm_chunks_rowvec_{ty}_c{cols}_t{tiles}")
@@ -119,6 +125,9 @@ fn spmm_entry_points() -> Vec<String> {
         }
         for k in AVEC_SPLITS {
             v.push(avec_name(ty, k));
+            if ty == "f32" {
+                v.push(spmv_avec_name(ty, k));
+            }
         }
         for (c, k) in window_shapes() {
             v.push(window_name(ty, c, k));

@@ -144,8 +144,8 @@ mod tests {
         assert!(rows_by_length(&[0]).is_empty());
     }
 
-    /// The kernel's block of short rows holds exactly STREAM_ITEMS entries.
-
+    /// The kernel's block of short rows holds exactly STREAM_ITEMS entries and has room for
+    /// the bounds of STREAM_MAX_ROWS rows.
     #[test]
     fn stream_items_match_the_kernel() {
         let src = crate::kernels::SPMM.source;
@@ -158,6 +158,7 @@ mod tests {
         };
         assert_eq!(def("STREAM_BLOCK"), crate::ops::spmm::plan::BLOCK as usize);
         assert_eq!(def("STREAM_BLOCK") * def("STREAM_PER_THREAD"), STREAM_ITEMS);
+        assert_eq!(def("STREAM_MAX_ROWS"), STREAM_MAX_ROWS);
     }
 
     #[test]

@@ -157,7 +157,7 @@ pub(crate) fn launch<T: Scalar>(
             gpu.launch(&kernel, blocks(bin.count, per_block)?, &mut args)?;
         }
     } else {
-        let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
+        let kernel = gpu.kernel(&SPMM, &path.kernel_for(T::NAME, n))?;
         let long_len = if long.is_some() {
             LONG_ROW as i64
         } else {

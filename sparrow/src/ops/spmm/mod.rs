@@ -214,7 +214,7 @@ pub(crate) fn plan_for<T: Scalar>(
                     reason: "the output is empty: nothing to launch".into(),
                 });
             };
-            let mut kernel = path.kernels(T::NAME, stats, split).join(" + ");
+            let mut kernel = path.kernels(T::NAME, n, stats, split).join(" + ");
             if let Some(chunks) =
                 cuda::chunk_kernel(path, T::NAME).filter(|_| split && stats.long_rows > 0)
             {

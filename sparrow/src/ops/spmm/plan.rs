@@ -1,16 +1,19 @@
 //! Every path SpMM can take, and the rule that picks one.
 //!
 //! On the CPU there is one backend. On a GPU:
-//! - N = 1 (SpMV) on skewed rows: `stream`, work blocks planned on the host from the row
-//!   pointers: runs of short rows holding at most [`STREAM_ITEMS`] entries, whose loads are all
-//!   issued at once and whose rows are then summed from shared memory, and chunks of long rows.
+//! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
+//!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
+//!   rows holding at most [`STREAM_ITEMS`] entries, read as aligned 4-entry vectors with all
+//!   loads issued at once, their products then summed row by row from shared memory; and
+//!   chunks of long rows.
 //! - N > 1, and SpMV on even rows: `rowvec`, a group of lanes per row: `cols` column lanes own
 //!   16-byte segments of B's columns (`tiles` segments each per pass), `ksplit` entry lanes
 //!   split the row's entries; each lane keeps several rows of B in flight. The column lanes
 //!   cover N up to a pass width and the entry lanes get many entries each (see [`choose`]),
 //!   so a warp holds several rows: on the H200 that beat more lanes per row.
 //! - SpMV on even rows: `avec`, one column lane whose entry lanes read A's indices and values
-//!   as aligned 4-entry vectors (f32, and f64 rows of 12 entries or more), else `rowvec`.
+//!   as aligned 4-entry vectors (f32 rows of 32 entries or more, in a build of its own for
+//!   N = 1, and f64 rows of 12 or more), else `rowvec`.
 //! - N > 1 on rows of uneven length side by side (power-law rows, mostly empty rows):
 //!   `sorted`, the rowvec kernels over the rows sorted by length (the row list each uploaded
 //!   matrix keeps), one launch per bin of rows that take the same number of entry lanes, so
@@ -21,8 +24,8 @@
 
 use crate::device::LaunchShape;
 use crate::kernels::{
-    avec_name, fill_name, rowvec_name, rowvec_shapes, stream_name, window_name, window_shapes,
-    AVEC_SPLITS,
+    avec_name, fill_name, rowvec_name, rowvec_shapes, spmv_avec_name, stream_name, window_name,
+    window_shapes, AVEC_SPLITS,
 };
 use crate::matrix::{RowStats, LEN_CLASSES, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
@@ -44,6 +47,12 @@ pub const WINDOW_REUSE: f64 = 4.0;
 /// row, windows of 95) ran up to 15% slower: their blocks' windows overlap, so L1 and L2
 /// already served the reuse, and the wider windows cut the blocks per SM.
 pub const WINDOW_SPAN: usize = 2;
+
+/// f32 SpMV on rows shorter than this on average (non-empty rows) takes the planned blocks
+/// even when rows are even: on the H200 they beat the vector-A lanes on the 2-D and 3-D
+/// stencils, the FEM-like and the uniform matrices (rows of 5 to 27), and lost on banded and
+/// block-diagonal rows (64 and 32).
+pub const STREAM_MEAN_F32: f64 = 32.0;
 
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
 /// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
@@ -133,9 +142,18 @@ impl GpuPath {
         }
     }
 
-    /// Every kernel a launch runs for a matrix with these statistics, in launch order (the
-    /// long rows' chunk kernels aside).
-    pub fn kernels(&self, ty: &str, stats: &RowStats, split: bool) -> Vec<String> {
+    /// The kernel a launch over `n` columns runs: f32 SpMV on the vector-A path has its own
+    /// build ([`spmv_avec_name`]), the rest [`GpuPath::kernel_name`].
+    pub fn kernel_for(&self, ty: &str, n: usize) -> String {
+        match *self {
+            GpuPath::AVec { ksplit } if n == 1 && ty == "f32" => spmv_avec_name(ty, ksplit),
+            _ => self.kernel_name(ty),
+        }
+    }
+
+    /// Every kernel a launch over `n` columns runs for a matrix with these statistics, in
+    /// launch order (the long rows' chunk kernels aside).
+    pub fn kernels(&self, ty: &str, n: usize, stats: &RowStats, split: bool) -> Vec<String> {
         match *self {
             GpuPath::Sorted { cols, .. } => self
                 .sorted_bins(stats, split)
@@ -145,7 +163,7 @@ impl GpuPath {
                     k => rowvec_name(ty, cols, k, 1),
                 })
                 .collect(),
-            _ => vec![self.kernel_name(ty)],
+            _ => vec![self.kernel_for(ty, n)],
         }
     }
 
@@ -304,10 +322,12 @@ fn pow2_floor(x: f64) -> u32 {
 /// entries or more) and 128 in f64, two segments per lane; each entry lane gets about 32
 /// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV
 /// takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
-/// mostly empty rows), else one column lane: reading A as 4-entry vectors with about 6
-/// entries per entry lane and at most 4 lanes a row (f32, and f64 rows of 12 entries or
-/// more), or one entry at a time with about 8 per lane (f64 short rows, where the vectors'
-/// unaligned ends and the kernel's 56-62 registers against 48 lost 10 %).
+/// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
+/// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
+/// lanes a row (f32, and f64 rows of 12 entries or more), or one entry at a time with about 8
+/// per lane (f64 short rows, where the vectors' unaligned ends and the kernel's 56-62
+/// registers against 48 lost 10 %). The f64 planned blocks hold 62 registers against f32's 40
+/// and lost to the row lanes on even rows.
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
@@ -325,6 +345,15 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
                 format!(
                     "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {STREAM_ITEMS} entries each, summed from shared memory) and long-row chunks",
                     stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks
+                ),
+            );
+        }
+        if elem_bytes == 4 && mean < STREAM_MEAN_F32 {
+            return (
+                GpuPath::Stream,
+                format!(
+                    "N = 1, f32 rows of mean {mean:.1} (below {STREAM_MEAN_F32}): {} planned blocks of up to {STREAM_ITEMS} entries, read as 4-entry vectors and summed from shared memory",
+                    stats.stream_blocks
                 ),
             );
         }
