@@ -646,7 +646,15 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const 
             T s = T(0);
             if (g < nr) {
                 const int rs = rp[g], re = rp[g + 1];
-                for (int k = rs + lane; k < re; k += V) s += prod[k];
+                if (re - rs >= 8 * V) {
+                    // A row far above the block's mean (rows of 32 among empty ones): four
+                    // products in flight per lane. Unrolled for every row, the FEM-like and
+                    // 3-D stencil rows ran 4 % slower on the H200.
+#pragma unroll 4
+                    for (int k = rs + lane; k < re; k += V) s += prod[k];
+                } else {
+                    for (int k = rs + lane; k < re; k += V) s += prod[k];
+                }
             }
             for (int off = V / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
             if (g < nr && lane == 0) axpby_store(y + (r0 + g) * ldy, s, alpha, beta);
