@@ -8,13 +8,15 @@
 //            bit 1 says C, is 16-byte aligned with a leading dimension of whole 16-byte
 //            segments; without it the kernel reads (writes) that matrix an element at a time.
 //   avec:    one column lane whose K entry lanes read A's indices and values as aligned
-//            4-entry vectors (spmm_c1), for SpMV and N up to one 16-byte segment.
+//            4-entry vectors (spmm_c1), for SpMV and N up to one 16-byte segment; spmv_avec
+//            is its N = 1 body alone, for f32 SpMV in fewer registers.
 //   window:  rowvec over blocks of rows that stage their window of B in shared memory.
 //   stream:  SpMV (N = 1) over work blocks a plan computed on the host: a block of short
-//            rows with at most STREAM_ITEMS entries (all of them loaded at once, products
-//            staged in shared memory, then each row summed by a group of lanes), or one
-//            chunk of a long row (a block-wide sum; the last chunk of a row to finish adds
-//            the row's partials in chunk order, so the result does not depend on timing).
+//            rows with at most STREAM_ITEMS entries (all of them loaded at once as aligned
+//            4-entry vectors, products staged in shared memory, then each row summed by a
+//            group of lanes), or one chunk of a long row (a block-wide sum; the last chunk of
+//            a row to finish adds the row's partials in chunk order, so the result does not
+//            depend on timing).
 // Long rows in rowvec: a row longer than long_len would keep one group busy long after the
 // rest of the grid is done, so the row kernels skip it; the chunk entry points (CHUNKS = true)
 // process the long rows' entries in fixed chunks, one chunk per warp, writing partial sums
@@ -337,9 +339,9 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
             spmm_c1<T, K, false, false>(SPMM_PASS);                                                     \
     }
 // SpMV alone (N = 1): the same body as spmm_avec's N = 1 branch, without the wider branch, so
-// the kernel takes only the registers that body needs (f32: 32 against 48, SpMV on
-// block-diagonal rows 9 % faster on the H200; f64's SpMV ran 8-16 % slower in such a build, so
-// f64 has none).
+// the kernel takes only the registers that body needs (f32: 32 at 8 blocks per SM against 48;
+// SpMV on the H200 16 % faster on banded rows, 6 % on block-diagonal ones; f64's SpMV ran
+// 8-16 % slower in such a build, so f64 has none).
 #define SPMV_AVEC(T, TNAME, K)                                                                         \
     extern "C" __global__ void __launch_bounds__(256, 8) spmv_avec_##TNAME##_k##K(SPMM_ARGS(T)) {        \
         spmm_c1_body<T, K, 1, 2, false, false>(nrows, 1, row_ptr, ends, long_len, col, val, B, ldb, C, ldc, \
@@ -648,8 +650,9 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const 
                 const int rs = rp[g], re = rp[g + 1];
                 if (re - rs >= 8 * V) {
                     // A row far above the block's mean (rows of 32 among empty ones): four
-                    // products in flight per lane. Unrolled for every row, the FEM-like and
-                    // 3-D stencil rows ran 4 % slower on the H200.
+                    // products in flight per lane, 10 % faster on 90%-empty rows on the H200.
+                    // The FEM-like rows ran 4 % slower with this branch in the kernel, whether
+                    // they took it (every row unrolled) or not.
 #pragma unroll 4
                     for (int k = rs + lane; k < re; k += V) s += prod[k];
                 } else {
