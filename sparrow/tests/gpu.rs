@@ -477,6 +477,53 @@ fn small_long_row_bound() {
 /// more (a one-chunk row), rows over several STREAM_CHUNK chunks (the last chunk to finish adds
 /// the partials), empty rows and short rows; repeated calls on the same matrix give the oracle's
 /// answer bit for bit each time, so the arrival counters reset and the order is fixed.
+/// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty
+/// rows), whose row bounds take several rounds of loads, in both value types.
+fn stream_row_capped_blocks<T: Scalar>() {
+    use sparrow::matrix::work::STREAM_MAX_ROWS;
+    let g = gpu();
+    let nrows = 5 * STREAM_MAX_ROWS + 77;
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rng = sparrow::matrix::Rng::new(23);
+    for row in (0..nrows).step_by(701) {
+        for j in 0..5 + row % 3 {
+            r.push(row);
+            c.push((row + 13 * j) % 3001);
+            v.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
+        }
+    }
+    let a = Csr::<T>::from_triplets(nrows, 3001, &r, &c, &v).unwrap();
+    let st = a.row_stats();
+    assert!(st.stream_blocks >= nrows / STREAM_MAX_ROWS, "{st:?}");
+    let x = gen::dense::<T>(3001, 1, 1, 5).unwrap().into_data();
+    let y0 = gen::dense::<T>(nrows, 1, 1, 6).unwrap().into_data();
+    let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
+    let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, &a, &x, m2, &y0);
+    let da = DeviceCsr::upload(&g, &a).unwrap();
+    let dx = g.upload(&x).unwrap();
+    let dy = g.upload(&y0).unwrap();
+    Spmv::new()
+        .alpha(half)
+        .beta(m2)
+        .force_path(GpuPath::Stream)
+        .run_device(&g, &da, &dx, &dy)
+        .unwrap();
+    let y: Vec<f64> = g
+        .download(&dy, nrows)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    let cmp = compare(&y, &want, &scale, tolerance::<T>());
+    assert!(cmp.pass, "{} {cmp:?}", T::NAME);
+}
+
+#[test]
+fn small_spmv_stream_row_capped_blocks() {
+    stream_row_capped_blocks::<f32>();
+    stream_row_capped_blocks::<f64>();
+}
+
 #[test]
 fn small_spmv_stream_blocks() {
     use sparrow::matrix::work::{STREAM_CHUNK, STREAM_ITEMS};
