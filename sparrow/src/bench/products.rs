@@ -239,13 +239,10 @@ fn run_typed<T: Scalar>(
                         let op = Spmv::<T>::new().force_path(path);
                         time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db.buf, &dc.buf))?
                     };
-                    let v = match path {
-                        GpuPath::Sorted { lane_entries, .. } => format!(
-                            "sorted_e{lane_entries}: {}",
-                            path.kernels(T::NAME, n, &da.stats, true).join(" + ")
-                        ),
-                        _ => path.kernel_for(T::NAME, n),
-                    };
+                    let mut v = path.kernels(T::NAME, n, &da.stats, true).join(" + ");
+                    if let GpuPath::Sorted { lane_entries, .. } = path {
+                        v = format!("sorted_e{lane_entries}: {v}");
+                    }
                     out.push(record(cfg, name, &a, n, "sweep", &v, t, bw));
                 }
             }

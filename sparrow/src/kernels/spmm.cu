@@ -226,14 +226,15 @@ __device__ __forceinline__ void spmm_c1_body(i64 nrows, int n, const i64* __rest
 
 // N = 1 takes one B element per entry and two vectors in flight per lane; wider B one 16-byte
 // segment per entry and one vector, which keeps the register count (and so the occupancy) of
-// both near that of the scalar-load kernels.
+// both near that of the scalar-load kernels. f32 SpMV runs spmv_avec, so the f32 kernels hold
+// the wider body only (it computes N = 1 too).
 template <typename T, int K, bool CHUNKS, bool V>
 __device__ __forceinline__ void spmm_c1(i64 nrows, int n, const i64* __restrict__ row_ptr,
                                         const i64* __restrict__ ends, i64 long_len,
                                         const int* __restrict__ col, const T* __restrict__ val,
                                         const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
                                         T alpha, T beta, bool vc) {
-    if (n == 1)
+    if (sizeof(T) == 8 && n == 1)
         spmm_c1_body<T, K, 1, 2, CHUNKS, V>(nrows, n, row_ptr, ends, long_len, col, val, B, ldb, Cm, ldc, alpha,
                                             beta, vc);
     else
