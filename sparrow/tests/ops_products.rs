@@ -246,14 +246,42 @@ fn gpu_policy_picks_by_n_and_row_length() {
         "spmm_avec_f32_k4"
     );
     assert_eq!(plan::choose(&stats(3.0, 0), 1, 8).0, rv(1, 1, 1));
+    // f64 vector-A lanes: local columns about 6 entries a lane, 2 lanes from rows of 48 on;
+    // scattered columns (windows wider than SCATTER_WINDOW) about 4 entries a lane.
     assert_eq!(
-        plan::choose(&stats(64.0, 0), 1, 8).0,
+        plan::choose(&stats(32.0, 0), 1, 8).0,
         GpuPath::AVec { ksplit: 4 }
+    );
+    assert_eq!(
+        plan::choose(&stats(47.0, 0), 1, 8).0,
+        GpuPath::AVec { ksplit: 4 }
+    );
+    assert_eq!(
+        plan::choose(&stats(48.0, 0), 1, 8).0,
+        GpuPath::AVec { ksplit: 2 }
     );
     assert_eq!(
         plan::choose(&stats(16.0, 0), 1, 8).0,
         GpuPath::AVec { ksplit: 2 }
     );
+    let scattered = |mean: f64, window_max: usize| {
+        let mut s = stats(mean, 0);
+        s.window_max = window_max;
+        plan::choose(&s, 1, 8)
+    };
+    assert_eq!(
+        scattered(16.0, plan::SCATTER_WINDOW).0,
+        GpuPath::AVec { ksplit: 2 }
+    );
+    let (path, why) = scattered(16.0, plan::SCATTER_WINDOW + 1);
+    assert_eq!(path, GpuPath::AVec { ksplit: 4 });
+    assert!(why.contains("columns scattered"), "{why}");
+    assert_eq!(scattered(64.0, 1 << 20).0, GpuPath::AVec { ksplit: 4 });
+    assert_eq!(scattered(12.0, 1 << 20).0, GpuPath::AVec { ksplit: 2 });
+    // f32 keeps about 6 entries a lane whatever the window.
+    let mut wide32 = stats(64.0, 0);
+    wide32.window_max = 1 << 20;
+    assert_eq!(plan::choose(&wide32, 1, 4).0, GpuPath::AVec { ksplit: 4 });
     assert_eq!(plan::choose(&stats(10.0, 0), 1, 8).0, rv(1, 1, 1));
     // Skewed rows take the planned blocks: mostly empty, or a row far above the mean.
     assert_eq!(plan::choose(&stats(30.0, 600), 1, 4).0, GpuPath::Stream);

@@ -54,6 +54,18 @@ pub const WINDOW_SPAN: usize = 2;
 /// block-diagonal rows (64 and 32).
 pub const STREAM_MEAN_F32: f64 = 32.0;
 
+/// Widest [`RowStats::window_max`] (columns) at which f64 SpMV counts a matrix's columns as
+/// local: past it, a block's reads of x are gathers from L2, and more entry lanes per row keep
+/// more of them in flight. On the H200 the uniform random rows (16 a row, windows of about a
+/// million columns) ran 0.147 ms at 2 lanes a row and 0.127 at 4, while the FEM-like rows (17
+/// a row, windows of about 130) ran 0.081 at 2 and 0.086 at 4.
+pub const SCATTER_WINDOW: usize = 4096;
+
+/// f64 SpMV on local columns with rows this long on average or longer takes 2 entry lanes a
+/// row: on the H200 the banded rows (64 a row) ran 0.0145-0.0149 ms at 2 lanes and
+/// 0.0158-0.0162 at 4 in two sweeps (block-diagonal rows of 32 kept 4: 0.053 against 0.058).
+pub const F64_LONG_MEAN: f64 = 48.0;
+
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
 /// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
 pub const SORT_SPREAD: f64 = 2.0;
@@ -324,7 +336,9 @@ fn pow2_floor(x: f64) -> u32 {
 /// takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
 /// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
 /// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
-/// lanes a row (f32, and f64 rows of 12 entries or more), or one entry at a time with about 8
+/// lanes a row (f32, and f64 rows of 12 entries or more; f64 takes about 4 entries a lane on
+/// scattered columns, [`SCATTER_WINDOW`], and 2 lanes on long local rows, [`F64_LONG_MEAN`]),
+/// or one entry at a time with about 8
 /// per lane (f64 short rows, where the vectors' unaligned ends and the kernel's 56-62
 /// registers against 48 lost 10 %). The f64 planned blocks hold 62 registers against f32's 40
 /// and lost to the row lanes on even rows.
@@ -358,11 +372,23 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
             );
         }
         if elem_bytes == 4 || mean >= 12.0 {
-            let ksplit = pow2_floor(mean / 6.0).min(4);
+            let scattered = stats.window_max > SCATTER_WINDOW;
+            let ksplit = if elem_bytes == 8 && scattered {
+                pow2_floor(mean / 4.0).min(4)
+            } else if elem_bytes == 8 && mean >= F64_LONG_MEAN {
+                2
+            } else {
+                pow2_floor(mean / 6.0).min(4)
+            };
+            let reach = if scattered {
+                format!("columns scattered over windows up to {}", stats.window_max)
+            } else {
+                format!("columns within windows of {}", stats.window_max)
+            };
             return (
                 GpuPath::AVec { ksplit },
                 format!(
-                    "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
+                    "N = 1, even rows (mean {mean:.1}, longest {}, {reach}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
                     stats.max_len
                 ),
             );
