@@ -473,10 +473,6 @@ fn small_long_row_bound() {
     }
 }
 
-/// SpMV's planned blocks at their bounds: rows of exactly STREAM_ITEMS entries (a run) and one
-/// more (a one-chunk row), rows over several STREAM_CHUNK chunks (the last chunk to finish adds
-/// the partials), empty rows and short rows; repeated calls on the same matrix give the oracle's
-/// answer bit for bit each time, so the arrival counters reset and the order is fixed.
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty
 /// rows), whose row bounds take several rounds of loads, in both value types.
 fn stream_row_capped_blocks<T: Scalar>() {
@@ -524,6 +520,77 @@ fn small_spmv_stream_row_capped_blocks() {
     stream_row_capped_blocks::<f64>();
 }
 
+/// The planned blocks of even rows (runs of up to STREAM_ITEMS_EVEN entries): rows up to
+/// LONG_ROW entries whose runs fill a block exactly (1024 + 1023 + 1021 = 3068) or leave the
+/// next row to the next block, shorter and empty rows, from every alignment, in both value
+/// types.
+fn stream_even_blocks<T: Scalar>() {
+    use sparrow::matrix::work::STREAM_ITEMS_EVEN;
+    use sparrow::matrix::LONG_ROW;
+    let g = gpu();
+    let ncols = 4 * LONG_ROW;
+    let fill = [LONG_ROW, LONG_ROW - 1, LONG_ROW - 3];
+    assert_eq!(fill.iter().sum::<usize>(), STREAM_ITEMS_EVEN);
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rng = sparrow::matrix::Rng::new(29);
+    let mut row = 0usize;
+    for rep in 0..60 {
+        let mut lens: Vec<usize> = fill.to_vec();
+        lens.extend([rep % 5, 0, 300 + rep, LONG_ROW - rep % 7, 17]);
+        lens.extend((0..rep % 9).map(|_| rng.below(LONG_ROW as u64 + 1) as usize));
+        for len in lens {
+            let start = rng.below((ncols - len) as u64 + 1) as usize;
+            for j in 0..len {
+                r.push(row);
+                c.push(start + j);
+                v.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
+            }
+            row += 1;
+        }
+    }
+    let a = Csr::<T>::from_triplets(row, ncols, &r, &c, &v).unwrap();
+    let st = a.row_stats();
+    assert!(!st.skewed(), "{st:?}");
+    assert_eq!(st.stream_items, STREAM_ITEMS_EVEN);
+    let mut full = 0;
+    sparrow::matrix::work::stream_partition(a.row_ptr(), st.stream_items, |b| {
+        full += (b[3] - b[2] == STREAM_ITEMS_EVEN as i64) as usize
+    });
+    assert!(full > 0, "no block holds {STREAM_ITEMS_EVEN} entries");
+    let x = gen::dense::<T>(ncols, 1, 1, 5).unwrap().into_data();
+    let y0 = gen::dense::<T>(row, 1, 1, 6).unwrap().into_data();
+    let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
+    let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, &a, &x, m2, &y0);
+    let da = DeviceCsr::upload(&g, &a).unwrap();
+    let dx = g.upload(&x).unwrap();
+    let dy = g.upload(&y0).unwrap();
+    Spmv::new()
+        .alpha(half)
+        .beta(m2)
+        .force_path(GpuPath::Stream)
+        .run_device(&g, &da, &dx, &dy)
+        .unwrap();
+    let y: Vec<f64> = g
+        .download(&dy, row)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    let cmp = compare(&y, &want, &scale, tolerance::<T>());
+    assert!(cmp.pass, "{} {cmp:?}", T::NAME);
+}
+
+#[test]
+fn small_spmv_stream_even_blocks() {
+    stream_even_blocks::<f32>();
+    stream_even_blocks::<f64>();
+}
+
+/// SpMV's planned blocks at their bounds on skewed rows: rows of exactly STREAM_ITEMS entries
+/// (a run) and one more (a one-chunk row), rows over several STREAM_CHUNK chunks (the last
+/// chunk to finish adds the partials), empty rows and short rows; repeated calls on the same
+/// matrix give the oracle's answer bit for bit each time, so the arrival counters reset and the
+/// order is fixed.
 #[test]
 fn small_spmv_stream_blocks() {
     use sparrow::matrix::work::{STREAM_CHUNK, STREAM_ITEMS};
@@ -564,6 +631,7 @@ fn small_spmv_stream_blocks() {
     let a = Csr::<f64>::from_triplets(row, ncols, &r, &c, &v).unwrap();
     let st = a.row_stats();
     assert!(st.stream_blocks > a.nrows() / 10, "{st:?}");
+    assert_eq!(st.stream_items, STREAM_ITEMS);
     let x = gen::dense::<f64>(ncols, 1, 1, 5).unwrap().into_data();
     let y0 = gen::dense::<f64>(row, 1, 1, 6).unwrap().into_data();
     let (want, scale) = sparrow::ops::spmv::oracle::spmv(0.5, &a, &x, -2.0, &y0);

@@ -72,9 +72,9 @@ pub struct StreamWork<T> {
 }
 
 impl<T: Scalar> StreamWork<T> {
-    fn build(gpu: &Gpu, row_ptr: &[i64]) -> Result<Self> {
+    fn build(gpu: &Gpu, row_ptr: &[i64], items: usize) -> Result<Self> {
         let mut work = Vec::new();
-        let nblocks = stream_partition(row_ptr, |b| work.extend_from_slice(&b));
+        let nblocks = stream_partition(row_ptr, items, |b| work.extend_from_slice(&b));
         Ok(StreamWork {
             nblocks,
             work: gpu.upload(&work)?,
@@ -131,7 +131,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let values = gpu.upload_padded(a.values(), VEC_ENTRIES)?;
         let t = std::time::Instant::now();
         let long_rows = LongRows::build(gpu, a.row_ptr())?;
-        let stream = StreamWork::build(gpu, a.row_ptr())?;
+        let stream = StreamWork::build(gpu, a.row_ptr(), stats.stream_items)?;
         let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
         Ok(DeviceCsr {
             nrows: a.nrows(),

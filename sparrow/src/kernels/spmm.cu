@@ -551,8 +551,10 @@ __device__ __forceinline__ void spmm_combine(i64 nlong, int n, const i64* __rest
 // and for a chunk of a long row the index of the row's first chunk block and the row's
 // number of chunks (0 for a block of short rows).
 #define STREAM_BLOCK 256
-#define STREAM_PER_THREAD 8
-#define STREAM_ITEMS (STREAM_BLOCK * STREAM_PER_THREAD)
+// Entries of a block of short rows at most: what three aligned 4-entry vectors per thread cover
+// from any alignment. The host plans blocks of up to this many on even rows and of up to 2048
+// on skewed rows (work.rs).
+#define STREAM_ITEMS 3068
 #define STREAM_MAX_ROWS 2048
 // 4-entry vectors per thread that cover a block's entries from any alignment.
 #define STREAM_VECS ((STREAM_ITEMS / 4 + 1 + STREAM_BLOCK - 1) / STREAM_BLOCK)

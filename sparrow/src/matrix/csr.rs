@@ -47,7 +47,11 @@ pub struct RowStats {
     pub long_rows: usize,
     /// Number of [`CHUNK`]-entry chunks those rows split into.
     pub long_chunks: usize,
-    /// Number of SpMV work blocks ([`work::stream_partition`](super::work::stream_partition)).
+    /// Entries of an SpMV work block of short rows at most: [`STREAM_ITEMS`](super::work::STREAM_ITEMS)
+    /// on skewed rows ([`RowStats::skewed`]), else [`STREAM_ITEMS_EVEN`](super::work::STREAM_ITEMS_EVEN).
+    pub stream_items: usize,
+    /// Number of SpMV work blocks ([`work::stream_partition`](super::work::stream_partition)
+    /// with `stream_items`).
     pub stream_blocks: usize,
     /// The widest column window (last column - first column + 1) of a block of
     /// [`WINDOW_ROWS`] consecutive rows, rows over [`LONG_ROW`] left out.
@@ -62,6 +66,17 @@ pub struct RowStats {
     /// rows (rows over [`LONG_ROW`] counted empty, as the chunk kernels take them), the sum of
     /// the run's rows times its longest row over the sum of the lengths; 1 for equal rows.
     pub spread: f64,
+}
+
+impl RowStats {
+    /// Whether rows are skewed for SpMV: a long row, a row far above the mean, or mostly empty
+    /// rows. Skewed SpMV takes the planned blocks whatever the value type, in blocks of
+    /// [`STREAM_ITEMS`](super::work::STREAM_ITEMS) entries.
+    pub fn skewed(&self) -> bool {
+        self.long_rows > 0
+            || self.max_len as f64 > 16.0 * self.mean_len + 64.0
+            || 2 * self.empty_rows > self.nrows
+    }
 }
 
 /// Length classes of [`RowStats::len_classes`]: empty, then powers of two up to [`LONG_ROW`].
@@ -334,7 +349,7 @@ impl<T: Scalar> Csr<T> {
                 run_max = 0;
             }
         }
-        RowStats {
+        let mut st = RowStats {
             nrows: self.nrows,
             nnz: self.nnz(),
             max_len,
@@ -346,7 +361,8 @@ impl<T: Scalar> Csr<T> {
             empty_rows: empty,
             long_rows,
             long_chunks,
-            stream_blocks: super::work::stream_partition(&self.row_ptr, |_| {}),
+            stream_items: 0,
+            stream_blocks: 0,
             window_max,
             window_reuse: if span_sum == 0 {
                 0.0
@@ -359,7 +375,14 @@ impl<T: Scalar> Csr<T> {
             } else {
                 run_sum as f64 / short_sum as f64
             },
-        }
+        };
+        st.stream_items = if st.skewed() {
+            super::work::STREAM_ITEMS
+        } else {
+            super::work::STREAM_ITEMS_EVEN
+        };
+        st.stream_blocks = super::work::stream_partition(&self.row_ptr, st.stream_items, |_| {});
+        st
     }
 
     /// (widest window, sum of windows, entries) over blocks of [`WINDOW_ROWS`] rows, rows over

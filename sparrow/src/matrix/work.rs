@@ -1,9 +1,17 @@
 //! The SpMV work blocks: the row pointers cut once, on the host, into pieces of nearly equal
 //! work, so the GPU neither idles lanes on short rows nor waits on one group for a long row.
 
-/// Entries of one block of short rows (`STREAM_ITEMS` in `spmm.cu`): each of 256 threads
-/// loads 8 of them at once. A longer row is a long row.
+/// Entries of one block of short rows on skewed rows ([`RowStats::skewed`](super::RowStats::skewed)):
+/// about 8 per thread of 256. A longer row is a long row.
 pub const STREAM_ITEMS: usize = 2048;
+/// Entries of one block of short rows on even rows: the most three aligned 4-entry vectors per
+/// thread of 256 cover from any alignment (`STREAM_ITEMS` in `spmm.cu`, which sizes a block's
+/// products for it). On the H200 these blocks ran the FEM-like rows 7 % and the 3-D stencil
+/// 4 % faster than blocks of 2048, and the skewed panel matrices 1-4 % slower (fewer blocks
+/// over the random gathers, or over the runs of empty rows).
+pub const STREAM_ITEMS_EVEN: usize = 3068;
+// The kernel sizes its blocks for the larger.
+const _: () = assert!(STREAM_ITEMS <= STREAM_ITEMS_EVEN);
 /// Entries of one chunk of a long row (64 per thread).
 pub const STREAM_CHUNK: usize = 16384;
 /// Rows of one block at most, so runs of empty rows still spread over the GPU.
@@ -11,10 +19,10 @@ pub const STREAM_MAX_ROWS: usize = 2048;
 
 /// Calls `emit` with each work block in order, as `[first row, end row, first entry, end
 /// entry, first chunk block of the row, chunks of the row]`: a run of short rows (the last two
-/// 0) holding at most [`STREAM_ITEMS`] entries and [`STREAM_MAX_ROWS`] rows, or one chunk of a
-/// row longer than [`STREAM_ITEMS`] (chunk blocks of one row are consecutive, the first at
-/// the index given). Returns the number of blocks.
-pub fn stream_partition(row_ptr: &[i64], mut emit: impl FnMut([i64; 6])) -> usize {
+/// 0) holding at most `items` entries and [`STREAM_MAX_ROWS`] rows, or one chunk of a row
+/// longer than `items` (chunk blocks of one row are consecutive, the first at the index given).
+/// `items` is [`STREAM_ITEMS`] or [`STREAM_ITEMS_EVEN`]. Returns the number of blocks.
+pub fn stream_partition(row_ptr: &[i64], items: usize, mut emit: impl FnMut([i64; 6])) -> usize {
     let nrows = row_ptr.len().saturating_sub(1);
     let mut count = 0usize;
     let mut r0 = 0usize;
@@ -26,7 +34,7 @@ pub fn stream_partition(row_ptr: &[i64], mut emit: impl FnMut([i64; 6])) -> usiz
     };
     for r in 0..nrows {
         let (s, e) = (row_ptr[r], row_ptr[r + 1]);
-        if (e - s) as usize > STREAM_ITEMS {
+        if (e - s) as usize > items {
             flush(r0, r, &mut count, &mut emit);
             let chunks = ((e - s) as usize).div_ceil(STREAM_CHUNK) as i64;
             let first = count as i64;
@@ -38,7 +46,7 @@ pub fn stream_partition(row_ptr: &[i64], mut emit: impl FnMut([i64; 6])) -> usiz
                 p = q;
             }
             r0 = r + 1;
-        } else if (e - row_ptr[r0]) as usize > STREAM_ITEMS || r - r0 >= STREAM_MAX_ROWS {
+        } else if (e - row_ptr[r0]) as usize > items || r - r0 >= STREAM_MAX_ROWS {
             flush(r0, r, &mut count, &mut emit);
             r0 = r;
         }
@@ -78,43 +86,54 @@ pub fn rows_by_length(row_ptr: &[i64]) -> Vec<i64> {
 mod tests {
     use super::*;
 
-    fn blocks(row_ptr: &[i64]) -> Vec<[i64; 6]> {
+    fn blocks_of(row_ptr: &[i64], items: usize) -> Vec<[i64; 6]> {
         let mut v = Vec::new();
-        let n = stream_partition(row_ptr, |b| v.push(b));
+        let n = stream_partition(row_ptr, items, |b| v.push(b));
         assert_eq!(n, v.len());
         v
+    }
+
+    fn blocks(row_ptr: &[i64]) -> Vec<[i64; 6]> {
+        blocks_of(row_ptr, STREAM_ITEMS)
     }
 
     /// Every row lands in exactly one run or in the chunks of its own row, in order, entries
     /// covered once, and no block exceeds its limits.
     #[test]
     fn blocks_cover_every_row_and_entry_once() {
+        for items in [STREAM_ITEMS, STREAM_ITEMS_EVEN] {
+            cover(items);
+        }
+    }
+
+    fn cover(items: usize) {
         let mut rng = crate::matrix::Rng::new(3);
         let mut rp = vec![0i64];
         for i in 0..20_000 {
             let len = match i % 97 {
                 0 => 40_000 + rng.below(5) as i64,
-                1 => STREAM_ITEMS as i64,
-                2 => STREAM_ITEMS as i64 + 1,
-                3..=40 => 0,
+                1 => items as i64,
+                2 => items as i64 + 1,
+                3 => STREAM_ITEMS as i64 + 1,
+                4..=40 => 0,
                 _ => rng.below(40) as i64,
             };
             rp.push(rp.last().unwrap() + len);
         }
-        let bl = blocks(&rp);
+        let bl = blocks_of(&rp, items);
         let (mut row, mut entry) = (0i64, 0i64);
         for (i, b) in bl.iter().enumerate() {
             assert_eq!(b[2], entry, "block {i}");
             if b[5] == 0 {
                 assert_eq!(b[0], row);
                 assert!(b[1] > b[0]);
-                assert!((b[3] - b[2]) as usize <= STREAM_ITEMS);
+                assert!((b[3] - b[2]) as usize <= items);
                 assert!((b[1] - b[0]) as usize <= STREAM_MAX_ROWS);
                 assert_eq!((b[2], b[3]), (rp[b[0] as usize], rp[b[1] as usize]));
                 row = b[1];
             } else {
                 assert_eq!(b[1], b[0] + 1);
-                assert!((rp[b[1] as usize] - rp[b[0] as usize]) as usize > STREAM_ITEMS);
+                assert!((rp[b[1] as usize] - rp[b[0] as usize]) as usize > items);
                 assert!((b[3] - b[2]) as usize <= STREAM_CHUNK);
                 let first = b[4] as usize;
                 assert_eq!(bl[first][0], b[0]);
@@ -144,8 +163,8 @@ mod tests {
         assert!(rows_by_length(&[0]).is_empty());
     }
 
-    /// The kernel's block of short rows holds exactly STREAM_ITEMS entries and has room for
-    /// the bounds of STREAM_MAX_ROWS rows.
+    /// The kernel's block of short rows holds the even rows' STREAM_ITEMS_EVEN entries (and so
+    /// the skewed rows' fewer) and has room for the bounds of STREAM_MAX_ROWS rows.
     #[test]
     fn stream_items_match_the_kernel() {
         let src = crate::kernels::SPMM.source;
@@ -157,7 +176,10 @@ mod tests {
                 .unwrap_or_else(|| panic!("spmm.cu defines no {name}"))
         };
         assert_eq!(def("STREAM_BLOCK"), crate::ops::spmm::plan::BLOCK as usize);
-        assert_eq!(def("STREAM_BLOCK") * def("STREAM_PER_THREAD"), STREAM_ITEMS);
+        assert_eq!(def("STREAM_ITEMS"), STREAM_ITEMS_EVEN);
+        // From the worst alignment (3 entries ahead of the first in its vector) the block's
+        // 4-entry vectors fit the kernel's STREAM_VECS = 3 per thread.
+        assert!((3 + STREAM_ITEMS_EVEN).div_ceil(4) <= 3 * def("STREAM_BLOCK"));
         assert_eq!(def("STREAM_MAX_ROWS"), STREAM_MAX_ROWS);
     }
 

@@ -3,7 +3,7 @@
 //! On the CPU there is one backend. On a GPU:
 //! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
 //!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
-//!   rows holding at most [`STREAM_ITEMS`] entries, read as aligned 4-entry vectors with all
+//!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows), read as aligned 4-entry vectors with all
 //!   loads issued at once, their products then summed row by row from shared memory; and
 //!   chunks of long rows.
 //! - N > 1, and SpMV on even rows: `rowvec`, a group of lanes per row: `cols` column lanes own
@@ -33,7 +33,7 @@ use crate::{Error, Result};
 /// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
 pub const BLOCK: u32 = 256;
 
-pub use crate::matrix::work::STREAM_ITEMS;
+pub use crate::matrix::work::{STREAM_ITEMS, STREAM_ITEMS_EVEN};
 
 /// Most dynamic shared memory a window block takes (B's window rows, 16 bytes per column lane
 /// each): two blocks still fit on an SM of 227 KB at the widest windows.
@@ -350,15 +350,12 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
         stats.nnz as f64 / filled as f64
     };
     if n == 1 {
-        let skewed = stats.long_rows > 0
-            || stats.max_len as f64 > 16.0 * stats.mean_len + 64.0
-            || 2 * stats.empty_rows > stats.nrows;
-        if skewed {
+        if stats.skewed() {
             return (
                 GpuPath::Stream,
                 format!(
-                    "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {STREAM_ITEMS} entries each, summed from shared memory) and long-row chunks",
-                    stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks
+                    "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {} entries each, summed from shared memory) and long-row chunks",
+                    stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks, stats.stream_items
                 ),
             );
         }
@@ -366,8 +363,8 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
             return (
                 GpuPath::Stream,
                 format!(
-                    "N = 1, f32 rows of mean {mean:.1} (below {STREAM_MEAN_F32}): {} planned blocks of up to {STREAM_ITEMS} entries, read as 4-entry vectors and summed from shared memory",
-                    stats.stream_blocks
+                    "N = 1, f32 rows of mean {mean:.1} (below {STREAM_MEAN_F32}): {} planned blocks of up to {} entries, read as 4-entry vectors and summed from shared memory",
+                    stats.stream_blocks, stats.stream_items
                 ),
             );
         }
