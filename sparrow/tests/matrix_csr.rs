@@ -256,3 +256,47 @@ fn dense_checks_leading_dimension_and_length() {
         .to_string();
     assert_eq!(e, "invalid argument `data`: 3 elements do not make 2 x 2");
 }
+
+/// SpMV's planned blocks take STREAM_ITEMS_EVEN entries on even rows with local columns, and
+/// STREAM_ITEMS on skewed rows or scattered columns; the block count is that partition's.
+#[test]
+fn stream_block_capacity_follows_skew_and_scatter() {
+    use sparrow::matrix::work::{stream_partition, STREAM_ITEMS, STREAM_ITEMS_EVEN};
+    use sparrow::matrix::{LONG_ROW, SCATTER_WINDOW};
+    // Rows of 4 entries: columns r..r+4 (local), or r and r + span (a window of span + 32).
+    let build = |nrows: usize, span: usize, long: bool| {
+        let ncols = nrows + span + LONG_ROW + 8;
+        let mut row_ptr = vec![0i64];
+        let mut cols = Vec::new();
+        for r in 0..nrows {
+            if long && r == 7 {
+                cols.extend(0..(LONG_ROW + 1) as i32);
+            } else {
+                cols.extend([r, r + 1, r + 2, r + 3 + span].map(|c| c as i32));
+            }
+            row_ptr.push(cols.len() as i64);
+        }
+        let n = cols.len();
+        Csr::<f32>::new(nrows, ncols, row_ptr, cols, vec![1.0; n]).unwrap()
+    };
+    let blocks = |a: &Csr<f32>, items: usize| stream_partition(a.row_ptr(), items, |_| {});
+    let local = build(5000, 0, false);
+    let st = local.row_stats();
+    assert!(!st.skewed() && !st.scattered(), "{st:?}");
+    assert_eq!(st.stream_items, STREAM_ITEMS_EVEN);
+    assert_eq!(st.stream_blocks, blocks(&local, STREAM_ITEMS_EVEN));
+    assert!(st.stream_blocks < blocks(&local, STREAM_ITEMS));
+    // A window of exactly SCATTER_WINDOW columns is local; one more is scattered.
+    let edge = build(5000, SCATTER_WINDOW - 35, false);
+    assert_eq!(edge.row_stats().window_max, SCATTER_WINDOW);
+    assert_eq!(edge.row_stats().stream_items, STREAM_ITEMS_EVEN);
+    let wide = build(5000, SCATTER_WINDOW - 34, false);
+    let st = wide.row_stats();
+    assert!(st.scattered() && !st.skewed(), "{st:?}");
+    assert_eq!(st.stream_items, STREAM_ITEMS);
+    assert_eq!(st.stream_blocks, blocks(&wide, STREAM_ITEMS));
+    let skewed = build(5000, 0, true);
+    let st = skewed.row_stats();
+    assert!(st.skewed() && !st.scattered(), "{st:?}");
+    assert_eq!(st.stream_items, STREAM_ITEMS);
+}

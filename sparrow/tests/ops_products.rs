@@ -271,10 +271,10 @@ fn gpu_policy_picks_by_n_and_row_length() {
         plan::choose(&s, 1, 8)
     };
     assert_eq!(
-        scattered(16.0, plan::SCATTER_WINDOW).0,
+        scattered(16.0, sparrow::matrix::SCATTER_WINDOW).0,
         GpuPath::AVec { ksplit: 2 }
     );
-    let (path, why) = scattered(16.0, plan::SCATTER_WINDOW + 1);
+    let (path, why) = scattered(16.0, sparrow::matrix::SCATTER_WINDOW + 1);
     assert_eq!(path, GpuPath::AVec { ksplit: 4 });
     assert!(why.contains("columns scattered"), "{why}");
     assert_eq!(scattered(64.0, 1 << 20).0, GpuPath::AVec { ksplit: 4 });

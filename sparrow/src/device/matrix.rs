@@ -63,6 +63,9 @@ impl LongRows {
 pub struct StreamWork<T> {
     /// Number of work blocks.
     pub nblocks: usize,
+    /// Entries of a block of short rows at most (the launch's shared memory holds as many
+    /// products).
+    pub items: usize,
     /// Six i64 per block.
     pub work: CudaSlice<i64>,
     /// One partial sum per block.
@@ -77,6 +80,7 @@ impl<T: Scalar> StreamWork<T> {
         let nblocks = stream_partition(row_ptr, items, |b| work.extend_from_slice(&b));
         Ok(StreamWork {
             nblocks,
+            items,
             work: gpu.upload(&work)?,
             partial: gpu.alloc_zeroed(nblocks)?,
             counters: gpu.alloc_zeroed(nblocks)?,

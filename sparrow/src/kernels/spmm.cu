@@ -552,8 +552,8 @@ __device__ __forceinline__ void spmm_combine(i64 nlong, int n, const i64* __rest
 // number of chunks (0 for a block of short rows).
 #define STREAM_BLOCK 256
 // Entries of a block of short rows at most: what three aligned 4-entry vectors per thread cover
-// from any alignment. The host plans blocks of up to this many on even rows and of up to 2048
-// on skewed rows (work.rs).
+// from any alignment. The host plans blocks of up to this many on even rows with local columns
+// and of up to 2048 elsewhere (work.rs), and sizes the products' shared memory to match.
 #define STREAM_ITEMS 3068
 #define STREAM_MAX_ROWS 2048
 // 4-entry vectors per thread that cover a block's entries from any alignment.
@@ -578,7 +578,10 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const 
                                             const int* __restrict__ col, const T* __restrict__ val,
                                             const T* __restrict__ x, i64 ldx, T* __restrict__ y, i64 ldy,
                                             T alpha, T beta, T* partial, u32* counters) {
-    __shared__ T prod[STREAM_ITEMS];
+    // The block's products: the launch gives the partition's capacity (at most STREAM_ITEMS),
+    // so blocks of the skewed rows' 2048 entries keep the shared memory they had.
+    extern __shared__ __align__(16) unsigned char stream_smem[];
+    T* prod = reinterpret_cast<T*>(stream_smem);
     __shared__ int rp[STREAM_MAX_ROWS + 1];
     __shared__ T wsum[STREAM_BLOCK / 32];
     __shared__ int last;

@@ -48,7 +48,8 @@ pub struct RowStats {
     /// Number of [`CHUNK`]-entry chunks those rows split into.
     pub long_chunks: usize,
     /// Entries of an SpMV work block of short rows at most: [`STREAM_ITEMS`](super::work::STREAM_ITEMS)
-    /// on skewed rows ([`RowStats::skewed`]), else [`STREAM_ITEMS_EVEN`](super::work::STREAM_ITEMS_EVEN).
+    /// on skewed rows ([`RowStats::skewed`]) or scattered columns ([`RowStats::scattered`]),
+    /// else [`STREAM_ITEMS_EVEN`](super::work::STREAM_ITEMS_EVEN).
     pub stream_items: usize,
     /// Number of SpMV work blocks ([`work::stream_partition`](super::work::stream_partition)
     /// with `stream_items`).
@@ -68,7 +69,20 @@ pub struct RowStats {
     pub spread: f64,
 }
 
+/// Widest [`RowStats::window_max`] (columns) at which a matrix's columns count as local: past
+/// it a block of rows reads x (a 32-row window of over 512 KB in f32) beyond what an SM's L1
+/// holds, so its reads are gathers from L2. Between the panel's local matrices (3-D stencil:
+/// windows of about 20,000 columns) and its scattered ones (uniform random: about a million).
+pub const SCATTER_WINDOW: usize = 1 << 17;
+
 impl RowStats {
+    /// Whether a block's columns are scattered beyond [`SCATTER_WINDOW`]: there SpMV's time
+    /// goes to gathers of x, and more, smaller work items keep more of them in flight (f64
+    /// vector-A lanes: 4 a row; planned blocks: [`STREAM_ITEMS`](super::work::STREAM_ITEMS)).
+    pub fn scattered(&self) -> bool {
+        self.window_max > SCATTER_WINDOW
+    }
+
     /// Whether rows are skewed for SpMV: a long row, a row far above the mean, or mostly empty
     /// rows. Skewed SpMV takes the planned blocks whatever the value type, in blocks of
     /// [`STREAM_ITEMS`](super::work::STREAM_ITEMS) entries.
@@ -376,7 +390,7 @@ impl<T: Scalar> Csr<T> {
                 run_sum as f64 / short_sum as f64
             },
         };
-        st.stream_items = if st.skewed() {
+        st.stream_items = if st.skewed() || st.scattered() {
             super::work::STREAM_ITEMS
         } else {
             super::work::STREAM_ITEMS_EVEN

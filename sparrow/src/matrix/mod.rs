@@ -8,6 +8,8 @@ pub mod io;
 mod rng;
 pub mod work;
 
-pub use csr::{len_class, Csr, RowStats, CHUNK, LEN_CLASSES, LONG_ROW, SPREAD_RUN, WINDOW_ROWS};
+pub use csr::{
+    len_class, Csr, RowStats, CHUNK, LEN_CLASSES, LONG_ROW, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS,
+};
 pub use dense::Dense;
 pub use rng::Rng;

@@ -113,7 +113,8 @@ pub(crate) fn launch<T: Scalar>(
             .scalar(beta)
             .ptr(gpu.ptr(&st.partial))
             .ptr(gpu.ptr(&st.counters));
-        return gpu.launch(&kernel, path.shape(&a.stats)?, &mut args);
+        let smem = (st.items * std::mem::size_of::<T>()) as u32;
+        return gpu.launch(&kernel, path.shape(&a.stats)?.with_smem(smem), &mut args);
     }
     let long = a.long_rows.as_ref().filter(|_| split);
     let rows = gpu.ptr(&a.row_ptr);

@@ -54,13 +54,6 @@ pub const WINDOW_SPAN: usize = 2;
 /// block-diagonal rows (64 and 32).
 pub const STREAM_MEAN_F32: f64 = 32.0;
 
-/// Widest [`RowStats::window_max`] (columns) at which f64 SpMV counts a matrix's columns as
-/// local: past it, a block's reads of x are gathers from L2, and more entry lanes per row keep
-/// more of them in flight. On the H200 the uniform random rows (16 a row, windows of about a
-/// million columns) ran 0.147 ms at 2 lanes a row and 0.127 at 4, while the FEM-like rows (17
-/// a row, windows of about 130) ran 0.081 at 2 and 0.086 at 4.
-pub const SCATTER_WINDOW: usize = 4096;
-
 /// f64 SpMV on local columns with rows this long on average or longer takes 2 entry lanes a
 /// row: on the H200 the banded rows (64 a row) ran 0.0145-0.0149 ms at 2 lanes and
 /// 0.0158-0.0162 at 4 in two sweeps (block-diagonal rows of 32 kept 4: 0.053 against 0.058).
@@ -337,7 +330,7 @@ fn pow2_floor(x: f64) -> u32 {
 /// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
 /// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
 /// lanes a row (f32, and f64 rows of 12 entries or more; f64 takes about 4 entries a lane on
-/// scattered columns, [`SCATTER_WINDOW`], and 2 lanes on long local rows, [`F64_LONG_MEAN`]),
+/// scattered columns, [`RowStats::scattered`], and 2 lanes on long local rows, [`F64_LONG_MEAN`]),
 /// or one entry at a time with about 8
 /// per lane (f64 short rows, where the vectors' unaligned ends and the kernel's 56-62
 /// registers against 48 lost 10 %). The f64 planned blocks hold 62 registers against f32's 40
@@ -369,7 +362,9 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
             );
         }
         if elem_bytes == 4 || mean >= 12.0 {
-            let scattered = stats.window_max > SCATTER_WINDOW;
+            // f64 on the H200: uniform random rows (16 a row, scattered) 0.147 ms at 2 lanes a
+            // row, 0.127 at 4; the FEM-like rows (17 a row, local) 0.081 at 2, 0.086 at 4.
+            let scattered = stats.scattered();
             let ksplit = if elem_bytes == 8 && scattered {
                 pow2_floor(mean / 4.0).min(4)
             } else if elem_bytes == 8 && mean >= F64_LONG_MEAN {
