@@ -328,6 +328,29 @@ fn small_every_path_f64() {
     every_path::<f64>();
 }
 
+/// Statistics handed to the upload must be the matrix's, with a block capacity the SpMV kernel
+/// holds; anything else is refused before any work block is planned.
+#[test]
+fn small_upload_refuses_foreign_statistics() {
+    let g = gpu();
+    let a = gen::banded::<f32>(300, 5, 1).unwrap();
+    let other = gen::banded::<f32>(301, 5, 1).unwrap();
+    let err = |r: sparrow::Result<DeviceCsr<f32>>| match r {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted"),
+    };
+    let e = err(DeviceCsr::upload_with_stats(&g, &a, other.row_stats()));
+    assert!(e.contains("stats") && e.contains("301 rows"), "{e}");
+    for items in [0, sparrow::matrix::work::STREAM_ITEMS_EVEN + 1] {
+        let mut st = a.row_stats();
+        st.stream_items = items;
+        let e = err(DeviceCsr::upload_with_stats(&g, &a, st));
+        assert!(e.contains("stream_items"), "{e}");
+    }
+    let d = DeviceCsr::upload_with_stats(&g, &a, a.row_stats()).unwrap();
+    assert_eq!(d.stream.items, a.row_stats().stream_items);
+}
+
 #[test]
 fn small_empty_inputs() {
     let g = gpu();

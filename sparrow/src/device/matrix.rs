@@ -3,7 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::work::{rows_by_length, stream_partition};
+use crate::matrix::work::{rows_by_length, stream_partition, STREAM_ITEMS_EVEN};
 use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
@@ -128,7 +128,30 @@ impl<T: Scalar> DeviceCsr<T> {
     /// Copies `a` to the GPU with statistics the caller already has (`a.row_stats()`), so a
     /// host-side op reads the row pointers once for its plan, its memory check and the upload.
     /// The analysis time counts only the long rows and work blocks then.
+    /// Statistics of another matrix, or a block capacity the SpMV kernel cannot hold, are
+    /// refused.
     pub fn upload_with_stats(gpu: &Gpu, a: &Csr<T>, stats: RowStats) -> Result<Self> {
+        if (stats.nrows, stats.nnz) != (a.nrows(), a.nnz()) {
+            return Err(Error::invalid(
+                "stats",
+                format!(
+                    "describe {} rows and {} entries, the matrix has {} and {}",
+                    stats.nrows,
+                    stats.nnz,
+                    a.nrows(),
+                    a.nnz()
+                ),
+            ));
+        }
+        if stats.stream_items == 0 || stats.stream_items > STREAM_ITEMS_EVEN {
+            return Err(Error::invalid(
+                "stats",
+                format!(
+                    "stream_items {} is outside 1..={STREAM_ITEMS_EVEN}, what the SpMV blocks hold",
+                    stats.stream_items
+                ),
+            ));
+        }
         let row_ptr = gpu.upload(a.row_ptr())?;
         // Padded so the SpMV kernels' aligned 4-entry loads stay inside the buffers.
         let col_idx = gpu.upload_padded(a.col_idx(), VEC_ENTRIES)?;

@@ -3,9 +3,9 @@
 //! On the CPU there is one backend. On a GPU:
 //! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
 //!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
-//!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows), read as aligned 4-entry vectors with all
-//!   loads issued at once, their products then summed row by row from shared memory; and
-//!   chunks of long rows.
+//!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows with
+//!   local columns), read as aligned 4-entry vectors with all loads issued at once, their
+//!   products then summed row by row from shared memory; and chunks of long rows.
 //! - N > 1, and SpMV on even rows: `rowvec`, a group of lanes per row: `cols` column lanes own
 //!   16-byte segments of B's columns (`tiles` segments each per pass), `ksplit` entry lanes
 //!   split the row's entries; each lane keeps several rows of B in flight. The column lanes
@@ -330,9 +330,8 @@ fn pow2_floor(x: f64) -> u32 {
 /// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
 /// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
 /// lanes a row (f32, and f64 rows of 12 entries or more; f64 takes about 4 entries a lane on
-/// scattered columns, [`RowStats::scattered`], and 2 lanes on long local rows, [`F64_LONG_MEAN`]),
-/// or one entry at a time with about 8
-/// per lane (f64 short rows, where the vectors' unaligned ends and the kernel's 56-62
+/// scattered columns, [`RowStats::scattered`], and 2 lanes on long local rows,
+/// [`F64_LONG_MEAN`]), or one entry at a time with about 8 per lane (f64 short rows, where the vectors' unaligned ends and the kernel's 56-62
 /// registers against 48 lost 10 %). The f64 planned blocks hold 62 registers against f32's 40
 /// and lost to the row lanes on even rows.
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
