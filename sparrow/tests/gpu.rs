@@ -496,6 +496,31 @@ fn small_long_row_bound() {
     }
 }
 
+/// y = 0.5 A x - 2 y on the forced planned-block path against the oracle.
+fn stream_against_the_oracle<T: Scalar>(g: &Arc<Gpu>, a: &Csr<T>) {
+    let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
+    let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
+    let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
+    let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, a, &x, m2, &y0);
+    let da = DeviceCsr::upload(g, a).unwrap();
+    let dx = g.upload(&x).unwrap();
+    let dy = g.upload(&y0).unwrap();
+    Spmv::new()
+        .alpha(half)
+        .beta(m2)
+        .force_path(GpuPath::Stream)
+        .run_device(g, &da, &dx, &dy)
+        .unwrap();
+    let y: Vec<f64> = g
+        .download(&dy, a.nrows())
+        .unwrap()
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    let cmp = compare(&y, &want, &scale, tolerance::<T>());
+    assert!(cmp.pass, "{} {cmp:?}", T::NAME);
+}
+
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty
 /// rows), whose row bounds take several rounds of loads, in both value types.
 fn stream_row_capped_blocks<T: Scalar>() {
@@ -514,27 +539,7 @@ fn stream_row_capped_blocks<T: Scalar>() {
     let a = Csr::<T>::from_triplets(nrows, 3001, &r, &c, &v).unwrap();
     let st = a.row_stats();
     assert!(st.stream_blocks >= nrows / STREAM_MAX_ROWS, "{st:?}");
-    let x = gen::dense::<T>(3001, 1, 1, 5).unwrap().into_data();
-    let y0 = gen::dense::<T>(nrows, 1, 1, 6).unwrap().into_data();
-    let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
-    let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, &a, &x, m2, &y0);
-    let da = DeviceCsr::upload(&g, &a).unwrap();
-    let dx = g.upload(&x).unwrap();
-    let dy = g.upload(&y0).unwrap();
-    Spmv::new()
-        .alpha(half)
-        .beta(m2)
-        .force_path(GpuPath::Stream)
-        .run_device(&g, &da, &dx, &dy)
-        .unwrap();
-    let y: Vec<f64> = g
-        .download(&dy, nrows)
-        .unwrap()
-        .iter()
-        .map(|v| v.to_f64())
-        .collect();
-    let cmp = compare(&y, &want, &scale, tolerance::<T>());
-    assert!(cmp.pass, "{} {cmp:?}", T::NAME);
+    stream_against_the_oracle(&g, &a);
 }
 
 #[test]
@@ -580,27 +585,7 @@ fn stream_even_blocks<T: Scalar>() {
         full += (b[3] - b[2] == STREAM_ITEMS_EVEN as i64) as usize
     });
     assert!(full > 0, "no block holds {STREAM_ITEMS_EVEN} entries");
-    let x = gen::dense::<T>(ncols, 1, 1, 5).unwrap().into_data();
-    let y0 = gen::dense::<T>(row, 1, 1, 6).unwrap().into_data();
-    let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
-    let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, &a, &x, m2, &y0);
-    let da = DeviceCsr::upload(&g, &a).unwrap();
-    let dx = g.upload(&x).unwrap();
-    let dy = g.upload(&y0).unwrap();
-    Spmv::new()
-        .alpha(half)
-        .beta(m2)
-        .force_path(GpuPath::Stream)
-        .run_device(&g, &da, &dx, &dy)
-        .unwrap();
-    let y: Vec<f64> = g
-        .download(&dy, row)
-        .unwrap()
-        .iter()
-        .map(|v| v.to_f64())
-        .collect();
-    let cmp = compare(&y, &want, &scale, tolerance::<T>());
-    assert!(cmp.pass, "{} {cmp:?}", T::NAME);
+    stream_against_the_oracle(&g, &a);
 }
 
 #[test]
