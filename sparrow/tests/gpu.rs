@@ -349,6 +349,50 @@ fn small_upload_refuses_foreign_statistics() {
     }
     let d = DeviceCsr::upload_with_stats(&g, &a, a.row_stats()).unwrap();
     assert_eq!(d.stream.items, a.row_stats().stream_items);
+    // Statistics of a matrix of the same size but another layout (one long row, skewed: fewer,
+    // smaller work blocks) pass those checks; the planned-block SpMV then runs over the
+    // partition the upload built, every block of it, and still gives the oracle's answer.
+    let nrows = 3000;
+    let even = gen::banded::<f32>(nrows, 5, 2).unwrap();
+    let long = (even.nnz() - (nrows - 1)) as i64;
+    let mut row_ptr = vec![0i64];
+    row_ptr.extend((0..nrows as i64).map(|r| long + r));
+    let cols: Vec<i32> = (0..long as i32)
+        .chain((1..nrows as i32).map(|r| r % 7))
+        .collect();
+    let skewed = Csr::<f32>::new(
+        nrows,
+        row_ptr[1] as usize,
+        row_ptr,
+        cols,
+        vec![1.0; even.nnz()],
+    )
+    .unwrap();
+    let (st_even, st_skewed) = (even.row_stats(), skewed.row_stats());
+    assert!(st_skewed.skewed() && !st_even.skewed());
+    assert!(
+        st_skewed.stream_blocks < st_even.stream_blocks,
+        "{st_skewed:?}"
+    );
+    let d = DeviceCsr::upload_with_stats(&g, &even, st_skewed).unwrap();
+    assert!(d.stream.nblocks > st_skewed.stream_blocks);
+    let x = gen::dense::<f32>(nrows, 1, 1, 5).unwrap().into_data();
+    let (want, scale) =
+        sparrow::ops::spmv::oracle::spmv(1.0, &even, &x, 0.0, &vec![f32::NAN; nrows]);
+    let dx = g.upload(&x).unwrap();
+    let dy = g.upload(&vec![f32::NAN; nrows]).unwrap();
+    Spmv::new()
+        .force_path(GpuPath::Stream)
+        .run_device(&g, &d, &dx, &dy)
+        .unwrap();
+    let y: Vec<f64> = g
+        .download(&dy, nrows)
+        .unwrap()
+        .iter()
+        .map(|&v| v as f64)
+        .collect();
+    let cmp = compare(&y, &want, &scale, tolerance::<f32>());
+    assert!(cmp.pass, "{cmp:?}");
 }
 
 #[test]

@@ -113,8 +113,10 @@ pub(crate) fn launch<T: Scalar>(
             .scalar(beta)
             .ptr(gpu.ptr(&st.partial))
             .ptr(gpu.ptr(&st.counters));
+        // One block per work block of the partition this matrix holds (its own count and
+        // capacity, not the statistics': those were the caller's to give).
         let smem = (st.items * std::mem::size_of::<T>()) as u32;
-        return gpu.launch(&kernel, path.shape(&a.stats)?.with_smem(smem), &mut args);
+        return gpu.launch(&kernel, blocks(st.nblocks, 1)?.with_smem(smem), &mut args);
     }
     let long = a.long_rows.as_ref().filter(|_| split);
     let rows = gpu.ptr(&a.row_ptr);
