@@ -23,6 +23,15 @@ fn gpu() -> Arc<Gpu> {
     }
 }
 
+/// The first `n` values of a device vector, widened to f64 for `compare`.
+fn download_f64<T: Scalar>(g: &Gpu, d: &cudarc::driver::CudaSlice<T>, n: usize) -> Vec<f64> {
+    g.download(d, n)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_f64())
+        .collect()
+}
+
 /// Per element of A * B: the f64 sum and the sum of magnitudes, exactly as the oracle forms
 /// them, rows in parallel.
 fn reference<T: Scalar>(a: &Csr<T>, b: &Dense<T>) -> (Vec<f64>, Vec<f64>) {
@@ -148,12 +157,7 @@ fn acceptance<T: Scalar>() {
                         .beta(T::from_f64(beta))
                         .run_device(&g, &da, &dx, &dy)
                         .unwrap();
-                    let y: Vec<f64> = g
-                        .download(&dy, a.nrows())
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_f64())
-                        .collect();
+                    let y = download_f64(&g, &dy, a.nrows());
                     let cmp = compare(&y, &want, &scale, tol);
                     assert!(cmp.pass, "spmv {} {name} beta={beta}: {cmp:?}", T::NAME);
                 }
@@ -385,12 +389,7 @@ fn small_upload_refuses_foreign_statistics() {
         .force_path(GpuPath::Stream)
         .run_device(&g, &d, &dx, &dy)
         .unwrap();
-    let y: Vec<f64> = g
-        .download(&dy, nrows)
-        .unwrap()
-        .iter()
-        .map(|&v| v as f64)
-        .collect();
+    let y = download_f64(&g, &dy, nrows);
     let cmp = compare(&y, &want, &scale, tolerance::<f32>());
     assert!(cmp.pass, "{cmp:?}");
 }
@@ -440,7 +439,7 @@ fn small_cluster_launch_and_refused_shapes() {
     };
     let name = path.kernel_name("f32");
     let k = g.kernel(&SPMM, &name).unwrap();
-    let base = path.shape(&a.row_stats()).unwrap();
+    let base = path.shape(&a.row_stats(), 4).unwrap();
     assert_eq!(base.grid[0], 512);
     for cluster in [None, Some(2), Some(8), Some(16)] {
         if cluster.is_some_and(|w| w > g.limits().max_cluster) {
@@ -555,12 +554,7 @@ fn stream_against_the_oracle<T: Scalar>(g: &Arc<Gpu>, a: &Csr<T>) {
         .force_path(GpuPath::Stream)
         .run_device(g, &da, &dx, &dy)
         .unwrap();
-    let y: Vec<f64> = g
-        .download(&dy, a.nrows())
-        .unwrap()
-        .iter()
-        .map(|v| v.to_f64())
-        .collect();
+    let y = download_f64(g, &dy, a.nrows());
     let cmp = compare(&y, &want, &scale, tolerance::<T>());
     assert!(cmp.pass, "{} {cmp:?}", T::NAME);
 }

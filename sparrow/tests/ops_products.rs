@@ -367,7 +367,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
     ));
     // The launch gives each block the widest window's rows of 16-byte segments, up to what
     // the shared memory budget holds.
-    let shape = win(8, 2).shape(&blocks).unwrap();
+    let shape = win(8, 2).shape(&blocks, 4).unwrap();
     assert_eq!(shape.smem, 32 * 8 * 16);
     assert_eq!(shape.grid[0], 1000u32.div_ceil(32));
     let cap = plan::window_cap(32);
@@ -627,4 +627,27 @@ fn rows_are_long_only_past_the_bound() {
         (1, (LONG_ROW + 1).div_ceil(CHUNK)),
         "a row of exactly LONG_ROW stays whole"
     );
+}
+
+/// The plan's shape for the planned blocks is the launch's: a block per work block and shared
+/// memory for a block's products in the value type, on even rows (blocks of
+/// STREAM_ITEMS_EVEN) and on skewed ones (STREAM_ITEMS).
+#[test]
+fn stream_plan_shape_holds_the_blocks_products() {
+    let even = gen::stencil_2d::<f32>(61, 53, 37).unwrap().row_stats();
+    let skewed = gen::sparse_rows::<f32>(6_007, 6_007, 0.9, 32, 36)
+        .unwrap()
+        .row_stats();
+    assert!(!even.skewed() && skewed.skewed());
+    for (st, items) in [
+        (&even, plan::STREAM_ITEMS_EVEN),
+        (&skewed, plan::STREAM_ITEMS),
+    ] {
+        assert_eq!(st.stream_items, items);
+        for bytes in [4usize, 8] {
+            let shape = GpuPath::Stream.shape(st, bytes).unwrap();
+            assert_eq!(shape.grid[0] as usize, st.stream_blocks);
+            assert_eq!(shape.smem as usize, items * bytes);
+        }
+    }
 }

@@ -172,7 +172,11 @@ pub(crate) fn launch<T: Scalar>(
         if let GpuPath::Window { .. } = path {
             args.i32(path.window_rows(&a.stats) as i32);
         }
-        gpu.launch(&kernel, path.shape(&a.stats)?, &mut args)?;
+        gpu.launch(
+            &kernel,
+            path.shape(&a.stats, std::mem::size_of::<T>())?,
+            &mut args,
+        )?;
     }
     let Some(long) = long else { return Ok(()) };
     // Partial sums of every chunk (alpha 1, beta 0), then the ordered combine. The scratch is

@@ -234,7 +234,7 @@ pub(crate) fn plan_for<T: Scalar>(
                 op,
                 backend: Backend::Cuda,
                 kernel: Some(kernel),
-                shape: Some(path.shape(stats)?),
+                shape: Some(path.shape(stats, std::mem::size_of::<T>())?),
                 reason,
             })
         }

@@ -262,9 +262,10 @@ impl GpuPath {
         v
     }
 
-    /// The launch shape for a matrix with these statistics (the sorted path: the blocks of all
-    /// its launches, long rows split).
-    pub fn shape(&self, stats: &RowStats) -> Result<LaunchShape> {
+    /// The launch shape for a matrix with these statistics and values of `elem_bytes` bytes (the
+    /// sorted path: the blocks of all its launches, long rows split; the planned blocks: shared
+    /// memory for a block's products, as the launch gives them).
+    pub fn shape(&self, stats: &RowStats, elem_bytes: usize) -> Result<LaunchShape> {
         let blocks = match *self {
             GpuPath::RowVec { cols, ksplit, .. } => {
                 stats.nrows.div_ceil((BLOCK / (cols * ksplit)) as usize)
@@ -287,6 +288,7 @@ impl GpuPath {
         let shape = LaunchShape::linear(blocks, BLOCK);
         Ok(match *self {
             GpuPath::Window { cols, .. } => shape.with_smem(self.window_rows(stats) * cols * 16),
+            GpuPath::Stream => shape.with_smem((stats.stream_items * elem_bytes) as u32),
             _ => shape,
         })
     }
