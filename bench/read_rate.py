@@ -60,18 +60,25 @@ def main():
     ap.add_argument("--mb", default="33,48,54,82,133,145,220,1024")
     ap.add_argument("--reps", type=int, default=50)
     args = ap.parse_args()
+    if args.reps < 1:
+        ap.error("--reps: at least 1")
+    big = 1 << 30
+    try:
+        sizes = [float(x) for x in args.mb.split(",")]
+    except ValueError:
+        ap.error(f"--mb: {args.mb!r} is not a comma-separated list of megabytes")
+    if any(not 0 < mb * 1e6 <= big for mb in sizes):
+        ap.error(f"--mb: every size must be above 0 and at most {big / 1e6:.0f} (the 1 GiB buffers)")
     read16 = cp.RawKernel(SRC, "read16")
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     sink = cp.zeros(1, dtype=cp.uint32)
-    big = 1 << 30
     src, dst = cp.ones(big // 4, dtype=cp.float32), cp.empty(big // 4, dtype=cp.float32)
     copy_rate = 2 * big / timed(lambda: cp.copyto(dst, src), args.reps)
     print(f"copy of 1,024 MiB: {copy_rate / 1e9:.0f} GB/s (read + written)")
     print(f"{'MB':>6} {'read us':>9} {'read GB/s':>10} {'% of copy':>9} {'copy us':>9} {'% of copy':>9}")
-    for mb in [float(x) for x in args.mb.split(",")]:
+    for mb in sizes:
         nbytes = int(mb * 1e6) // 16 * 16
-        buf = src.view(cp.uint8)[:nbytes] if nbytes <= big else cp.ones(nbytes, dtype=cp.uint8)
-        vec = buf.view(cp.uint32)
+        vec = src.view(cp.uint8)[:nbytes].view(cp.uint32)
         n = nbytes // 16
         t_read = timed(lambda: read16((sms * 4,), (512,), (vec, cp.int64(n), sink)), args.reps)
         half = nbytes // 2 // 4

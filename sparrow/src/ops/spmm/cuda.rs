@@ -1,7 +1,7 @@
 //! Host side of the GPU SpMM: argument marshalling and the launch. Enqueues on the GPU's
 //! stream and does not wait.
 
-use super::plan::{fill_blocks, GpuPath, BLOCK};
+use super::plan::{fill_blocks, stream_shape, GpuPath, BLOCK};
 use crate::device::{Args, DeviceCsr, DeviceDense, Gpu, LaunchShape};
 use crate::kernels::{chunks_name, combine_name, fill_name, rowvec_name, SPMM};
 use crate::matrix::LONG_ROW;
@@ -115,8 +115,8 @@ pub(crate) fn launch<T: Scalar>(
             .ptr(gpu.ptr(&st.counters));
         // One block per work block of the partition this matrix holds (its own count and
         // capacity, not the statistics': those were the caller's to give).
-        let smem = (st.items * std::mem::size_of::<T>()) as u32;
-        return gpu.launch(&kernel, blocks(st.nblocks, 1)?.with_smem(smem), &mut args);
+        let shape = stream_shape(st.nblocks, st.items, std::mem::size_of::<T>())?;
+        return gpu.launch(&kernel, shape, &mut args);
     }
     let long = a.long_rows.as_ref().filter(|_| split);
     let rows = gpu.ptr(&a.row_ptr);

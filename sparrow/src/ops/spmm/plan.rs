@@ -270,7 +270,9 @@ impl GpuPath {
             GpuPath::RowVec { cols, ksplit, .. } => {
                 stats.nrows.div_ceil((BLOCK / (cols * ksplit)) as usize)
             }
-            GpuPath::Stream => stats.stream_blocks,
+            GpuPath::Stream => {
+                return stream_shape(stats.stream_blocks, stats.stream_items, elem_bytes)
+            }
             GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
             GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
             GpuPath::Sorted { cols, .. } => self
@@ -288,7 +290,6 @@ impl GpuPath {
         let shape = LaunchShape::linear(blocks, BLOCK);
         Ok(match *self {
             GpuPath::Window { cols, .. } => shape.with_smem(self.window_rows(stats) * cols * 16),
-            GpuPath::Stream => shape.with_smem((stats.stream_items * elem_bytes) as u32),
             _ => shape,
         })
     }
@@ -301,6 +302,16 @@ impl GpuPath {
             _ => 0,
         }
     }
+}
+
+/// The planned blocks' launch: a block per work block, with shared memory for a block's
+/// `items` products of `elem_bytes` bytes each. The plan gives it the statistics' partition,
+/// the launch the partition the uploaded matrix holds.
+pub fn stream_shape(nblocks: usize, items: usize, elem_bytes: usize) -> Result<LaunchShape> {
+    let blocks = u32::try_from(nblocks).map_err(|_| {
+        Error::unsupported(format!("{nblocks} SpMV work blocks exceed 2^32 blocks"))
+    })?;
+    Ok(LaunchShape::linear(blocks, BLOCK).with_smem((items * elem_bytes) as u32))
 }
 
 /// Most blocks of a fill launch (`spmm_fill`, whose grid strides over its rows): a few waves of
