@@ -15,7 +15,8 @@ const BUDGETS: &[(&str, u32, u32)] = &[
     // 64 registers (its launch bounds): four 256-thread blocks per SM; the few bytes it spills
     // are on the paths past the prefilter (ties, few distinct values).
     ("topk_warp_", 64, 16),
-    // Capped at 64 by its launch bounds; spills past a few bytes would cost the stream.
+    // Capped at 64 by its launch bounds (128 for keys of 16 bits or fewer: `NARROW_FILTER`);
+    // spills past a few bytes would cost the stream.
     ("topk_filter_", 64, 16),
     // The staged filter: 288 threads, four blocks per SM cap it at 56 registers; it keeps no
     // next tile in registers, so it has no reason to spill.
@@ -32,6 +33,10 @@ const BUDGETS: &[(&str, u32, u32)] = &[
 ];
 
 /// The same for the spmm module's SpMV kernels.
+/// The register filter of keys of 16 bits or fewer: 32 keys per thread in each of two tiles,
+/// two blocks per SM (its launch bounds), and nothing to spill.
+const NARROW_FILTER: (&str, u32, u32) = ("topk_filter_", 128, 0);
+
 const SPMM_BUDGETS: &[(&str, u32, u32)] = &[
     // Eight 256-thread blocks per SM (its launch bounds); it spilled 16 bytes at that cap, and
     // 34 registers without it ran SpMV on banded rows 20 % slower.
@@ -92,7 +97,13 @@ fn within_budgets(module: &str, res: &[sparrow::device::compile::KernelResources
     } else {
         return;
     };
+    let narrow = ["8", "16"].iter().any(|b| module.ends_with(b));
     for &(prefix, regs, spills) in budgets {
+        let (regs, spills) = if narrow && prefix == NARROW_FILTER.0 {
+            (NARROW_FILTER.1, NARROW_FILTER.2)
+        } else {
+            (regs, spills)
+        };
         // An entry answers to the longest prefix it has (`topk_cand_rad_f32` to its own).
         let owns = |name: &str| {
             name.starts_with(prefix)

@@ -46,8 +46,10 @@
 // barriers with no keys.
 #include "common.cuh"
 
-#define TILE 4096
 #define KBITS (int)(sizeof(TOPK_U) * 8)
+// Keys of 16 bits or fewer take tiles twice as long, so a tile is 16 KB for them as for 32-bit
+// keys (the host's plan::tile).
+#define TILE (KBITS <= 16 ? 8192 : 4096)
 
 #define PASTE2(a, b) a##b
 #define PASTE(a, b) PASTE2(a, b)
@@ -942,10 +944,11 @@ __device__ __forceinline__ FloatCut float_cut(R th, int largest) {
 }
 
 // Both filter kernels: a block filters one tile at a time, warp w holding the tile's keys
-// w * 512 + r * 32 + lane (r < FR), so ballots order a warp's candidates and one barrier per
+// w * 32 FR + r * 32 + lane (r < FR), so ballots order a warp's candidates and one barrier per
 // tile orders the warps (their totals double-buffered by tile parity, so no second barrier
-// guards them).
+// guards them). FR is 16 or 32: a thread's marks fit one 32-bit mask.
 #define FR (TILE / 256)
+#define WKEYS (FR * 32)
 
 // The per-tile facts the filter compares with: the segment's threshold, and whether it
 // counts the keys equal to it.
@@ -1021,10 +1024,11 @@ __device__ __forceinline__ u32 tile_marks(const K (&cur)[FR], i64 n, const TileC
 // SPARSE visits those rounds by a loop over the set bits of their mask instead of a test per
 // round, for items that read their keys from shared memory at run-time positions (registers
 // cannot be indexed by a loop variable without spilling).
+// P = 2 runs only for 16-bit keys (FR = 32: 16 words a thread, bits r and 16 + r).
 template <int P, bool SPARSE, class Items, class Put>
 __device__ __forceinline__ void place_marked(const Items& item, u32 m, bool any, u32 base, const Put& put) {
     const u32 lt = (1u << (threadIdx.x & 31)) - 1u;
-    u32 rounds = any ? __reduce_or_sync(0xffffffffu, (m | m >> 16) & 0xffffu) : 0u;
+    u32 rounds = any ? __reduce_or_sync(0xffffffffu, P == 2 ? (m | m >> 16) & 0xffffu : m) : 0u;
     const auto round = [&](int r) {
         const u32 a = (m >> r) & 1u, b = P == 2 ? (m >> (16 + r)) & 1u : 0u;
         const u32 ba = __ballot_sync(0xffffffffu, a);
@@ -1071,8 +1075,9 @@ __device__ __forceinline__ void place_lanes(u32 m, bool any, u32 base, const Put
 }
 
 // A staged tile's keys placed from the stage itself (the filtering threads release a stage
-// only once its tile is placed): P = 1, key r at tile position first + 32 r; P = 2 (paired
-// 16-bit keys), word r's keys at first + 64 r and the next. In position order by ballots
+// only once its tile is placed): P = 1, key r at tile position first + 32 r (mark bit r);
+// P = 2 (paired 16-bit keys), word r's keys at first + 64 r and the next (mark bits r and
+// 16 + r). In position order by ballots
 // where `ordered`; otherwise (fast ties, unsorted rows) lane by lane (place_lanes), in any
 // order, instead of ballots for every round that has a mark.
 template <int P>
@@ -1087,12 +1092,15 @@ struct StageItems {
         if (ordered)
             place_marked<P, true>(*this, m, any, base, put);
         else
-            place_lanes(m, any, base, [&](u32 o, int b) { put(o, key(b & 15, b >> 4), pos(b & 15, b >> 4)); });
+            place_lanes(m, any, base, [&](u32 o, int b) {
+                const int r = P == 2 ? b & 15 : b, h = P == 2 ? b >> 4 : 0;
+                put(o, key(r, h), pos(r, h));
+            });
     }
 };
 
 // An aligned full tile in the run layout: thread (w, lane) holds the FR adjacent keys from
-// first = w * 512 + lane * FR, mark bit b for key first + b, so placing lane by lane is
+// first = w * WKEYS + lane * FR, mark bit b for key first + b, so placing lane by lane is
 // position order (for every tie-break).
 struct RunItems {
     const K* sk;
@@ -1121,18 +1129,21 @@ __device__ __forceinline__ void run_load(const K* sk, int first, int rot, u32 (&
         wd[4 * vv + 3] = v.w;
     }
 }
-// Paired marks (bit r for word r's first key, 16 + r for its second) to key order (2 r + h).
-__device__ __forceinline__ u32 spread8(u32 x) {
-    x &= 0xffu;
-    x = (x | (x << 4)) & 0x0f0fu;
-    x = (x | (x << 2)) & 0x3333u;
-    return (x | (x << 1)) & 0x5555u;
+// Paired marks (bit r for word r's first key, 16 + r for its second, r < 16) to key order
+// (bit 2 r + h).
+__device__ __forceinline__ u32 spread16(u32 x) {
+    x &= 0xffffu;
+    x = (x | (x << 8)) & 0x00ff00ffu;
+    x = (x | (x << 4)) & 0x0f0f0f0fu;
+    x = (x | (x << 2)) & 0x33333333u;
+    return (x | (x << 1)) & 0x55555555u;
 }
-__device__ __forceinline__ u32 pairs_to_keys(u32 m) { return spread8(m) | (spread8(m >> 16) << 1); }
-// A 16-bit mark mask in slot order to position order.
+__device__ __forceinline__ u32 pairs_to_keys(u32 m) { return spread16(m) | (spread16(m >> 16) << 1); }
+// A run's FR-bit mark mask in slot order to position order (a rotation left by rot vectors).
 __device__ __forceinline__ u32 run_rotl(u32 m, int rot) {
     const int sh = rot * RUN_KPV;
-    return ((m << sh) | (m >> (16 - sh))) & 0xffffu;
+    if (FR == 32) return __funnelshift_l(m, m, sh);
+    return ((m << sh) | (m >> (FR - sh))) & ((1u << (FR & 31)) - 1u);
 }
 
 // A filtering thread's keys of a tile: FR keys, key r at tile position first + 32 r.
@@ -1159,35 +1170,28 @@ struct KeyItems {
 // when both runs fit, so the candidate kernel completes short candidates from slots instead of
 // from memory.
 // item.place writes a warp's marked items (KeyItems from registers, StageItems from the stage,
-// RunItems from the stage in the run layout); wtot and weq are this tile's parity's halves;
-// sync() is a barrier of the block's 256 filtering threads.
+// RunItems from the stage in the run layout); wtot is this tile's parity's half; sync() is a
+// barrier of the block's 256 filtering threads. A warp's two counts travel packed in one word
+// (candidates in the low half, equal keys in the high): a tile's counts are at most 8,192, so
+// one reduction, one store and one sum serve both.
 template <class Items, class Sync>
 __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, bool ceq, i64 t, int ct,
                                            K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, u32* wtot,
-                                           u32* weq, const Sync& sync) {
+                                           const Sync& sync) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const u32 mine = __reduce_add_sync(0xffffffffu, __popc(m));
-    const u32 eqw = ceq ? __reduce_add_sync(0xffffffffu, __popc(eq)) : 0u;
-    if (lane == 0) {
-        wtot[w] = mine;
-        weq[w] = eqw;
-    }
+    const u32 both = __reduce_add_sync(0xffffffffu, __popc(m) | (ceq ? (u32)__popc(eq) << 16 : 0u));
+    if (lane == 0) wtot[w] = both;
     sync();
-    u32 base = 0, total = 0, ebase = 0, etotal = 0;
+    u32 below = 0, all = 0;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         const u32 x = wtot[j];
-        base += j < w ? x : 0u;
-        total += x;
+        below += j < w ? x : 0u;
+        all += x;
     }
-    if (ceq) {
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const u32 y = weq[j];
-            ebase += EQ_SLOTS && j < w ? y : 0u;
-            etotal += y;
-        }
-    }
+    const u32 mine = both & 0xffffu, eqw = both >> 16;
+    const u32 base = below & 0xffffu, total = all & 0xffffu, ebase = EQ_SLOTS ? below >> 16 : 0u,
+              etotal = all >> 16;
     K* ck = cand_key + t * ct;
     u16* co = cand_off + t * ct;
     const auto put = [&](u32 o, K v, int p) {
@@ -1211,15 +1215,17 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
 
 // Blocks stride over the tiles, loading the next tile's keys into registers before
 // filtering the current one so loads stay in flight (any architecture; sm_90 takes
-// filter_tma below).
-extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
+// filter_tma below). Four blocks per SM (64 registers) for 32-bit keys; two for 64-bit keys
+// and for the 32 keys per thread of 16- and 8-bit ones, whose two tiles take 64 registers by
+// themselves (at three blocks, 80 registers, they spilled about 100 bytes).
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 || KBITS <= 16 ? 2 : 4)
     ENTRY(filter)(const K* __restrict__ keys, const int* __restrict__ tile_seg, const i64* __restrict__ tile_start,
                   const i64* __restrict__ tile_end, const u64* __restrict__ thresh, i64 ntiles, int ct,
                   const u32* __restrict__ count_eq, K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq,
                   int largest) {
-    __shared__ u32 wtot[2][8], weq[2][8];
+    __shared__ u32 wtot[2][8];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int first = w * (FR * 32) + lane;
+    const int first = w * WKEYS + lane;
     i64 t = blockIdx.x, a = 0, n = 0;
     if (t < ntiles) {
         a = tile_start[t];
@@ -1243,7 +1249,7 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 4)
         u32 eq;
         const u32 m = tile_marks(cur, n, c, largest, first, &eq);
         tile_place(KeyItems{cur, first}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq, wtot[par],
-                   weq[par], [] { __syncthreads(); });
+                   [] { __syncthreads(); });
 #pragma unroll
         for (int r = 0; r < FR; r++) cur[r] = nxt[r];
         n = nn;
@@ -1339,7 +1345,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
     extern __shared__ __align__(128) u64 ft_smem[];
     __shared__ __align__(8) u64 full[FT_MAX_STAGES], empty[FT_MAX_STAGES];
     __shared__ FtHead head[FT_MAX_STAGES];
-    __shared__ u32 wtot[2][8], weq[2][8];
+    __shared__ u32 wtot[2][8];
     unsigned char* stages = (unsigned char*)ft_smem;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const i64 G = gridDim.x;
@@ -1443,7 +1449,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
         }
         return;
     }
-    const int first = w * (FR * 32) + lane;
+    const int first = w * WKEYS + lane;
     int s = 0;
     u32 par = 0;
     for (i64 j = 0; j < nj; j++) {
@@ -1461,7 +1467,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             // costs their filter more (8 % on the H200) than lane-by-lane placement in any
             // order, but much less than ordered ballots.
             const K* sk = (const K*)(stages + (i64)s * stage_bytes);
-            const int run = w * 512 + lane * FR, rot = run_rot(lane);
+            const int run = w * WKEYS + lane * FR, rot = run_rot(lane);
             u32 wd[RUN_NV * 4];
             run_load(sk, run, rot, wd);
             u32 m, eq;
@@ -1477,13 +1483,13 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             m = run_rotl(m, rot);
             eq = run_rotl(eq, rot);
             tile_place(RunItems{sk, run}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt, tile_eq,
-                       wtot[p], weq[p], sync);
+                       wtot[p], sync);
             mbar_arrive(&empty[s]);
         } else if (paired) {
             // 16-bit float keys, a word (two keys) at a time: word r of this thread holds the
-            // tile's keys w * 512 + r * 64 + 2 lane and the next. A tile at an odd key offset
+            // tile's keys w * WKEYS + r * 64 + 2 lane and the next. A tile at an odd key offset
             // sits 2 bytes past a word boundary; its words are funnelled from two.
-            const int w0 = w * 256 + lane;
+            const int w0 = w * (WKEYS / 2) + lane;
             const u32* sw = (const u32*)(stages + (i64)s * stage_bytes + (hh.shift & ~3));
             u32 wd[FR / 2];
             if (hh.shift & 2) {
@@ -1496,8 +1502,8 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             u32 eq;
             const u32 m = pair_marks(wd, c, largest, &eq);
             const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
-            tile_place(StageItems<2>{sk, w * 512 + 2 * lane, ordered != 0}, m, eq, c.ceq, t, ct, cand_key, cand_off,
-                       tile_cnt, tile_eq, wtot[p], weq[p], sync);
+            tile_place(StageItems<2>{sk, w * WKEYS + 2 * lane, ordered != 0}, m, eq, c.ceq, t, ct, cand_key, cand_off,
+                       tile_cnt, tile_eq, wtot[p], sync);
             mbar_arrive(&empty[s]);
         } else {
             const K* sk = (const K*)(stages + (i64)s * stage_bytes + hh.shift);
@@ -1512,7 +1518,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
             u32 eq;
             const u32 m = tile_marks(cur, hh.n, c, largest, first, &eq);
             tile_place(StageItems<1>{sk, first, ordered != 0}, m, eq, c.ceq, t, ct, cand_key, cand_off, tile_cnt,
-                       tile_eq, wtot[p], weq[p], sync);
+                       tile_eq, wtot[p], sync);
             mbar_arrive(&empty[s]);
         }
         if (++s == nst) {
@@ -1715,23 +1721,25 @@ __device__ __forceinline__ KeyRad<4> cand_src(const CandSlots<false>& c, int lar
     return KeyRad<4>{c.skey, largest};
 }
 
-// Appends the keys of tile [a, a + n) (n <= TILE; a relative to the segment) whose radix
+// Appends the keys of run [a, a + n) (n <= APPEND_RUN; a relative to the segment) whose radix
 // passes `take` (gt: above th; else: equal to th with tie rank, counted from rank0 in
 // position order, in [lo, lo + need)) at out0 + their rank among the taken, in position
-// order. Returns the ties seen. Every thread must call it.
+// order. Returns the ties seen (high word) and the keys taken (low word). Every thread must
+// call it.
+#define APPEND_RUN 4096
 template <class Slots>
-__device__ __noinline__ u32 tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool gt, u64 rank0, u64 lo, u64 need,
-                           u32 out0, const Slots& c, int largest, u32* cnt, u32* sums) {
+__device__ __noinline__ u64 run_append(const K* __restrict__ seg, i64 a, int n, R th, bool gt, u64 rank0, u64 lo,
+                                       u64 need, u32 out0, const Slots& c, int largest, u32* cnt, u32* sums) {
     const int rounds = (n + (int)blockDim.x - 1) / (int)blockDim.x;
-    K v[TILE / 256];
+    K v[APPEND_RUN / 256];
 #pragma unroll
-    for (int r = 0; r < TILE / 256; r++) {
+    for (int r = 0; r < APPEND_RUN / 256; r++) {
         const int i = r * blockDim.x + threadIdx.x;
         v[r] = i < n ? seg[a + i] : (K)0;
     }
     u32 m = 0, tie = 0;
 #pragma unroll
-    for (int r = 0; r < TILE / 256; r++) {
+    for (int r = 0; r < APPEND_RUN / 256; r++) {
         const int i = r * blockDim.x + threadIdx.x;
         const R d = directed(v[r], largest);
         m |= (u32)(i < n && d > th) << r;
@@ -1742,7 +1750,7 @@ __device__ __noinline__ u32 tile_append(const K* __restrict__ seg, i64 a, int n,
         ordered_bases(tie, rounds, cnt, sums, &ties_here);
         m = 0;
 #pragma unroll
-        for (int r = 0; r < TILE / 256; r++) {
+        for (int r = 0; r < APPEND_RUN / 256; r++) {
             if (r < rounds) {
                 const u64 rank = rank0 + ordered_slot(tie, r, cnt);
                 if (((tie >> r) & 1u) && rank >= lo && rank < lo + need) m |= 1u << r;
@@ -1753,14 +1761,28 @@ __device__ __noinline__ u32 tile_append(const K* __restrict__ seg, i64 a, int n,
     u32 taken;
     ordered_bases(m, rounds, cnt, sums, &taken);
 #pragma unroll
-    for (int r = 0; r < TILE / 256; r++) {
+    for (int r = 0; r < APPEND_RUN / 256; r++) {
         if (r < rounds) {
             const u32 o = out0 + ordered_slot(m, r, cnt);
             if ((m >> r) & 1u) c.put(o, v[r], (u32)(a + r * blockDim.x + threadIdx.x), largest);
         }
     }
     __syncthreads();
-    return ties_here;
+    return (u64)ties_here << 32 | taken;
+}
+
+// run_append over tile [a, a + n) (n <= TILE) a run at a time, so the 8,192-key tiles of
+// narrow keys do not double its registers.
+template <class Slots>
+__device__ __forceinline__ void tile_append(const K* __restrict__ seg, i64 a, int n, R th, bool gt, u64 rank0,
+                                            u64 lo, u64 need, u32 out0, const Slots& c, int largest, u32* cnt,
+                                            u32* sums) {
+    for (int x0 = 0; x0 < n; x0 += APPEND_RUN) {
+        const u64 r = run_append(seg, a + x0, n - x0 < APPEND_RUN ? n - x0 : APPEND_RUN, th, gt, rank0, lo, need,
+                                 out0, c, largest, cnt, sums);
+        rank0 += r >> 32;
+        out0 += (u32)r;
+    }
 }
 
 template <bool RAD, int NT>

@@ -7,7 +7,7 @@ use cudarc::driver::CudaSlice;
 use super::key::directed;
 use super::plan::{
     cand_kernel, filter_blocks, filter_staging, gpu_path, needs_padding, radix_bytes, rblock_items,
-    split_stages, thresh_kernel, tiles, FilterShape, GpuPath, FT_THREADS, SORT_MAX,
+    split_stages, thresh_kernel, tile, tiles, FilterShape, GpuPath, FT_THREADS, SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
@@ -220,7 +220,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         if n == 0 || w == 0 {
             return Ok(me);
         }
-        let (path, filter) = gpu_path(req, layout, gpu.limits())?;
+        let (path, filter) = gpu_path(req, layout, gpu.limits(), std::mem::size_of::<K>())?;
         if let GpuPath::Split { chunk } = path {
             me.split = Some(Box::new(me.split_stages(keys, values, chunk)?));
             return Ok(me);
@@ -232,7 +232,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let ks = std::mem::size_of::<K>();
         let vs = me.vs();
         let is = me.is();
-        let (tseg, tst, ten, tptr) = tiles(layout);
+        let (tseg, tst, ten, tptr) = tiles(layout, tile(ks));
         let nt = tseg.len();
         let out_elems = n * w;
         let sorted_here = req.is_sorted() && w <= SORT_MAX;

@@ -17,7 +17,7 @@
 //!   tie-break's window only. A segment whose candidates still cannot hold the answer (a
 //!   misleading sample) is selected from memory by its block. Reads the keys once on friendly
 //!   data and little more on ties.
-//! - CUDA tiled, otherwise: radix select over tiles of at most [`TILE`] keys (a tile never
+//! - CUDA tiled, otherwise: radix select over tiles of at most [`tile`] keys (a tile never
 //!   spans two segments), one histogram pass per 8-bit digit with early stop, an ordered
 //!   compaction.
 //! - Sorted output: a bitonic sort per row in shared memory when the row fits ([`SORT_MAX`]);
@@ -31,8 +31,17 @@ use crate::device::LaunchShape;
 use crate::ops::{Backend, Plan};
 use crate::{Device, Result};
 
-/// Keys per tile (one block of 256 threads); must match `TILE` in `topk.cu`.
-pub const TILE: usize = 4096;
+/// Keys per tile (one block of 256 threads) for keys of `key_bytes`; must match `TILE` in
+/// `topk.cu`. Keys of 16 bits or fewer take tiles of 8,192, so a tile's fixed costs (the stage
+/// hand-off, the block barrier, the placement's warp scans) are paid per 16 KB as for 32-bit
+/// keys: at 4,096 they held the filter of 16-bit keys to its issue rate, not to memory.
+pub fn tile(key_bytes: usize) -> usize {
+    if key_bytes <= 2 {
+        8192
+    } else {
+        4096
+    }
+}
 /// Widest row the GPU sorts in shared memory: 4096 slots of 12 bytes fill the 48 KiB every
 /// block may use without opting in.
 pub const SORT_MAX: usize = 4096;
@@ -89,7 +98,7 @@ impl StagedFilter {
 /// Bytes of one stage for keys of `key_bytes`: a tile, the up to 15 bytes its first key's
 /// address sits past a 16-byte boundary (the bulk copy's alignment), rounded to 128 bytes.
 pub fn stage_bytes(key_bytes: usize) -> usize {
-    (TILE * key_bytes + 16).next_multiple_of(128)
+    (tile(key_bytes) * key_bytes + 16).next_multiple_of(128)
 }
 
 /// The staged filter's launch for `ntiles` tiles of keys of `key_bytes`, or None where it does
@@ -315,21 +324,25 @@ pub fn split_stages(layout: &Layout, chunk: usize) -> SplitStages {
 /// The chunk of the split path for a layout the filter cannot take: the longest that cuts
 /// some segment, leaves each chunk at least eight times the row width (so the second stage
 /// reads an eighth of the keys or less), and lets the first stage run on chip or filter.
-fn split_chunk(layout: &Layout, limits: &crate::device::Limits) -> Option<usize> {
+fn split_chunk(layout: &Layout, limits: &crate::device::Limits, tile: usize) -> Option<usize> {
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
     SPLIT_CHUNKS
         .into_iter()
         .filter(|&c| c >= 8 * layout.width && 2 * c <= max_len)
         .find(|&c| {
             let first = split_stages(layout, c).first;
-            base_path(&first, limits).0 != GpuPath::Tiled
+            base_path(&first, limits, tile).0 != GpuPath::Tiled
         })
 }
 
 /// The on-chip, filter or tiled choice for a layout.
-fn base_path(layout: &Layout, limits: &crate::device::Limits) -> (GpuPath, FilterShape) {
+fn base_path(
+    layout: &Layout,
+    limits: &crate::device::Limits,
+    tile: usize,
+) -> (GpuPath, FilterShape) {
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
-    let (shape, fits) = filter_shape(layout, cand_cap(limits));
+    let (shape, fits) = filter_shape(layout, cand_cap(limits), tile);
     let path = if max_len <= WARP_MAX {
         GpuPath::Warp
     } else if max_len <= block_max(limits) {
@@ -354,9 +367,9 @@ pub struct FilterShape {
     pub expected: usize,
 }
 
-/// The filter's sizes for this layout, and whether its expected candidates fit on chip with
-/// room for their spread (half the capacity).
-fn filter_shape(layout: &Layout, cap: usize) -> (FilterShape, bool) {
+/// The filter's sizes for this layout and tiles of `tile` keys, and whether its expected
+/// candidates fit on chip with room for their spread (half the capacity).
+fn filter_shape(layout: &Layout, cap: usize, tile: usize) -> (FilterShape, bool) {
     let (mut per_tile, mut expected) = (0f64, 0usize);
     for (&l, &k) in layout.lens.iter().zip(&layout.kk) {
         let (l, k) = (l as usize, k as usize);
@@ -366,11 +379,11 @@ fn filter_shape(layout: &Layout, cap: usize) -> (FilterShape, bool) {
         let ns = l.min(SAMPLE);
         let r = filter_rank(l, k.max(1), ns);
         expected = expected.max((r as f64 * l as f64 / ns as f64).ceil() as usize);
-        per_tile = per_tile.max(TILE as f64 * r as f64 / ns as f64);
+        per_tile = per_tile.max(tile as f64 * r as f64 / ns as f64);
     }
-    let ct = ((2.0 * per_tile.min(TILE as f64)) as usize + 32)
+    let ct = ((2.0 * per_tile.min(tile as f64)) as usize + 32)
         .next_power_of_two()
-        .min(TILE);
+        .min(tile);
     // Shared memory for twice the expected candidates, so more blocks share an SM.
     let fits = expected <= cap / 2;
     let cap = if fits {
@@ -381,16 +394,19 @@ fn filter_shape(layout: &Layout, cap: usize) -> (FilterShape, bool) {
     (FilterShape { ct, cap, expected }, fits)
 }
 
-/// The path the GPU takes for this layout (the forced one, when the request forces one), and
-/// the filter's sizes. Shared by the plan and the launches so they never disagree.
+/// The path the GPU takes for this layout of keys of `key_bytes` (the forced one, when the
+/// request forces one), and the filter's sizes. Shared by the plan and the launches so they
+/// never disagree.
 pub fn gpu_path(
     req: &TopK,
     layout: &Layout,
     limits: &crate::device::Limits,
+    key_bytes: usize,
 ) -> Result<(GpuPath, FilterShape)> {
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
     let bmax = block_max(limits);
-    let (auto, shape) = base_path(layout, limits);
+    let tile = tile(key_bytes);
+    let (auto, shape) = base_path(layout, limits, tile);
     let path = match req.forced_path() {
         Some(GpuPath::OnChip) if max_len > bmax => {
             return Err(crate::Error::unsupported(format!(
@@ -412,7 +428,7 @@ pub fn gpu_path(
             ))
         }
         Some(p) => p,
-        None if auto == GpuPath::Tiled => split_chunk(layout, limits)
+        None if auto == GpuPath::Tiled => split_chunk(layout, limits, tile)
             .map(|chunk| GpuPath::Split { chunk })
             .unwrap_or(GpuPath::Tiled),
         None => auto,
@@ -420,8 +436,9 @@ pub fn gpu_path(
     Ok((path, shape))
 }
 
-/// Tiles of every segment, in segment order: `(segment, start, end)` as absolute key positions.
-pub fn tiles(layout: &Layout) -> (Vec<i32>, Vec<i64>, Vec<i64>, Vec<i64>) {
+/// Tiles of at most `tile` keys of every segment, in segment order: `(segment, start, end)` as
+/// absolute key positions.
+pub fn tiles(layout: &Layout, tile: usize) -> (Vec<i32>, Vec<i64>, Vec<i64>, Vec<i64>) {
     let (mut seg, mut st, mut en) = (Vec::new(), Vec::new(), Vec::new());
     let mut ptr = Vec::with_capacity(layout.count() + 1);
     ptr.push(0i64);
@@ -429,7 +446,7 @@ pub fn tiles(layout: &Layout) -> (Vec<i32>, Vec<i64>, Vec<i64>, Vec<i64>) {
         let (a, l) = (layout.starts[s], layout.lens[s]);
         let mut x = a;
         while x < a + l {
-            let e = (x + TILE as i64).min(a + l);
+            let e = (x + tile as i64).min(a + l);
             seg.push(s as i32);
             st.push(x);
             en.push(e);
@@ -461,10 +478,11 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             reason: "the output is empty: nothing to launch".into(),
         });
     }
+    let tile = tile(K::BITS as usize / 8);
     let ntiles: usize = layout
         .lens
         .iter()
-        .map(|&l| (l as usize).div_ceil(TILE))
+        .map(|&l| (l as usize).div_ceil(tile))
         .sum();
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
     let all_or_none = layout
@@ -476,7 +494,7 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         unreachable!("the CPU returned above")
     };
     let bmax = block_max(gpu.limits());
-    let (path, fs) = gpu_path(req, layout, gpu.limits())?;
+    let (path, fs) = gpu_path(req, layout, gpu.limits(), K::BITS as usize / 8)?;
     let forced = if req.forced_path().is_some() {
         " (forced)"
     } else {
@@ -503,18 +521,18 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             ),
         },
         GpuPath::Filter => format!(
-            "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, {pass} ({} slots per tile of {TILE}), selection among the candidates on chip (tiles whose candidates overflow their slots filtered again from memory; the threshold's ties completing too few candidates); segments whose candidates still miss are selected from memory",
+            "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, {pass} ({} slots per tile of {tile}), selection among the candidates on chip (tiles whose candidates overflow their slots filtered again from memory; the threshold's ties completing too few candidates); segments whose candidates still miss are selected from memory",
             fs.expected, fs.cap, fs.ct
         ),
         GpuPath::Tiled => format!(
-            "tiled{forced}: {n} segment(s) (longest {max_len}, on-chip limit {bmax}; up to {} candidates expected per segment, {} fit on chip) cut into {ntiles} tile(s) of at most {TILE} keys; up to {} 8-bit digit passes over memory with early stop, then an ordered compaction",
+            "tiled{forced}: {n} segment(s) (longest {max_len}, on-chip limit {bmax}; up to {} candidates expected per segment, {} fit on chip) cut into {ntiles} tile(s) of at most {tile} keys; up to {} 8-bit digit passes over memory with early stop, then an ordered compaction",
             fs.expected,
             fs.cap,
             K::BITS / 8
         ),
         GpuPath::Split { chunk } => {
             let st = split_stages(layout, chunk);
-            let (p1, _) = base_path(&st.first, gpu.limits());
+            let (p1, _) = base_path(&st.first, gpu.limits(), tile);
             format!(
                 "split{forced}: {n} segment(s), longest {max_len}, too long for the filter (up to {} candidates expected per segment, {} fit on chip): cut into {} chunk(s) of {chunk} keys or more; the first stage keeps the top {} of every chunk ({p1:?} path), the second selects each segment's k among its chunks' {} winners",
                 fs.expected,
@@ -685,7 +703,7 @@ mod tests {
             let layout = req
                 .layout(3 * len, Segments::Fixed { count: 3, len }, None)
                 .unwrap();
-            assert_eq!(gpu_path(&req, &layout, &l).unwrap().0, want, "{len}");
+            assert_eq!(gpu_path(&req, &layout, &l, 4).unwrap().0, want, "{len}");
         }
         let layout = req
             .layout(
@@ -698,7 +716,7 @@ mod tests {
             )
             .unwrap();
         let forced = req.force_path(Some(GpuPath::Warp));
-        let e = gpu_path(&forced, &layout, &l).unwrap_err().to_string();
+        let e = gpu_path(&forced, &layout, &l, 4).unwrap_err().to_string();
         assert!(
             e.contains("warp") && e.contains(&format!("{}", WARP_MAX + 1)),
             "{e}"
@@ -715,12 +733,12 @@ mod tests {
         let layout = req
             .layout(len, Segments::Fixed { count: 1, len }, None)
             .unwrap();
-        let (path, _) = gpu_path(&req, &layout, &l).unwrap();
+        let (path, _) = gpu_path(&req, &layout, &l, 4).unwrap();
         assert_eq!(path, GpuPath::Split { chunk: 1 << 20 });
         let st = split_stages(&layout, 1 << 20);
         assert_eq!(st.first.count(), 256);
         assert_eq!(st.second.lens, vec![256 * 1024]);
-        assert_eq!(base_path(&st.second, &l).0, GpuPath::Filter);
+        assert_eq!(base_path(&st.second, &l, 4096).0, GpuPath::Filter);
         // A width beyond an eighth of every chunk stays tiled.
         let req = TopK::largest(200_000);
         let layout = req
@@ -733,9 +751,9 @@ mod tests {
                 None,
             )
             .unwrap();
-        assert_eq!(gpu_path(&req, &layout, &l).unwrap().0, GpuPath::Tiled);
+        assert_eq!(gpu_path(&req, &layout, &l, 4).unwrap().0, GpuPath::Tiled);
         let forced = req.force_path(Some(GpuPath::Split { chunk: 4096 }));
-        let e = gpu_path(&forced, &layout, &l).unwrap_err().to_string();
+        let e = gpu_path(&forced, &layout, &l, 4).unwrap_err().to_string();
         assert!(e.contains("chunk") && e.contains("200000"), "{e}");
     }
 
@@ -850,7 +868,10 @@ mod tests {
         let mut last = 0;
         for kb in [8usize, 4, 2, 1] {
             let sb = stage_bytes(kb);
-            assert!(sb >= TILE * kb + 15 && sb.is_multiple_of(128), "{kb}: {sb}");
+            assert!(
+                sb >= tile(kb) * kb + 15 && sb.is_multiple_of(128),
+                "{kb}: {sb}"
+            );
             let f = staged_filter(100_000, kb, &l).unwrap();
             assert_eq!(f.stage_bytes, sb);
             assert_eq!(f.per_sm, if kb == 8 { 2 } else { 4 });
@@ -888,6 +909,48 @@ mod tests {
     }
 
     #[test]
+    fn tiles_cut_segments_at_the_key_width_tile() {
+        assert_eq!(
+            (tile(1), tile(2), tile(4), tile(8)),
+            (8192, 8192, 4096, 4096)
+        );
+        let req = TopK::largest(3);
+        let o = [0i64, 8192 * 2 + 5, 8192 * 2 + 5, 8192 * 2 + 5 + 4096];
+        let layout = req
+            .layout(o[3] as usize, Segments::Offsets(&o), None)
+            .unwrap();
+        for (t, want) in [
+            (
+                8192,
+                vec![
+                    (0, 0, 8192),
+                    (0, 8192, 16384),
+                    (0, 16384, 16389),
+                    (2, 16389, 20485),
+                ],
+            ),
+            (
+                4096,
+                vec![
+                    (0, 0, 4096),
+                    (0, 4096, 8192),
+                    (0, 8192, 12288),
+                    (0, 12288, 16384),
+                    (0, 16384, 16389),
+                    (2, 16389, 20485),
+                ],
+            ),
+        ] {
+            let (seg, st, en, ptr) = tiles(&layout, t);
+            let got: Vec<(i32, i64, i64)> =
+                (0..seg.len()).map(|i| (seg[i], st[i], en[i])).collect();
+            assert_eq!(got, want, "tile {t}");
+            let n = want.len() as i64;
+            assert_eq!(ptr, vec![0, n - 1, n - 1, n], "tile {t}");
+        }
+    }
+
+    #[test]
     fn filter_path_bound() {
         let l = limits();
         let len = 262_144;
@@ -904,13 +967,18 @@ mod tests {
             let layout = req
                 .layout(2 * len, Segments::Fixed { count: 2, len }, None)
                 .unwrap();
-            let (path, fs) = gpu_path(&req, &layout, &l).unwrap();
+            let (path, fs) = gpu_path(&req, &layout, &l, 4).unwrap();
             assert_eq!(path, want, "k = {k}");
             assert_eq!(fs.expected, expected(k));
             if path == GpuPath::Filter {
                 assert!(fs.cap >= 2 * fs.expected && fs.cap <= cand_cap(&l));
-                assert!(fs.ct.is_power_of_two() && fs.ct <= TILE);
+                assert!(fs.ct.is_power_of_two() && fs.ct <= 4096);
             }
+            // 16-bit keys: the same path and candidates, twice the slots per (twice as long)
+            // tile until a tile's slots are the whole tile.
+            let (p2, f2) = gpu_path(&req, &layout, &l, 2).unwrap();
+            assert_eq!((p2, f2.expected, f2.cap), (path, fs.expected, fs.cap));
+            assert_eq!(f2.ct, (2 * fs.ct).min(8192), "k = {k}");
         }
         // Segments that fit a block go on chip; forcing that path on longer ones is refused.
         let req = TopK::largest(5);
@@ -918,7 +986,7 @@ mod tests {
         let layout = req
             .layout(at, Segments::Fixed { count: 1, len: at }, None)
             .unwrap();
-        assert_eq!(gpu_path(&req, &layout, &l).unwrap().0, GpuPath::OnChip);
+        assert_eq!(gpu_path(&req, &layout, &l, 4).unwrap().0, GpuPath::OnChip);
         let layout = req
             .layout(
                 at + 1,
@@ -930,7 +998,7 @@ mod tests {
             )
             .unwrap();
         let forced = req.clone().force_path(Some(GpuPath::OnChip));
-        let e = gpu_path(&forced, &layout, &l).unwrap_err().to_string();
+        let e = gpu_path(&forced, &layout, &l, 4).unwrap_err().to_string();
         assert!(
             e.contains("on-chip") && e.contains(&format!("{}", at + 1)),
             "{e}"
