@@ -1074,6 +1074,36 @@ __device__ __forceinline__ void place_lanes(u32 m, bool any, u32 base, const Put
     }
 }
 
+// place_lanes for two mark sets at once, candidates (m, from base, put) and equal keys (eq,
+// from ebase, put_eq; not placed where keep_eq is false): one warp scan of both counts packed
+// in a word (a warp's counts are at most 1,024) instead of one scan each.
+template <class Put, class PutEq>
+__device__ __forceinline__ void place_lanes2(u32 m, u32 eq, bool any, bool keep_eq, u32 base, u32 ebase,
+                                             const Put& put, const PutEq& put_eq) {
+    if (!any && !keep_eq) return;
+    if (!keep_eq) eq = 0;
+    const int lane = threadIdx.x & 31;
+    const u32 c = __popc(m) | (u32)__popc(eq) << 16;
+    u32 x = c;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+        x += lane >= off ? y : 0u;
+    }
+    const u32 e = x - c;
+    u32 o = base + (e & 0xffffu), oe = ebase + (e >> 16);
+    while (m) {
+        const int b = __ffs(m) - 1;
+        m &= m - 1u;
+        put(o++, b);
+    }
+    while (eq) {
+        const int b = __ffs(eq) - 1;
+        eq &= eq - 1u;
+        put_eq(oe++, b);
+    }
+}
+
 // A staged tile's keys placed from the stage itself (the filtering threads release a stage
 // only once its tile is placed): P = 1, key r at tile position first + 32 r (mark bit r);
 // P = 2 (paired 16-bit keys), word r's keys at first + 64 r and the next (mark bits r and
@@ -1097,6 +1127,22 @@ struct StageItems {
                 put(o, key(r, h), pos(r, h));
             });
     }
+    template <class Put, class PutEq>
+    __device__ __forceinline__ void place2(u32 m, u32 eq, bool any, bool keep_eq, u32 base, u32 ebase,
+                                           const Put& put, const PutEq& put_eq) const {
+        if (ordered) {
+            place(m, any, base, put);
+            place(eq, keep_eq, ebase, put_eq);
+            return;
+        }
+        const auto at = [&](const auto& f) {
+            return [&](u32 o, int b) {
+                const int r = P == 2 ? b & 15 : b, h = P == 2 ? b >> 4 : 0;
+                f(o, key(r, h), pos(r, h));
+            };
+        };
+        place_lanes2(m, eq, any, keep_eq, base, ebase, at(put), at(put_eq));
+    }
 };
 
 // An aligned full tile in the run layout: thread (w, lane) holds the FR adjacent keys from
@@ -1108,6 +1154,13 @@ struct RunItems {
     template <class Put>
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
         place_lanes(m, any, base, [&](u32 o, int b) { put(o, sk[first + b], first + b); });
+    }
+    template <class Put, class PutEq>
+    __device__ __forceinline__ void place2(u32 m, u32 eq, bool any, bool keep_eq, u32 base, u32 ebase,
+                                           const Put& put, const PutEq& put_eq) const {
+        place_lanes2(
+            m, eq, any, keep_eq, base, ebase, [&](u32 o, int b) { put(o, sk[first + b], first + b); },
+            [&](u32 o, int b) { put_eq(o, sk[first + b], first + b); });
     }
 };
 
@@ -1156,6 +1209,12 @@ struct KeyItems {
     __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
         place_marked<1, false>(*this, m, any, base, put);
     }
+    template <class Put, class PutEq>
+    __device__ __forceinline__ void place2(u32 m, u32 eq, bool any, bool keep_eq, u32 base, u32 ebase,
+                                           const Put& put, const PutEq& put_eq) const {
+        place(m, any, base, put);
+        place(eq, keep_eq, ebase, put_eq);
+    }
 };
 
 // Keys of 16 bits or fewer count the keys equal to the threshold in every segment (few values,
@@ -1200,13 +1259,12 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
             co[o] = (u16)p;
         }
     };
-    item.place(m, mine != 0, base, put);
-    if (EQ_SLOTS && ceq) {
-        item.place(eq, eqw != 0 && total + etotal <= (u32)ct, ebase, [&](u32 o, K v, int p) {
-            ck[ct - 1 - (int)o] = v;
-            co[ct - 1 - (int)o] = (u16)p;
-        });
-    }
+    // Every Items type has place2: its place for each set, or one scan for both (lane by lane).
+    item.place2(m, eq, mine != 0, EQ_SLOTS && ceq && eqw != 0 && total + etotal <= (u32)ct, base, ebase, put,
+                [&](u32 o, K v, int p) {
+                    ck[ct - 1 - (int)o] = v;
+                    co[ct - 1 - (int)o] = (u16)p;
+                });
     if (threadIdx.x == 0) {
         tile_cnt[t] = total;
         tile_eq[t] = etotal;
