@@ -1616,10 +1616,10 @@ mod topk {
     }
 
     /// Candidates short of k completed with the threshold's equal keys: from the slots where
-    /// the filter kept them (bf16 uniform keys in [1, 2) have 128 values, so each 4,096-key
-    /// tile holds 32 of the threshold's and of each value above it, well within its slots),
-    /// from memory where they overflow (two values: 2,048 per tile), and both within a segment
-    /// (sixteen values: 256 per tile against 256 slots). k = 512 of 65,536 puts the threshold
+    /// the filter kept them (bf16 uniform keys in [1, 2) have 128 values, so each 8,192-key
+    /// tile holds 64 of the threshold's and of each value above it, well within its slots),
+    /// from memory where they overflow (two values: 4,096 per tile), and both within a segment
+    /// (sixteen values: 512 per tile against 512 slots). k = 512 of 65,536 puts the threshold
     /// one value below the top, whose 512-odd keys fall short of k in about half the segments.
     /// Both filters (the staged one on sm_90, the register one), both directions.
     #[test]
