@@ -64,8 +64,9 @@ pub fn filter_blocks(ntiles: usize, limits: &crate::device::Limits) -> usize {
 /// producer warp.
 pub const FT_THREADS: u32 = 288;
 /// Most stages of the staged filter; `FT_MAX_STAGES` in topk.cu caps what it is given. Eight
-/// stages of 1-byte keys already hold 32 KB in flight per block; more would leave
-/// compute-sanitizer no shared memory for its own bookkeeping.
+/// stages of 4 KB already held 32 KB in flight per block; more would have left
+/// compute-sanitizer no shared memory for its own bookkeeping. (Every key width now has stages
+/// of 8 KB or more and fits at most six a block at four blocks per SM.)
 pub const FT_MAX_STAGES: usize = 8;
 /// Shared memory the staged filter declares statically (its barriers, stage headers and warp
 /// totals), with room to spare.
