@@ -32,11 +32,11 @@ const BUDGETS: &[(&str, u32, u32)] = &[
     ("topk_cand_wide_", 128, 0),
 ];
 
-/// The same for the spmm module's SpMV kernels.
 /// The register filter of keys of 16 bits or fewer: 32 keys per thread in each of two tiles,
 /// two blocks per SM (its launch bounds), and nothing to spill.
 const NARROW_FILTER: (&str, u32, u32) = ("topk_filter_", 128, 0);
 
+/// The same for the spmm module's SpMV kernels.
 const SPMM_BUDGETS: &[(&str, u32, u32)] = &[
     // Eight 256-thread blocks per SM (its launch bounds); it spilled 16 bytes at that cap, and
     // 34 registers without it ran SpMV on banded rows 20 % slower.

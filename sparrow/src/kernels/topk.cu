@@ -1052,31 +1052,11 @@ __device__ __forceinline__ void place_marked(const Items& item, u32 m, bool any,
     }
 }
 
-// Places a warp's marks lane by lane: lane l's marks (m, in bit order) at base + the marks of
-// lanes below it, by a warp scan of the lanes' counts and a loop as long as the busiest lane's
-// marks; put(o, bit).
-template <class Put>
-__device__ __forceinline__ void place_lanes(u32 m, bool any, u32 base, const Put& put) {
-    if (!any) return;
-    const int lane = threadIdx.x & 31;
-    const u32 c = __popc(m);
-    u32 x = c;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        const u32 y = __shfl_up_sync(0xffffffffu, x, off);
-        x += lane >= off ? y : 0u;
-    }
-    u32 o = base + x - c;
-    while (m) {
-        const int b = __ffs(m) - 1;
-        m &= m - 1u;
-        put(o++, b);
-    }
-}
-
-// place_lanes for two mark sets at once, candidates (m, from base, put) and equal keys (eq,
-// from ebase, put_eq; not placed where keep_eq is false): one warp scan of both counts packed
-// in a word (a warp's counts are at most 1,024) instead of one scan each.
+// Places a warp's two mark sets lane by lane, candidates (m, from base, put) and equal keys
+// (eq, from ebase, put_eq; not placed where keep_eq is false): lane l's marks, in bit order, at
+// the base plus the marks of the lanes below it, by one warp scan of both counts packed in a
+// word (a warp's counts are at most 1,024) and a loop as long as the busiest lane's marks;
+// put(o, bit).
 template <class Put, class PutEq>
 __device__ __forceinline__ void place_lanes2(u32 m, u32 eq, bool any, bool keep_eq, u32 base, u32 ebase,
                                              const Put& put, const PutEq& put_eq) {
@@ -1107,9 +1087,8 @@ __device__ __forceinline__ void place_lanes2(u32 m, u32 eq, bool any, bool keep_
 // A staged tile's keys placed from the stage itself (the filtering threads release a stage
 // only once its tile is placed): P = 1, key r at tile position first + 32 r (mark bit r);
 // P = 2 (paired 16-bit keys), word r's keys at first + 64 r and the next (mark bits r and
-// 16 + r). In position order by ballots
-// where `ordered`; otherwise (fast ties, unsorted rows) lane by lane (place_lanes), in any
-// order, instead of ballots for every round that has a mark.
+// 16 + r). In position order by ballots where `ordered`; otherwise (fast ties, unsorted rows)
+// lane by lane (place_lanes2), in any order, instead of ballots for every round that has a mark.
 template <int P>
 struct StageItems {
     const K* sk;
@@ -1117,22 +1096,12 @@ struct StageItems {
     bool ordered;
     __device__ __forceinline__ int pos(int r, int h) const { return P == 2 ? first + r * 64 + h : first + r * 32; }
     __device__ __forceinline__ K key(int r, int h) const { return sk[pos(r, h)]; }
-    template <class Put>
-    __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
-        if (ordered)
-            place_marked<P, true>(*this, m, any, base, put);
-        else
-            place_lanes(m, any, base, [&](u32 o, int b) {
-                const int r = P == 2 ? b & 15 : b, h = P == 2 ? b >> 4 : 0;
-                put(o, key(r, h), pos(r, h));
-            });
-    }
     template <class Put, class PutEq>
     __device__ __forceinline__ void place2(u32 m, u32 eq, bool any, bool keep_eq, u32 base, u32 ebase,
                                            const Put& put, const PutEq& put_eq) const {
         if (ordered) {
-            place(m, any, base, put);
-            place(eq, keep_eq, ebase, put_eq);
+            place_marked<P, true>(*this, m, any, base, put);
+            place_marked<P, true>(*this, eq, keep_eq, ebase, put_eq);
             return;
         }
         const auto at = [&](const auto& f) {
@@ -1151,10 +1120,6 @@ struct StageItems {
 struct RunItems {
     const K* sk;
     int first;
-    template <class Put>
-    __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
-        place_lanes(m, any, base, [&](u32 o, int b) { put(o, sk[first + b], first + b); });
-    }
     template <class Put, class PutEq>
     __device__ __forceinline__ void place2(u32 m, u32 eq, bool any, bool keep_eq, u32 base, u32 ebase,
                                            const Put& put, const PutEq& put_eq) const {
@@ -1205,15 +1170,11 @@ struct KeyItems {
     int first;
     __device__ __forceinline__ K key(int r, int) const { return cur[r]; }
     __device__ __forceinline__ int pos(int r, int) const { return first + r * 32; }
-    template <class Put>
-    __device__ __forceinline__ void place(u32 m, bool any, u32 base, const Put& put) const {
-        place_marked<1, false>(*this, m, any, base, put);
-    }
     template <class Put, class PutEq>
     __device__ __forceinline__ void place2(u32 m, u32 eq, bool any, bool keep_eq, u32 base, u32 ebase,
                                            const Put& put, const PutEq& put_eq) const {
-        place(m, any, base, put);
-        place(eq, keep_eq, ebase, put_eq);
+        place_marked<1, false>(*this, m, any, base, put);
+        place_marked<1, false>(*this, eq, keep_eq, ebase, put_eq);
     }
 };
 
@@ -1228,11 +1189,11 @@ struct KeyItems {
 // fill the slots from the last down in position order (equal-key rank q in slot ct - 1 - q)
 // when both runs fit, so the candidate kernel completes short candidates from slots instead of
 // from memory.
-// item.place writes a warp's marked items (KeyItems from registers, StageItems from the stage,
-// RunItems from the stage in the run layout); wtot is this tile's parity's half; sync() is a
-// barrier of the block's 256 filtering threads. A warp's two counts travel packed in one word
-// (candidates in the low half, equal keys in the high): a tile's counts are at most 8,192, so
-// one reduction, one store and one sum serve both.
+// item.place2 writes a warp's marked items of both sets (KeyItems from registers, StageItems
+// from the stage, RunItems from the stage in the run layout); wtot is this tile's parity's
+// half; sync() is a barrier of the block's 256 filtering threads. A warp's two counts travel
+// packed in one word (candidates in the low half, equal keys in the high): a tile's counts are
+// at most 8,192, so one reduction, one store and one sum serve both.
 template <class Items, class Sync>
 __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, bool ceq, i64 t, int ct,
                                            K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq, u32* wtot,
@@ -1259,7 +1220,6 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
             co[o] = (u16)p;
         }
     };
-    // Every Items type has place2: its place for each set, or one scan for both (lane by lane).
     item.place2(m, eq, mine != 0, EQ_SLOTS && ceq && eqw != 0 && total + etotal <= (u32)ct, base, ebase, put,
                 [&](u32 o, K v, int p) {
                     ck[ct - 1 - (int)o] = v;
