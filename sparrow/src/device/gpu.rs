@@ -1,6 +1,7 @@
 //! One opened CUDA GPU: its context and stream, limits, loaded kernels and compile statistics.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -33,6 +34,7 @@ pub struct Gpu {
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     kernels: Mutex<HashMap<String, Kernel>>,
     stats: Mutex<CompileStats>,
+    sentinels: AtomicBool,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -108,6 +110,7 @@ impl Gpu {
             modules: Mutex::new(HashMap::new()),
             kernels: Mutex::new(HashMap::new()),
             stats: Mutex::new(CompileStats::default()),
+            sentinels: AtomicBool::new(false),
         }))
     }
 
@@ -310,6 +313,28 @@ impl Gpu {
         let p = self.ptr(s);
         unsafe { cudarc::driver::result::memset_d8_async(p, byte, bytes, self.stream.cu_stream()) }
             .map_err(|e| Error::device("cuMemsetD8Async", e))
+    }
+
+    /// Makes the ops that allocate their outputs fill them with a sentinel before their
+    /// kernels run, so an element no kernel writes cannot pass for a result: what the GPU
+    /// tests and `sparrow validate` check with. Off by default, since the fill is one more
+    /// pass over the outputs on every call.
+    pub fn set_sentinels(&self, on: bool) {
+        self.sentinels.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether outputs are sentinel-filled (see [`Gpu::set_sentinels`]).
+    pub fn sentinels(&self) -> bool {
+        self.sentinels.load(Ordering::Relaxed)
+    }
+
+    /// Fills `bytes` bytes of an output with the sentinel `byte` when sentinels are on.
+    pub fn fill_sentinel<T>(&self, s: &CudaSlice<T>, byte: u8, bytes: usize) -> Result<()> {
+        if self.sentinels() {
+            self.fill_bytes(s, byte, bytes)
+        } else {
+            Ok(())
+        }
     }
 
     /// Copies `bytes` bytes from one device buffer to another (enqueued).

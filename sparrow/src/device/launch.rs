@@ -21,6 +21,11 @@ pub struct LaunchShape {
     pub smem: u32,
     /// Cluster shape in blocks, or None for a plain launch.
     pub cluster: Option<[u32; 3]>,
+    /// Launched as a programmatic dependent (sm_90 and later): the kernel may start while
+    /// the kernel before it on the stream finishes, so that launch's latency and its last
+    /// wave overlap this one's start. The kernel must call `grid_dep_wait()` (common.cuh)
+    /// before any global memory access. Ignored on older devices.
+    pub pdl: bool,
 }
 
 impl LaunchShape {
@@ -31,11 +36,17 @@ impl LaunchShape {
             block: [threads, 1, 1],
             smem: 0,
             cluster: None,
+            pdl: false,
         }
     }
     /// The same launch as clusters of `width` blocks along x.
     pub fn with_cluster(mut self, width: u32) -> Self {
         self.cluster = Some([width, 1, 1]);
+        self
+    }
+    /// The same launch as a programmatic dependent of the kernel before it (see `pdl`).
+    pub fn dependent(mut self) -> Self {
+        self.pdl = true;
         self
     }
     /// The same launch with `bytes` of dynamic shared memory.
@@ -123,6 +134,9 @@ impl fmt::Display for LaunchShape {
         )?;
         if let Some(c) = self.cluster {
             write!(f, ", cluster ({}, {}, {})", c[0], c[1], c[2])?;
+        }
+        if self.pdl {
+            write!(f, ", dependent")?;
         }
         Ok(())
     }
@@ -225,6 +239,15 @@ pub(crate) fn launch(
         value.clusterDim.z = c[2];
         attrs.push(sys::CUlaunchAttribute {
             id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value,
+        });
+    }
+    if shape.pdl && limits.compute_capability.0 >= 9 {
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.programmaticStreamSerializationAllowed = 1;
+        attrs.push(sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
             pad: [0; 4],
             value,
         });

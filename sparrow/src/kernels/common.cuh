@@ -120,6 +120,22 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Programmatic dependent launch (sm_90; no-ops before). A kernel the host launches as a
+// dependent (`LaunchShape::dependent`) may start while the kernel before it finishes: it calls
+// grid_dep_wait(), which returns once that kernel has completed and its writes are visible,
+// before any global memory access. grid_dep_launch() lets the next dependent kernel start
+// launching now rather than when this grid's blocks exit; its blocks still wait.
+__device__ __forceinline__ void grid_dep_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void grid_dep_launch() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // bar.sync id, threads: a barrier for `threads` (a multiple of 32) of the block's threads, so
 // that a warp with other work (a producer) need not take part.
 __device__ __forceinline__ void named_barrier(int id, int threads) {

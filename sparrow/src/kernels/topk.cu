@@ -69,6 +69,16 @@ struct RadT<64> {
 };
 typedef RadT<KBITS>::T R;
 #define RBITS (int)(sizeof(R) * 8)
+// A radix as the candidate kernel stores it: 16 bits for keys of up to 16 bits.
+template <bool NARROW>
+struct RadStore {
+    typedef R T;
+};
+template <>
+struct RadStore<true> {
+    typedef u16 T;
+};
+typedef RadStore<(KBITS <= 16)>::T RS;
 
 __device__ __forceinline__ R width_mask() { return KBITS == RBITS ? ~(R)0 : (R)((1ull << KBITS) - 1ull); }
 
@@ -278,18 +288,22 @@ struct Sel {
 // from memory (the filter's fallback) keeps 16 loads in flight per thread instead of one; the
 // threshold's 4,096 samples are one pass of 16 per thread. The candidate kernel's two builds
 // choose theirs (`cand_src`).
-template <int U>
+// I: the index type of the passes over the items, 32 bits for items in shared memory (fewer
+// instructions per item in every pass).
+template <int U, class T = R>
 struct SmemRad {
     static constexpr int UNROLL = U;
-    const R* r;
-    __device__ __forceinline__ R operator()(i64 i) const { return r[i]; }
+    typedef int I;
+    const T* r;
+    __device__ __forceinline__ R operator()(I i) const { return (R)r[i]; }
 };
-template <int U>
+template <int U, class IT = i64>
 struct KeyRad {
     static constexpr int UNROLL = U;
+    typedef IT I;
     const K* k;
     int largest;
-    __device__ __forceinline__ R operator()(i64 i) const { return directed(k[i], largest); }
+    __device__ __forceinline__ R operator()(I i) const { return directed(k[i], largest); }
 };
 typedef KeyRad<16> MemRad;
 
@@ -325,31 +339,10 @@ __device__ __forceinline__ void find_bin(const u32* h, u64 remaining, u64* ctl, 
     }
 }
 
-template <class Src>
-__device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ctl) {
-    Sel st;
-    st.prefix = 0;
-    st.remaining = kk;
-    st.ties = (u64)n;
-    st.shift = KBITS;
-    if (kk == 0 || kk >= (u64)n) return st;
+// The AND and the OR of every radix in the block, from each thread's own (a, o); ctl
+// holds the reduction's scratch. Every thread must call it.
+__device__ __forceinline__ void block_and_or(R& a, R& o, u64* ctl) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    R a = ~(R)0, o = 0;
-    for (i64 base = 0; base < n; base += Src::UNROLL * (i64)blockDim.x) {
-        R v[Src::UNROLL];
-#pragma unroll
-        for (int u = 0; u < Src::UNROLL; u++) {
-            const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
-            v[u] = i < n ? src(i) : (R)0;
-        }
-#pragma unroll
-        for (int u = 0; u < Src::UNROLL; u++) {
-            if (base + (i64)u * blockDim.x + threadIdx.x < n) {
-                a &= v[u];
-                o |= v[u];
-            }
-        }
-    }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
         a &= __shfl_xor_sync(0xffffffffu, a, off);
@@ -374,6 +367,22 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
     a = (R)ctl[0];
     o = (R)ctl[1];
     __syncthreads();
+}
+
+// As block_radix_select below, with each thread's AND and OR of the radixes it holds (all
+// ones and zero when it holds none) already at hand, as a caller that wrote the radixes has.
+template <class Src>
+__device__ Sel block_radix_select_ao(const Src& src, i64 n_, u64 kk, u32* h, u64* ctl, R a, R o) {
+    typedef typename Src::I I;
+    const I n = (I)n_;
+    Sel st;
+    st.prefix = 0;
+    st.remaining = kk;
+    st.ties = (u64)n;
+    st.shift = KBITS;
+    if (kk == 0 || kk >= (u64)n) return st;
+    const int lane = threadIdx.x & 31;
+    block_and_or(a, o, ctl);
     const u64 diff = (u64)((a ^ o) & width_mask());
     if (diff == 0) {
         st.prefix = a;
@@ -387,17 +396,17 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
         const int digit = st.shift - bits;
         for (int b = threadIdx.x; b < 256; b += blockDim.x) h[b] = 0;
         __syncthreads();
-        for (i64 base = 0; base < n; base += Src::UNROLL * (i64)blockDim.x) {
+        for (I base = 0; base < n; base += Src::UNROLL * (I)blockDim.x) {
             R v[Src::UNROLL];
 #pragma unroll
             for (int u = 0; u < Src::UNROLL; u++) {
-                const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
+                const I i = base + (I)u * blockDim.x + threadIdx.x;
                 v[u] = i < n ? src(i) : (R)0;
             }
 #pragma unroll
             for (int u = 0; u < Src::UNROLL; u++) {
                 const R r = v[u];
-                if (base + (i64)u * blockDim.x + threadIdx.x < n && hi(r, st.shift) == st.prefix)
+                if (base + (I)u * blockDim.x + threadIdx.x < n && hi(r, st.shift) == st.prefix)
                     atomicAdd(&h[(u32)(r >> digit) & ((1u << bits) - 1u)], 1u);
             }
         }
@@ -415,29 +424,56 @@ __device__ Sel block_radix_select(const Src& src, i64 n, u64 kk, u32* h, u64* ct
     return st;
 }
 
+template <class Src>
+__device__ Sel block_radix_select(const Src& src, i64 n_, u64 kk, u32* h, u64* ctl) {
+    typedef typename Src::I I;
+    const I n = (I)n_;
+    R a = ~(R)0, o = 0;
+    if (kk != 0 && kk < (u64)n) {
+        for (I base = 0; base < n; base += Src::UNROLL * (I)blockDim.x) {
+            R v[Src::UNROLL];
+#pragma unroll
+            for (int u = 0; u < Src::UNROLL; u++) {
+                const I i = base + (I)u * blockDim.x + threadIdx.x;
+                v[u] = i < n ? src(i) : (R)0;
+            }
+#pragma unroll
+            for (int u = 0; u < Src::UNROLL; u++) {
+                if (base + (I)u * blockDim.x + threadIdx.x < n) {
+                    a &= v[u];
+                    o |= v[u];
+                }
+            }
+        }
+    }
+    return block_radix_select_ao(src, n, kk, h, ctl, a, o);
+}
+
 // Ordered compaction of items [0, n) after a selection: an item is taken when its radix is
 // above the prefix, or tied with it and of tie rank (counted from rank0, in item order) in
 // [lo, lo + need). emit(i, slot) gets slots counted from out0 in item order. Rounds of
 // 32 * blockDim items; every thread runs every round. Returns the ties seen.
 template <class Src, class Emit>
-__device__ u64 block_compact(const Src& src, i64 n, const Sel& st, u64 lo, u64 out0, u64 rank0, const Emit& emit,
+__device__ u64 block_compact(const Src& src, i64 n_, const Sel& st, u64 lo, u64 out0, u64 rank0, const Emit& emit,
                              u32* cnt, u32* sums) {
-    const i64 per = (i64)blockDim.x * 32;
-    for (i64 base = 0; base < n; base += per) {
-        const i64 left = (n - base + blockDim.x - 1) / blockDim.x;
+    typedef typename Src::I I;
+    const I n = (I)n_;
+    const I per = (I)blockDim.x * 32;
+    for (I base = 0; base < n; base += per) {
+        const I left = (n - base + blockDim.x - 1) / blockDim.x;
         const int rounds = left < 32 ? (int)left : 32;
         u32 gt = 0, tie = 0;
         for (int r0 = 0; r0 < rounds; r0 += Src::UNROLL) {
             R v[Src::UNROLL];
 #pragma unroll
             for (int u = 0; u < Src::UNROLL; u++) {
-                const i64 i = base + (i64)(r0 + u) * blockDim.x + threadIdx.x;
+                const I i = base + (I)(r0 + u) * blockDim.x + threadIdx.x;
                 v[u] = r0 + u < rounds && i < n ? src(i) : (R)0;
             }
 #pragma unroll
             for (int u = 0; u < Src::UNROLL; u++) {
                 const int r = r0 + u;
-                if (r < rounds && base + (i64)r * blockDim.x + threadIdx.x < n) {
+                if (r < rounds && base + (I)r * blockDim.x + threadIdx.x < n) {
                     const R g = hi(v[u], st.shift);
                     gt |= (u32)(g > st.prefix) << r;
                     tie |= (u32)(g == st.prefix) << r;
@@ -456,13 +492,46 @@ __device__ u64 block_compact(const Src& src, i64 n, const Sel& st, u64 lo, u64 o
         ordered_bases(sel, rounds, cnt, sums, &taken);
         for (int r = 0; r < rounds; r++) {
             const u32 slot = ordered_slot(sel, r, cnt);
-            if ((sel >> r) & 1u) emit(base + (i64)r * blockDim.x + threadIdx.x, out0 + slot);
+            if ((sel >> r) & 1u) emit(base + (I)r * blockDim.x + threadIdx.x, out0 + slot);
         }
         __syncthreads();
         out0 += taken;
         rank0 += ties_here;
     }
     return rank0;
+}
+
+// Compaction in no particular order (fast ties into unsorted rows), after a selection: every
+// item above the prefix and the first st.remaining tied items to claim ctr[1], each at the
+// slot ctr[0] hands out; no scans. Every thread must call it.
+template <class Src, class Emit>
+__device__ void block_take(const Src& src, i64 n_, const Sel& st, const Emit& emit, u32* ctr) {
+    typedef typename Src::I I;
+    const I n = (I)n_;
+    if (threadIdx.x == 0) {
+        ctr[0] = 0;
+        ctr[1] = 0;
+    }
+    __syncthreads();
+    for (I base = 0; base < n; base += Src::UNROLL * (I)blockDim.x) {
+        R v[Src::UNROLL];
+#pragma unroll
+        for (int u = 0; u < Src::UNROLL; u++) {
+            const I i = base + (I)u * blockDim.x + threadIdx.x;
+            v[u] = i < n ? src(i) : (R)0;
+        }
+#pragma unroll
+        for (int u = 0; u < Src::UNROLL; u++) {
+            const I i = base + (I)u * blockDim.x + threadIdx.x;
+            if (i < n) {
+                const R g = hi(v[u], st.shift);
+                bool take = g > st.prefix;
+                if (g == st.prefix) take = atomicAdd(&ctr[1], 1u) < st.remaining;
+                if (take) emit(i, (u64)atomicAdd(&ctr[0], 1u));
+            }
+        }
+    }
+    __syncthreads();
 }
 
 // Writes one selected key and its index to output slot o (values follow in topk_values).
@@ -837,27 +906,38 @@ __device__ __forceinline__ void thresh_body(const K* __restrict__ keys, const i6
     __shared__ R rad[SAMPLE];
     __shared__ u32 h[256];
     __shared__ u64 ctl[CTL_WORDS];
+    grid_dep_wait();
+    grid_dep_launch();
     const i64 s = blockIdx.x;
-    const i64 len = lens[s], st = seg_start[s];
-    const i64 ns = len < SAMPLE ? len : SAMPLE;
+    const i64 len = lens[s];
+    const K* seg = keys + seg_start[s];
+    const int ns = len < SAMPLE ? (int)len : SAMPLE;
     // Runs of 32 adjacent keys spread evenly over the segment (one memory line per warp
-    // load), or every key of a segment shorter than SAMPLE.
+    // load), or every key of a segment shorter than SAMPLE. A filter segment holds fewer than
+    // 2^32 keys, so positions fit 32 bits.
     // All SAMPLE / NT loads of a thread are issued before any is used.
+    const u32 stride = ns < SAMPLE ? 32u : (u32)(len / (SAMPLE / 32));
     K v[SAMPLE / NT];
 #pragma unroll
     for (int r = 0; r < SAMPLE / NT; r++) {
-        const i64 j = r * NT + threadIdx.x;
-        const i64 pos = ns < SAMPLE ? j : (j >> 5) * (len / (SAMPLE / 32)) + (j & 31);
-        v[r] = j < ns ? keys[st + pos] : (K)0;
+        const u32 j = r * NT + threadIdx.x;
+        v[r] = (int)j < ns ? seg[(j >> 5) * stride + (j & 31)] : (K)0;
     }
+    // Each thread's AND and OR of its radixes, so the selection need not read them again.
+    R a = ~(R)0, o = 0;
 #pragma unroll
     for (int r = 0; r < SAMPLE / NT; r++) {
-        const i64 j = r * NT + threadIdx.x;
-        if (j < ns) rad[j] = directed(v[r], largest);
+        const int j = r * NT + threadIdx.x;
+        if (j < ns) {
+            const R d = directed(v[r], largest);
+            rad[j] = d;
+            a &= d;
+            o |= d;
+        }
     }
     __syncthreads();
-    const Sel sel =
-        block_radix_select(SmemRad<SAMPLE / NT>{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns), h, ctl);
+    const Sel sel = block_radix_select_ao(SmemRad<SAMPLE / NT>{rad}, ns, kk[s] == 0 ? 0 : filter_rank(len, kk[s], ns),
+                                          h, ctl, a, o);
     // No key is wanted: a threshold only the highest radix reaches keeps the filter's output
     // small.
     if (threadIdx.x == 0) {
@@ -873,7 +953,7 @@ __device__ __forceinline__ void thresh_body(const K* __restrict__ keys, const i6
 #define THRESH_ARGS                                                                                       \
     const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,           \
         const i64* __restrict__ kk, u64* thresh, u32* count_eq, int largest
-extern "C" __global__ void __launch_bounds__(256) ENTRY(thresh)(THRESH_ARGS) {
+extern "C" __global__ void __launch_bounds__(256, 8) ENTRY(thresh)(THRESH_ARGS) {
     thresh_body<256>(keys, seg_start, lens, kk, thresh, count_eq, largest);
 }
 extern "C" __global__ void __launch_bounds__(512) ENTRY(thresh_wide)(THRESH_ARGS) {
@@ -1242,6 +1322,8 @@ extern "C" __global__ void __launch_bounds__(256, KBITS == 64 || KBITS <= 16 ? 2
                   const u32* __restrict__ count_eq, K* cand_key, u16* cand_off, u32* tile_cnt, u32* tile_eq,
                   int largest) {
     __shared__ u32 wtot[2][8];
+    grid_dep_wait();
+    grid_dep_launch();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int first = w * WKEYS + lane;
     i64 t = blockIdx.x, a = 0, n = 0;
@@ -1378,6 +1460,8 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
         }
         fence_mbar_init();
     }
+    grid_dep_wait();
+    grid_dep_launch();
     __syncthreads();
     if (w == 8) {
         // The producer. Pipeline registers: bounds of tile j + 2 as loaded (p2*, used an
@@ -1704,8 +1788,10 @@ RBLOCK(32)
 // Tiles per segment whose overflowed candidates are re-filtered from memory; more go to the
 // in-memory selection.
 #define OVF_MAX 32
-// Candidate slots each thread of the candidate kernel reads before storing any.
+// Candidate slots each thread of the candidate kernel reads before storing any, and the
+// lanes that gather one tile's slots together.
 #define GU 4
+#define GL 16
 
 // A candidate's slots in the candidate kernel's shared memory. RAD: its radix, its position
 // and (keys of up to 32 bits) its key, selected by radix; else its key and its position, the
@@ -1713,12 +1799,12 @@ RBLOCK(32)
 template <bool RAD>
 struct CandSlots {
     static constexpr bool KEYS = !RAD || KBITS <= 32;
-    R* rad;
+    RS* rad;
     u32* pos;
     K* skey;
     __device__ __forceinline__ CandSlots(u64* smem, int cap) {
         if (RAD) {
-            rad = (R*)smem;
+            rad = (RS*)smem;
             pos = (u32*)(rad + cap);
             skey = (K*)(pos + cap);
         } else {
@@ -1727,16 +1813,22 @@ struct CandSlots {
             pos = (u32*)(skey + cap);
         }
     }
-    __device__ __forceinline__ void put(u64 j, K v, u32 p, int largest) const {
-        if (RAD) rad[j] = directed(v, largest);
+    __device__ __forceinline__ void put(u64 j, K v, u32 p, int largest) const { put_rad(j, v, directed(v, largest), p); }
+    // With the key's directed radix d at hand.
+    __device__ __forceinline__ void put_rad(u64 j, K v, R d, u32 p) const {
+        if (RAD) rad[j] = (RS)d;
         pos[j] = p;
         if (KEYS) skey[j] = v;
     }
     __device__ __forceinline__ K key(u64 j, const K* seg) const { return KEYS ? skey[j] : seg[pos[j]]; }
 };
-__device__ __forceinline__ SmemRad<16> cand_src(const CandSlots<true>& c, int) { return SmemRad<16>{c.rad}; }
-__device__ __forceinline__ KeyRad<4> cand_src(const CandSlots<false>& c, int largest) {
-    return KeyRad<4>{c.skey, largest};
+template <int U>
+__device__ __forceinline__ SmemRad<U, RS> cand_src(const CandSlots<true>& c, int) {
+    return SmemRad<U, RS>{c.rad};
+}
+template <int U>
+__device__ __forceinline__ KeyRad<U, int> cand_src(const CandSlots<false>& c, int largest) {
+    return KeyRad<U, int>{c.skey, largest};
 }
 
 // Appends the keys of run [a, a + n) (n <= APPEND_RUN; a relative to the segment) whose radix
@@ -1803,7 +1895,7 @@ __device__ __forceinline__ void tile_append(const K* __restrict__ seg, i64 a, in
     }
 }
 
-template <bool RAD, int NT>
+template <bool RAD, int NT, int U>
 __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64* __restrict__ seg_start,
                                           const i64* __restrict__ lens, const i64* __restrict__ kk_arr,
                                           const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start,
@@ -1823,6 +1915,8 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
     __shared__ u64 ctl[CTL_WORDS];
     __shared__ u32 ovf_tile[OVF_MAX], ovf_base[OVF_MAX];
     __shared__ int novf;
+    grid_dep_wait();
+    grid_dep_launch();
     const i64 s = blockIdx.x;
     const i64 st = seg_start[s], len = lens[s];
     const u64 kk = (u64)kk_arr[s];
@@ -1833,6 +1927,9 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
     if (threadIdx.x == 0) novf = 0;
     __syncthreads();
     u64 total = 0, eqs = 0;
+    // This thread's AND and OR of the gathered candidates' radixes: the selection's first
+    // pass, unless overflowed tiles add candidates.
+    R ga = ~(R)0, go = 0;
     for (i64 tb = t0; tb < t1; tb += blockDim.x) {
         const i64 t = tb + threadIdx.x;
         const u32 c = t < t1 ? tile_cnt[t] : 0;
@@ -1844,10 +1941,8 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
         __syncthreads();
         // Slots gathered: a tile's candidates when they fit its slots and the shared memory.
         const bool gather = c <= (u32)ct && total + before + c <= (u64)cap;
-        u32 gsum;
-        gbase[threadIdx.x] = block_exclusive_scan(gather ? c : 0u, sums, &gsum);
         tbase[threadIdx.x] = before;
-        tcnt[threadIdx.x] = c;
+        tcnt[threadIdx.x] = gather ? c : 0u;
         if (c > (u32)ct) {
             const int q = atomicAdd(&novf, 1);
             if (q < OVF_MAX) {
@@ -1856,36 +1951,35 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
             }
         }
         __syncthreads();
-        // The gathered slots of these tiles, numbered in tile order, spread over the block:
-        // slot f belongs to the last tile whose gather base is at most f. GU slots per
-        // thread are loaded before any is stored, so the reads overlap.
+        // The gathered slots of these tiles, a tile per group of GL lanes (no search for a
+        // slot's tile), GU slots per lane loaded before any is stored so the reads overlap.
         const int ntb = (int)(t1 - tb < (i64)blockDim.x ? t1 - tb : (i64)blockDim.x);
-        for (u32 f0 = 0; f0 < gsum; f0 += GU * blockDim.x) {
-            K kv[GU];
-            u16 ov[GU];
-            int xs[GU];
+        const u32 gl = threadIdx.x % GL;
+        for (int x = threadIdx.x / GL; x < ntb; x += NT / GL) {
+            const u32 nx = tcnt[x];
+            const i64 s0 = (tb + x) * ct;
+            const u64 j0 = total + tbase[x];
+            const u32 p0 = (u32)((tb + x - t0) * TILE);
+            for (u32 i0 = 0; i0 < nx; i0 += GU * GL) {
+                K kv[GU];
+                u16 ov[GU];
 #pragma unroll
-            for (int u = 0; u < GU; u++) {
-                const u32 f = f0 + u * blockDim.x + threadIdx.x;
-                xs[u] = -1;
-                if (f < gsum) {
-                    int x = 0;
-#pragma unroll
-                    for (int step = NT / 2; step > 0; step >>= 1)
-                        if (x + step < ntb && gbase[x + step] <= f) x += step;
-                    const i64 slot = (tb + x) * ct + (f - gbase[x]);
-                    kv[u] = cand_key[slot];
-                    ov[u] = cand_off[slot];
-                    xs[u] = x;
+                for (int u = 0; u < GU; u++) {
+                    const u32 i = i0 + u * GL + gl;
+                    if (i < nx) {
+                        kv[u] = cand_key[s0 + i];
+                        ov[u] = cand_off[s0 + i];
+                    }
                 }
-            }
 #pragma unroll
-            for (int u = 0; u < GU; u++) {
-                if (xs[u] >= 0) {
-                    const int x = xs[u];
-                    const u32 f = f0 + u * blockDim.x + threadIdx.x;
-                    const u64 j = total + tbase[x] + (f - gbase[x]);
-                    cs.put(j, kv[u], (u32)((tb + x - t0) * TILE + ov[u]), largest);
+                for (int u = 0; u < GU; u++) {
+                    const u32 i = i0 + u * GL + gl;
+                    if (i < nx) {
+                        const R d = directed(kv[u], largest);
+                        ga &= d;
+                        go |= d;
+                        cs.put_rad(j0 + i, kv[u], d, p0 + ov[u]);
+                    }
                 }
             }
         }
@@ -1908,12 +2002,15 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
     const Writer e{keys, out_keys, out_idx, idx64};
     if (fits && kk <= total) {
         // The answer is among the candidates (ties at the k-th key included: all above th).
-        const auto src = cand_src(cs, largest);
-        const Sel sel = block_radix_select(src, (i64)total, kk, h, ctl);
+        const auto src = cand_src<U>(cs, largest);
+        const Sel sel = nov == 0 ? block_radix_select_ao(src, (i64)total, kk, h, ctl, ga, go)
+                                 : block_radix_select(src, (i64)total, kk, h, ctl);
         const u64 lo = larger_index ? sel.ties - sel.remaining : 0;
-        block_compact(
-            src, (i64)total, sel, lo, 0, 0, [&](i64 j, u64 o) { e.put_key(cs.key((u64)j, seg), (i64)pos[j], row + (i64)o); },
-            cnt, sums);
+        const auto put = [&](i64 j, u64 o) { e.put_key(cs.key((u64)j, seg), (i64)pos[j], row + (i64)o); };
+        if (ordered)
+            block_compact(src, (i64)total, sel, lo, 0, 0, put, cnt, sums);
+        else
+            block_take(src, (i64)total, sel, put, cnt);
     } else if (fits && kk <= total + eqs && kk <= (u64)cap) {
         // Every candidate, and the tie-break's window of the keys equal to th, appended after
         // them: gathered from the slots of the tiles that kept their equal keys (see
@@ -1975,9 +2072,10 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
 }
 
 // Two builds of the candidate kernel, chosen by the host (`cand_kernel`) for the fewer waves
-// of blocks. `cand`: 8-byte candidates (32-bit keys) and registers capped for three 256-thread
-// blocks per SM, selection passes unrolled by 4 (further only grew the code, whose instruction
-// fetches stalled it). `cand_rad`: radixes kept beside the keys (no conversion in each pass),
+// of blocks. `cand`: 8-byte candidates (32-bit keys; 16-bit keys keep their radix beside the
+// key, in no more bytes, and are not converted in every pass; 8-bit keys spilled so) and registers
+// capped for three 256-thread blocks per SM, selection passes unrolled by 4 (further only grew
+// the code, whose instruction fetches stalled it). `cand_rad`: radixes kept beside the keys (no conversion in each pass),
 // 16 reads in flight, at most 128 registers (two blocks per SM, which the host assumes and the
 // assembly check holds it to); faster per block, so it runs wherever the compact build would
 // not save a wave. `cand_wide`: `cand_rad` with 512 threads, for at most one segment per SM,
@@ -1988,12 +2086,12 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
         const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq, const u64* __restrict__ thresh,   \
         const K* __restrict__ cand_key, const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,       \
         void* out_idx, i64 width, int idx64, int largest, int larger_index, int ordered
-#define CAND_CALL(RAD, NT)                                                                                   \
-    cand_body<RAD, NT>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, cand_key,    \
+#define CAND_CALL(RAD, NT, U)                                                                                \
+    cand_body<RAD, NT, U>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, cand_key,    \
                  cand_off, ct, cap, out_keys, out_idx, width, idx64, largest, larger_index, ordered)
-extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3) ENTRY(cand)(CAND_ARGS) { CAND_CALL(false, 256); }
-extern "C" __global__ void __launch_bounds__(256, 1) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true, 256); }
-extern "C" __global__ void __launch_bounds__(512, 1) ENTRY(cand_wide)(CAND_ARGS) { CAND_CALL(true, 512); }
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3) ENTRY(cand)(CAND_ARGS) { CAND_CALL(KBITS == 16, 256, 4); }
+extern "C" __global__ void __launch_bounds__(256, 1) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true, 256, 16); }
+extern "C" __global__ void __launch_bounds__(512, 1) ENTRY(cand_wide)(CAND_ARGS) { CAND_CALL(true, 512, 16); }
 
 // out_vals[s, j] = vals[segment start + out_idx[s, j]] for j < kk[s]: the value payload of
 // every selected key, after any selection kernel.

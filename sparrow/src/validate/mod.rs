@@ -69,6 +69,11 @@ pub fn registry() -> Vec<Case> {
 /// Runs every case on `device`; a case that errors is reported as a failure, not propagated,
 /// so one broken kernel does not hide the others.
 pub fn run_all(device: &Device, progress: &mut dyn FnMut(&str)) -> Vec<Outcome> {
+    // Outputs sentinel-filled, so an element no kernel wrote fails its case.
+    let was = device.gpu().map(|g| g.sentinels());
+    if let Some(g) = device.gpu() {
+        g.set_sentinels(true);
+    }
     let mut out = Vec::new();
     for case in registry() {
         progress(case.name);
@@ -85,6 +90,9 @@ pub fn run_all(device: &Device, progress: &mut dyn FnMut(&str)) -> Vec<Outcome> 
                 note: e.to_string(),
             }),
         }
+    }
+    if let (Some(g), Some(was)) = (device.gpu(), was) {
+        g.set_sentinels(was);
     }
     out
 }

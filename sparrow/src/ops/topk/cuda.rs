@@ -1,6 +1,6 @@
 //! Host side of the GPU top-k: tiles, per-segment state, the pass loop and the downloads.
-//! Outputs are filled with a sentinel byte (0xA5) before the kernels run, so an element no
-//! kernel wrote cannot pass for a result.
+//! With the GPU's sentinels on (`Gpu::set_sentinels`), outputs are filled with the byte 0xA5
+//! before the kernels run, so an element no kernel wrote cannot pass for a result.
 
 use cudarc::driver::CudaSlice;
 
@@ -446,7 +446,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
         let outs = (&sp.out_keys, &sp.out_idx, &sp.out_vals);
         for (buf, len) in [(outs.0, ks), (outs.1, is), (outs.2, vs)] {
-            gpu.fill_bytes(buf, 0xA5, n * w * len)?;
+            gpu.fill_sentinel(buf, 0xA5, n * w * len)?;
         }
         let missing = || Error::unsupported("the split top-k path lost a stage's buffers");
         sp.first.enqueue()?;
@@ -494,8 +494,8 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         }
     }
 
-    /// Enqueues every kernel on the GPU's stream; the outputs are first filled with the
-    /// sentinel byte 0xA5. Does not wait.
+    /// Enqueues every kernel on the GPU's stream (the outputs first filled with the sentinel
+    /// byte 0xA5 when the GPU's sentinels are on). Does not wait.
     pub fn enqueue(&self) -> Result<()> {
         if let Some(sp) = &self.split {
             return self.enqueue_split(sp);
@@ -509,7 +509,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let out_elems = n * w;
         let (largest, idx64, larger) = flags(req);
         for (buf, len) in [(&b.out_keys, ks), (&b.out_idx, is), (&b.out_vals, vs)] {
-            gpu.fill_bytes(buf, 0xA5, out_elems * len)?;
+            gpu.fill_sentinel(buf, 0xA5, out_elems * len)?;
         }
         // Sorted rows that fit are written to scratch, sorted, and gathered into the outputs.
         let (tk, ti, tv) = if b.sorted_here {
@@ -575,9 +575,11 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let (largest, idx64, larger) = flags(&self.req);
         let ordered = ordered(&self.req);
         let (thresh, threads) = thresh_kernel(n, gpu.limits());
+        // The three kernels launch as programmatic dependents (each waits for the one before
+        // it first thing), so each launch overlaps the previous kernel's last wave.
         run.launch(
             thresh,
-            per_segment_of(n, 0, threads)?,
+            per_segment_of(n, 0, threads)?.dependent(),
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))
@@ -596,6 +598,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 ),
                 None => ("filter", tiles_shape(filter_blocks(b.nt, gpu.limits()))?),
             };
+            let shape = shape.dependent();
             let mut args = Args::new();
             args.ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.tseg))
@@ -620,7 +623,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let (cand, cand_bytes) = cand_kernel::<K>(n, b.filter.cap, gpu.limits());
         run.launch(
             cand,
-            per_segment_of(n, b.filter.cap * cand_bytes, threads)?,
+            per_segment_of(n, b.filter.cap * cand_bytes, threads)?.dependent(),
             Args::new()
                 .ptr(gpu.ptr(&b.keys))
                 .ptr(gpu.ptr(&b.start))

@@ -189,17 +189,21 @@ pub fn thresh_kernel(segments: usize, limits: &crate::device::Limits) -> (&'stat
 /// The candidate kernel's build for `segments` blocks of `cap` candidates, and its shared
 /// memory per candidate. `cand_rad` keeps each candidate's radix beside its position and (up
 /// to 32 bits) its key, so no selection pass converts keys: faster per block. `cand` keeps the
-/// key and position only (8 bytes for a 32-bit key), so more blocks share an SM; it runs only
-/// where that takes fewer waves of blocks than `cand_rad` needs. `cand_wide` is `cand_rad` on
-/// 512 threads, for [`wide_segments`].
+/// key and position only (8 bytes for a 32-bit key; 16-bit keys keep their radix too, in 8
+/// bytes), with fewer registers, so more blocks share an SM; it runs
+/// only where that takes fewer waves of blocks than `cand_rad` needs. `cand_wide` is
+/// `cand_rad` on 512 threads, for [`wide_segments`].
 pub fn cand_kernel<K: Key>(
     segments: usize,
     cap: usize,
     limits: &crate::device::Limits,
 ) -> (&'static str, usize) {
     let key = K::BITS as usize / 8;
-    let rad = radix_bytes::<K>() + 4 + if K::BITS <= 32 { key } else { 0 };
-    let compact = key + 4;
+    // Radixes of keys of up to 16 bits are stored in 16 bits (`RS` in topk.cu), and the
+    // compact build stores them too for 16-bit keys, as that costs no more than a 32-bit key.
+    let stored = if K::BITS <= 16 { 2 } else { radix_bytes::<K>() };
+    let rad = stored + 4 + if K::BITS <= 32 { key } else { 0 };
+    let compact = if K::BITS == 16 { rad } else { key + 4 };
     if wide_segments(segments, limits) {
         return ("cand_wide", rad);
     }
@@ -788,10 +792,10 @@ mod tests {
         assert_eq!(
             bytes,
             [
-                [9, 5],
-                [10, 6],
-                [10, 6],
-                [10, 6],
+                [7, 5],
+                [8, 8],
+                [8, 8],
+                [8, 8],
                 [12, 8],
                 [12, 8],
                 [12, 12],

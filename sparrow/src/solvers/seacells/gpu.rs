@@ -116,6 +116,7 @@ pub fn knn_tiled<T: Scalar>(
                 block: [BLOCK, 1, 1],
                 smem: (SEACELLS_KNN_ROWS * d * 8) as u32,
                 cluster: None,
+                pdl: false,
             },
             Args::new()
                 .ptr(gpu.ptr(&xt_d))
@@ -510,6 +511,7 @@ impl<'a> Solver<'a> {
                         block: [BLOCK, 1, 1],
                         smem: 0,
                         cluster: None,
+                        pdl: false,
                     },
                     Args::new()
                         .ptr(gp)
