@@ -40,6 +40,9 @@
 //           tie-break's window of the equal keys, from the slots of the tiles that kept them
 //           and from memory in those that could not. Otherwise (the sample missed) the block
 //           selects from the whole segment in memory: slower, still exact.
+//   The three are launched as programmatic dependents on sm_90: each calls grid_dep_wait()
+//   before its first global memory access, and grid_dep_launch() so the next one launches
+//   during its last wave.
 // Every selection skips the high bits that all its keys share before the first digit pass,
 // so keys from one binade do not pile into one histogram bin.
 // Every thread of a block reaches every barrier: blocks whose segment is done still run the

@@ -190,9 +190,9 @@ pub fn thresh_kernel(segments: usize, limits: &crate::device::Limits) -> (&'stat
 /// memory per candidate. `cand_rad` keeps each candidate's radix beside its position and (up
 /// to 32 bits) its key, so no selection pass converts keys: faster per block. `cand` keeps the
 /// key and position only (8 bytes for a 32-bit key; 16-bit keys keep their radix too, in 8
-/// bytes), with fewer registers, so more blocks share an SM; it runs
-/// only where that takes fewer waves of blocks than `cand_rad` needs. `cand_wide` is
-/// `cand_rad` on 512 threads, for [`wide_segments`].
+/// bytes), with fewer registers, so more blocks share an SM; it runs only where that takes
+/// fewer waves of blocks than `cand_rad` needs. `cand_wide` is `cand_rad` on 512 threads, for
+/// [`wide_segments`].
 pub fn cand_kernel<K: Key>(
     segments: usize,
     cap: usize,
