@@ -1439,6 +1439,37 @@ mod topk {
         cand_builds::<f64>(&d, 20_000, 300, &few, &ties);
     }
 
+    /// The compact build on segments of 18 tiles: its gather gives each group of 16 lanes a
+    /// tile at a time, 16 groups in a 256-thread block, so groups 0 and 1 take a second tile
+    /// (the 512-thread build's 32 groups take more on the 64-tile segments of
+    /// `topk_filter_path_and_its_fallback`).
+    #[test]
+    fn topk_candidate_kernel_tiles_past_its_lane_groups() {
+        let d = dev();
+        let count = match &d {
+            Device::Cuda(g) => 2 * g.limits().sms as usize + 1,
+            Device::Cpu => unreachable!("a GPU test"),
+        };
+        fn run<K: Key>(d: &Device, count: usize, len: usize) {
+            for pattern in [Pattern::Uniform, Pattern::TwoValues] {
+                let k: Vec<K> = keys(len * count, pattern, len as u64);
+                let segs = Segments::Fixed { count, len };
+                for tie in [TieBreak::Fast, TieBreak::SmallerIndex] {
+                    let req = TopK::largest(300)
+                        .tie_break(tie)
+                        .force_path(Some(GpuPath::Filter));
+                    let (_, plan) = req.run_keys(d, &k, segs).unwrap();
+                    let name = plan.kernel.clone().unwrap_or_default();
+                    assert!(name.contains(",cand}"), "{} {plan}", K::NAME);
+                    check::<K, K>(d, &req, &k, segs, None);
+                }
+            }
+        }
+        // 18 tiles of 4,096 f32 keys and of 8,192 bf16 keys.
+        run::<f32>(&d, count, 17 * 4096 + 100);
+        run::<bf16>(&d, count, 17 * 8192 + 100);
+    }
+
     /// Both builds at sizes compute-sanitizer's memcheck and synccheck take (racecheck's host
     /// memory outgrows 128 GB at the compact build's count of segments: see gpu-round.sh).
     #[test]

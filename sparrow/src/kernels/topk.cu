@@ -342,6 +342,26 @@ __device__ __forceinline__ void find_bin(const u32* h, u64 remaining, u64* ctl, 
     }
 }
 
+// Calls f(i, radix) for each of this thread's items i < n (item base + u * blockDim + thread
+// in rounds of UNROLL * blockDim), each round's UNROLL radixes read before any is used.
+template <class Src, class F>
+__device__ __forceinline__ void for_items(const Src& src, typename Src::I n, const F& f) {
+    typedef typename Src::I I;
+    for (I base = 0; base < n; base += Src::UNROLL * (I)blockDim.x) {
+        R v[Src::UNROLL];
+#pragma unroll
+        for (int u = 0; u < Src::UNROLL; u++) {
+            const I i = base + (I)u * blockDim.x + threadIdx.x;
+            v[u] = i < n ? src(i) : (R)0;
+        }
+#pragma unroll
+        for (int u = 0; u < Src::UNROLL; u++) {
+            const I i = base + (I)u * blockDim.x + threadIdx.x;
+            if (i < n) f(i, v[u]);
+        }
+    }
+}
+
 // The AND and the OR of every radix in the block, from each thread's own (a, o); ctl
 // holds the reduction's scratch. Every thread must call it.
 __device__ __forceinline__ void block_and_or(R& a, R& o, u64* ctl) {
@@ -399,20 +419,9 @@ __device__ Sel block_radix_select_ao(const Src& src, i64 n_, u64 kk, u32* h, u64
         const int digit = st.shift - bits;
         for (int b = threadIdx.x; b < 256; b += blockDim.x) h[b] = 0;
         __syncthreads();
-        for (I base = 0; base < n; base += Src::UNROLL * (I)blockDim.x) {
-            R v[Src::UNROLL];
-#pragma unroll
-            for (int u = 0; u < Src::UNROLL; u++) {
-                const I i = base + (I)u * blockDim.x + threadIdx.x;
-                v[u] = i < n ? src(i) : (R)0;
-            }
-#pragma unroll
-            for (int u = 0; u < Src::UNROLL; u++) {
-                const R r = v[u];
-                if (base + (I)u * blockDim.x + threadIdx.x < n && hi(r, st.shift) == st.prefix)
-                    atomicAdd(&h[(u32)(r >> digit) & ((1u << bits) - 1u)], 1u);
-            }
-        }
+        for_items(src, n, [&](I, R r) {
+            if (hi(r, st.shift) == st.prefix) atomicAdd(&h[(u32)(r >> digit) & ((1u << bits) - 1u)], 1u);
+        });
         __syncthreads();
         if (threadIdx.x < 32) find_bin(h, st.remaining, ctl, lane);
         __syncthreads();
@@ -433,21 +442,10 @@ __device__ Sel block_radix_select(const Src& src, i64 n_, u64 kk, u32* h, u64* c
     const I n = (I)n_;
     R a = ~(R)0, o = 0;
     if (kk != 0 && kk < (u64)n) {
-        for (I base = 0; base < n; base += Src::UNROLL * (I)blockDim.x) {
-            R v[Src::UNROLL];
-#pragma unroll
-            for (int u = 0; u < Src::UNROLL; u++) {
-                const I i = base + (I)u * blockDim.x + threadIdx.x;
-                v[u] = i < n ? src(i) : (R)0;
-            }
-#pragma unroll
-            for (int u = 0; u < Src::UNROLL; u++) {
-                if (base + (I)u * blockDim.x + threadIdx.x < n) {
-                    a &= v[u];
-                    o |= v[u];
-                }
-            }
-        }
+        for_items(src, n, [&](I, R r) {
+            a &= r;
+            o |= r;
+        });
     }
     return block_radix_select_ao(src, n, kk, h, ctl, a, o);
 }
@@ -516,24 +514,12 @@ __device__ void block_take(const Src& src, i64 n_, const Sel& st, const Emit& em
         ctr[1] = 0;
     }
     __syncthreads();
-    for (I base = 0; base < n; base += Src::UNROLL * (I)blockDim.x) {
-        R v[Src::UNROLL];
-#pragma unroll
-        for (int u = 0; u < Src::UNROLL; u++) {
-            const I i = base + (I)u * blockDim.x + threadIdx.x;
-            v[u] = i < n ? src(i) : (R)0;
-        }
-#pragma unroll
-        for (int u = 0; u < Src::UNROLL; u++) {
-            const I i = base + (I)u * blockDim.x + threadIdx.x;
-            if (i < n) {
-                const R g = hi(v[u], st.shift);
-                bool take = g > st.prefix;
-                if (g == st.prefix) take = atomicAdd(&ctr[1], 1u) < st.remaining;
-                if (take) emit(i, (u64)atomicAdd(&ctr[0], 1u));
-            }
-        }
-    }
+    for_items(src, n, [&](I i, R r) {
+        const R g = hi(r, st.shift);
+        bool take = g > st.prefix;
+        if (g == st.prefix) take = atomicAdd(&ctr[1], 1u) < st.remaining;
+        if (take) emit(i, (u64)atomicAdd(&ctr[0], 1u));
+    });
     __syncthreads();
 }
 

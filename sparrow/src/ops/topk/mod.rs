@@ -8,9 +8,9 @@
 //!   segment shorter than its k is padded with index -1 and the key type's lowest value
 //!   (largest) or highest value (smallest; for floats -inf and +inf), values 0; `counts` holds
 //!   how many entries of each row are real.
-//! - Unsorted output lists the selected keys in ascending position; sorted output orders them
-//!   by key (largest first for largest-k, smallest first for smallest-k), ties by ascending
-//!   position.
+//! - Unsorted output lists the selected keys in ascending position (with [`TieBreak::Fast`]
+//!   the GPU may list them in any order); sorted output orders them by key (largest first for
+//!   largest-k, smallest first for smallest-k), ties by ascending position.
 //! - Ties at the k boundary: [`TieBreak::SmallerIndex`] takes the tied keys with the smallest
 //!   positions, [`TieBreak::LargerIndex`] the largest; both give identical bytes on every run
 //!   and backend. [`TieBreak::Fast`] only promises a correct top-k set.
