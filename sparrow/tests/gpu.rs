@@ -1470,6 +1470,69 @@ mod topk {
         run::<bf16>(&d, count, 17 * 8192 + 100);
     }
 
+    /// The staged filter's placement in any order (fast ties, unsorted rows: warps reserve
+    /// their places by a shared-memory atomic, the producer warp writes each tile's counts and
+    /// moves its listed equal keys into their slots): the threshold's equal keys listed and
+    /// slotted (about 64 and 200 a tile), and more than the list's 256 a tile although they
+    /// would fit the slots (about 512 of 1,024: flagged, fetched from memory by the candidate
+    /// kernel), beside deterministic ties and sorted rows (position-ordered placement) on the
+    /// same keys; keys of 16 bits and fewer (the reserving placement, equal keys in slots) and
+    /// f32 (placed after a barrier, equal keys counted only); both directions. Uniform keys with
+    /// a share of them set to the top (or bottom) key.
+    #[test]
+    fn topk_staged_filter_lists_equal_keys() {
+        let d = dev();
+        if !sm90(&d) {
+            return;
+        }
+        fn run<K: Key>(d: &Device) {
+            let (count, len) = (3usize, 131_072usize);
+            for largest in [true, false] {
+                for share in [16u64, 40, 128] {
+                    let mut k: Vec<K> = keys(len * count, Pattern::Uniform, share);
+                    let pick = |a: &K, b: &K| {
+                        let (x, y) = (
+                            sparrow::ops::topk::key::directed(*a, largest),
+                            sparrow::ops::topk::key::directed(*b, largest),
+                        );
+                        if x >= y {
+                            *a
+                        } else {
+                            *b
+                        }
+                    };
+                    let top = k.iter().copied().reduce(|a, b| pick(&a, &b)).unwrap();
+                    let mut rng = Rng::new(7 + share);
+                    for x in k.iter_mut() {
+                        if rng.next_u64().is_multiple_of(share) {
+                            *x = top;
+                        }
+                    }
+                    let segs = Segments::Fixed { count, len };
+                    for (tie, sorted) in [
+                        (TieBreak::Fast, false),
+                        (TieBreak::Fast, true),
+                        (TieBreak::SmallerIndex, false),
+                    ] {
+                        let req = top_k(4096, largest)
+                            .tie_break(tie)
+                            .sorted(sorted)
+                            .force_path(Some(GpuPath::Filter));
+                        let (_, plan) = req.run_keys(d, &k, segs).unwrap();
+                        let name = plan.kernel.clone().unwrap_or_default();
+                        assert!(name.contains("filter_tma"), "{} {plan}", K::NAME);
+                        check::<K, K>(d, &req, &k, segs, None);
+                    }
+                }
+            }
+        }
+        run::<bf16>(&d);
+        run::<f16>(&d);
+        run::<u8>(&d);
+        run::<i16>(&d);
+        run::<f32>(&d);
+    }
+
     /// Both builds at sizes compute-sanitizer's memcheck and synccheck take (racecheck's host
     /// memory outgrows 128 GB at the compact build's count of segments: see gpu-round.sh).
     #[test]

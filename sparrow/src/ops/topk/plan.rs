@@ -68,9 +68,9 @@ pub const FT_THREADS: u32 = 288;
 /// compute-sanitizer no shared memory for its own bookkeeping. (Every key width now has stages
 /// of 8 KB or more and fits at most six a block at four blocks per SM.)
 pub const FT_MAX_STAGES: usize = 8;
-/// Shared memory the staged filter declares statically (its barriers, stage headers and warp
-/// totals), with room to spare.
-const FT_STATIC_SMEM: usize = 1024;
+/// Shared memory the staged filter declares statically (its barriers, stage headers, warp
+/// totals, and each stage's counter and list of 256 equal keys: about 4.6 KB), with room to spare.
+const FT_STATIC_SMEM: usize = 5120;
 /// Shared memory the driver reserves per block on sm_80 and later.
 const DRIVER_SMEM_PER_BLOCK: usize = 1024;
 
