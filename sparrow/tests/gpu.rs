@@ -747,7 +747,7 @@ mod topk {
     use sparrow::ops::topk::check::{same_bytes, verify};
     use sparrow::ops::topk::data::{keys, Pattern};
     use sparrow::ops::topk::{GpuPath, IndexType, Key, Segments, TieBreak, TopK};
-    use sparrow::ops::Backend;
+    use sparrow::ops::{Backend, Plan};
     use sparrow::Device;
 
     /// The plan's choice and every GPU path forced.
@@ -803,13 +803,16 @@ mod topk {
         };
     }
 
+    /// Runs `req` on the GPU and checks its output against the oracle (and, for the
+    /// deterministic tie-breaks, against a second GPU run and the CPU); returns the GPU's plan,
+    /// so a test asserts the path it meant to reach from the checked run itself.
     fn check<K: Key, V: Key>(
         d: &Device,
         req: &TopK,
         k: &[K],
         segs: Segments,
         values: Option<&[V]>,
-    ) {
+    ) -> Plan {
         let (out, plan) = req.run(d, k, segs, values).unwrap();
         assert_eq!(plan.backend, Backend::Cuda);
         let layout = req.layout(k.len(), segs, values.map(|v| v.len())).unwrap();
@@ -834,6 +837,7 @@ mod topk {
                 K::NAME
             );
         }
+        plan
     }
 
     fn offsets(rng: &mut Rng, nseg: usize, max_len: u64) -> Vec<i64> {
@@ -910,9 +914,8 @@ mod topk {
                     ] {
                         let base = top_k(kk, largest);
                         let req = base.tie_break(tie).sorted(sorted);
-                        let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
+                        let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                         assert!(plan.reason.starts_with("warp"), "{plan}");
-                        check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                         check(
                             d,
                             &req.index_type(IndexType::I32),
@@ -957,9 +960,8 @@ mod topk {
                     for sorted in [false, true] {
                         let base = top_k(kk, largest);
                         let req = base.tie_break(tie).sorted(sorted);
-                        let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
+                        let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                         assert!(plan.reason.starts_with("warp"), "{plan}");
-                        check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                     }
                 }
             }
@@ -1006,7 +1008,7 @@ mod topk {
                         for kk in [1usize, 37, 256, 1025] {
                             let base = top_k(kk, largest);
                             let req = base.tie_break(tie);
-                            let (_, plan) = req.run_keys(d, &k, Segments::Offsets(&o)).unwrap();
+                            let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                             let kernel = plan.kernel.clone().unwrap_or_default();
                             match rblock_items(max_len) {
                                 Some(items) => assert!(
@@ -1019,7 +1021,6 @@ mod topk {
                                     "{max_len}: {plan}"
                                 ),
                             }
-                            check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                         }
                     }
                 }
@@ -1253,9 +1254,8 @@ mod topk {
                 let v: Vec<u32> = keys(k.len(), Pattern::RandomBits, 1);
                 for tie in TIES {
                     let req = TopK::largest(kk).tie_break(tie);
-                    let (_, plan) = req.run_keys(&d, &k, Segments::Offsets(&o)).unwrap();
+                    let plan = check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
                     assert!(plan.reason.starts_with("filter"), "{plan}");
-                    check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
                 }
                 check(
                     &d,
@@ -1282,9 +1282,8 @@ mod topk {
         for tie in TIES {
             let req = TopK::largest(5000).tie_break(tie);
             let segs = Segments::Fixed { count: 2, len };
-            let (_, plan) = req.run_keys(&d, &k, segs).unwrap();
+            let plan = check::<f32, f32>(&d, &req, &k, segs, None);
             assert!(plan.reason.starts_with("filter"), "{plan}");
-            check::<f32, f32>(&d, &req, &k, segs, None);
         }
         // The inverse: sampled keys 1, every other key 2, so the threshold lets through far
         // more candidates than fit on chip: the block selects from memory.
@@ -1328,9 +1327,8 @@ mod topk {
         for tie in TIES {
             let req = TopK::largest(2048).tie_break(tie);
             let segs = Segments::Fixed { count: 2, len };
-            let (_, plan) = req.run_keys(&d, &k, segs).unwrap();
+            let plan = check::<bf16, bf16>(&d, &req, &k, segs, None);
             assert!(plan.reason.starts_with("filter"), "{plan}");
-            check::<bf16, bf16>(&d, &req, &k, segs, None);
         }
         // Per-segment k, one of them above its segment's length, and an empty segment.
         let o = [0i64, 100_000, 100_000, 150_000, 400_000];
@@ -1404,14 +1402,13 @@ mod topk {
                         let req = top_k(kk, largest)
                             .tie_break(tie)
                             .force_path(Some(GpuPath::Filter));
-                        let (_, plan) = req.run_keys(d, &k, segs).unwrap();
+                        let plan = check(d, &req, &k, segs, Some(&v));
                         let name = plan.kernel.clone().unwrap_or_default();
                         assert!(
                             name.contains(kernel),
                             "{} {count} segments: {plan}",
                             K::NAME
                         );
-                        check(d, &req, &k, segs, Some(&v));
                     }
                 }
             }
@@ -1458,10 +1455,9 @@ mod topk {
                     let req = TopK::largest(300)
                         .tie_break(tie)
                         .force_path(Some(GpuPath::Filter));
-                    let (_, plan) = req.run_keys(d, &k, segs).unwrap();
+                    let plan = check::<K, K>(d, &req, &k, segs, None);
                     let name = plan.kernel.clone().unwrap_or_default();
                     assert!(name.contains(",cand}"), "{} {plan}", K::NAME);
-                    check::<K, K>(d, &req, &k, segs, None);
                 }
             }
         }
@@ -1518,10 +1514,9 @@ mod topk {
                             .tie_break(tie)
                             .sorted(sorted)
                             .force_path(Some(GpuPath::Filter));
-                        let (_, plan) = req.run_keys(d, &k, segs).unwrap();
+                        let plan = check::<K, K>(d, &req, &k, segs, None);
                         let name = plan.kernel.clone().unwrap_or_default();
                         assert!(name.contains("filter_tma"), "{} {plan}", K::NAME);
-                        check::<K, K>(d, &req, &k, segs, None);
                     }
                 }
             }
@@ -1610,7 +1605,7 @@ mod topk {
                                 .tie_break(tie)
                                 .staging(staging)
                                 .force_path(Some(GpuPath::Filter));
-                            let (_, plan) = req.run_keys(d, &k, Segments::Offsets(o)).unwrap();
+                            let plan = check(d, &req, &k, Segments::Offsets(o), Some(&v));
                             let kernel = plan.kernel.clone().unwrap_or_default();
                             assert_eq!(
                                 kernel.contains("filter_tma"),
@@ -1618,7 +1613,6 @@ mod topk {
                                 "{} [{plan}]",
                                 K::NAME
                             );
-                            check(d, &req, &k, Segments::Offsets(o), Some(&v));
                         }
                     }
                 }
@@ -1629,7 +1623,9 @@ mod topk {
     /// The staged filter with many tiles per block (its grid holds a few blocks per SM), so
     /// every stage is refilled several times and the barriers' phases wrap: 12M f32 keys and
     /// 24M bf16 keys in segments at unaligned offsets, against the register filter's and the
-    /// CPU's answers.
+    /// CPU's answers. bf16 under fast ties is where the producer finishes tiles (their counts,
+    /// their listed equal keys) as it refills their stages, not only after its last tile as in
+    /// `topk_staged_filter_lists_equal_keys` (one tile per block).
     #[test]
     fn topk_staged_filter_reuses_its_stages() {
         let d = dev();
@@ -1820,10 +1816,9 @@ mod topk {
                             .tie_break(tie)
                             .staging(true)
                             .force_path(Some(GpuPath::Filter));
-                        let (_, plan) = req.run_keys(d, &k, Segments::Offsets(o)).unwrap();
+                        let plan = check(d, &req, &k, Segments::Offsets(o), Some(&v));
                         let kernel = plan.kernel.clone().unwrap_or_default();
                         assert_eq!(kernel.contains("filter_tma"), sm90, "{} [{plan}]", K::NAME);
-                        check(d, &req, &k, Segments::Offsets(o), Some(&v));
                     }
                 }
             }
@@ -1843,9 +1838,8 @@ mod topk {
             let k: Vec<f32> = keys(n, pattern, 5);
             for tie in TIES {
                 let req = TopK::largest(1024).tie_break(tie);
-                let (_, plan) = req.run_keys(&d, &k, Segments::Offsets(&o)).unwrap();
+                let plan = check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
                 assert!(plan.reason.starts_with("split"), "{plan}");
-                check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
             }
             check(
                 &d,
