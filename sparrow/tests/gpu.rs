@@ -1371,7 +1371,7 @@ mod topk {
     }
 
     /// The candidate kernel's three builds: with small candidate buffers an SM holds two
-    /// `cand_rad` blocks and three `cand` ones, so one segment more than twice the SMs takes
+    /// `cand_rad` blocks and three `cand` ones (four for 16-bit keys), so one segment more than twice the SMs takes
     /// `cand` (fewer waves), twice the SMs `cand_rad`, and as many as the SMs the 512-thread
     /// `cand_wide` (and `thresh_wide`); friendly keys, ties completed from the
     /// threshold's, and ascending keys whose last tiles overflow, for the given tie-breaks and
@@ -1466,12 +1466,54 @@ mod topk {
         run::<bf16>(&d, count, 17 * 8192 + 100);
     }
 
+    /// The compact build of 16-bit keys keeps each candidate's radix and position, not its
+    /// key, and recovers the key from the radix; a radix that stands for several keys (every
+    /// NaN, both zeros) is read back from memory. Negative keys with NaNs of both signs and
+    /// random payloads and zeros of both signs among them: the largest 600 of each segment
+    /// are its NaNs (about 310) and then zeros, ties broken fast and by smaller index, so the
+    /// check sees every kept key's bits at its index.
+    #[test]
+    fn topk_compact_candidates_recover_keys() {
+        let d = dev();
+        let count = match &d {
+            Device::Cuda(g) => 2 * g.limits().sms as usize + 1,
+            Device::Cpu => unreachable!("a GPU test"),
+        };
+        fn run<K: Key>(d: &Device, count: usize, inf: u64) {
+            let len = 20_000;
+            let mut rng = Rng::new(11);
+            let k: Vec<K> = keys::<K>(len * count, Pattern::Uniform, 5)
+                .into_iter()
+                .map(|x| {
+                    let r = rng.next_u64();
+                    let sign = (r >> 32) & 0x8000;
+                    K::from_bits(match r % 64 {
+                        0 => sign | inf | ((r >> 8) & (0x7fff & !inf)).max(1),
+                        1 | 2 => sign,
+                        _ => x.to_bits() | 0x8000,
+                    })
+                })
+                .collect();
+            let segs = Segments::Fixed { count, len };
+            for tie in [TieBreak::Fast, TieBreak::SmallerIndex] {
+                let req = TopK::largest(600)
+                    .tie_break(tie)
+                    .force_path(Some(GpuPath::Filter));
+                let plan = check::<K, K>(d, &req, &k, segs, None);
+                let name = plan.kernel.clone().unwrap_or_default();
+                assert!(name.contains(",cand}"), "{} {plan}", K::NAME);
+            }
+        }
+        run::<bf16>(&d, count, 0x7f80);
+        run::<f16>(&d, count, 0x7c00);
+    }
+
     /// The staged filter's placement in any order (fast ties, unsorted rows: warps reserve
     /// their places by a shared-memory atomic, the producer warp writes each tile's counts and
     /// moves its listed equal keys into their slots): the threshold's equal keys listed and
-    /// slotted (about 64 and 200 a tile), and more than the list's 256 a tile although they
-    /// would fit the slots (about 512 of 1,024: flagged, fetched from memory by the candidate
-    /// kernel), beside deterministic ties and sorted rows (position-ordered placement) on the
+    /// slotted (about 64, 200 and 400-500 a tile), and more than the list's 512 a tile although
+    /// they would fit the slots (about 700 of 1,024: flagged, fetched from memory by the
+    /// candidate kernel), beside deterministic ties and sorted rows (position-ordered placement) on the
     /// same keys; keys of 16 bits and fewer (the reserving placement, equal keys in slots) and
     /// f32 (placed after a barrier, equal keys counted only); both directions. Uniform keys with
     /// a share of them set to the top (or bottom) key.
@@ -1484,7 +1526,7 @@ mod topk {
         fn run<K: Key>(d: &Device) {
             let (count, len) = (3usize, 131_072usize);
             for largest in [true, false] {
-                for share in [16u64, 40, 128] {
+                for share in [12u64, 20, 40, 128] {
                     let mut k: Vec<K> = keys(len * count, Pattern::Uniform, share);
                     let pick = |a: &K, b: &K| {
                         let (x, y) = (

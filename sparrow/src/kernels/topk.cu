@@ -907,10 +907,19 @@ __device__ __forceinline__ void thresh_body(const K* __restrict__ keys, const i6
     // All SAMPLE / NT loads of a thread are issued before any is used.
     const u32 stride = ns < SAMPLE ? 32u : (u32)(len / (SAMPLE / 32));
     K v[SAMPLE / NT];
+    if (ns == SAMPLE) {
+        // Every sample in the segment (the usual case): one base per thread and 32-bit steps,
+        // no bounds tests. Thread t's r-th sample is key (t % 32) of run r * NT / 32 + t / 32.
+        const K* p = seg + ((threadIdx.x >> 5) * stride + (threadIdx.x & 31));
+        const u32 step = (NT / 32) * stride;
 #pragma unroll
-    for (int r = 0; r < SAMPLE / NT; r++) {
-        const u32 j = r * NT + threadIdx.x;
-        v[r] = (int)j < ns ? seg[(j >> 5) * stride + (j & 31)] : (K)0;
+        for (int r = 0; r < SAMPLE / NT; r++) v[r] = p[r * step];
+    } else {
+#pragma unroll
+        for (int r = 0; r < SAMPLE / NT; r++) {
+            const u32 j = r * NT + threadIdx.x;
+            v[r] = (int)j < ns ? seg[(j >> 5) * stride + (j & 31)] : (K)0;
+        }
     }
     // Each thread's AND and OR of its radixes, so the selection need not read them again.
     R a = ~(R)0, o = 0;
@@ -1314,7 +1323,13 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
 // 0.240 on the H200 (262,144 x 2,048 x 1,024); f32 gained 0.3 % there and lost 1-3 % on shapes
 // of a few tiles per block, whose last tiles wait for the producer to finish them.
 #define FT_RESERVE (KBITS <= 16)
-#define FT_EQL 256
+// Each stage's list holds a whole tile's slots of equal keys at 8,192-key tiles (16-bit keys
+// on the H200: 512 slots a tile), so a tile of few distinct values (sixteen: 512 equal keys a
+// tile) keeps them on chip; with lists of 256 such keys were read again from memory and the
+// call took 24 % longer. Four stages at most (16-bit keys get three of 16 KB at four blocks
+// per SM) keep the lists at 4 KB.
+#define FT_EQL 512
+#define FT_EQL_STAGES 4
 // tile_eq's flag for a tile whose equal keys would fit its slots but were not put there (more
 // than FT_EQL): the candidate kernel fetches them from memory.
 #define EQ_UNSLOTTED 0x80000000u
@@ -1489,7 +1504,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
     __shared__ u32 wtot[2][8];
     // Unordered placement (tile_reserve): each stage's tile's counts and equal-key list.
     __shared__ u32 racc[FT_MAX_STAGES];
-    __shared__ u16 eql[FT_RESERVE ? FT_MAX_STAGES : 1][FT_RESERVE ? FT_EQL : 1];
+    __shared__ u16 eql[FT_RESERVE ? FT_EQL_STAGES : 1][FT_RESERVE ? FT_EQL : 1];
     const bool reserve = FT_RESERVE && !ordered;
     unsigned char* stages = (unsigned char*)ft_smem;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -1498,6 +1513,7 @@ extern "C" __global__ void __launch_bounds__(FT_THREADS, KBITS == 64 ? 2 : 4)
     // A stage holds a tile's keys at byte offset (address of its first key) % 16: at least
     // TILE keys and 15 bytes, a multiple of 16 (the host's stage_bytes).
     nst = nst < FT_MAX_STAGES ? nst : FT_MAX_STAGES;
+    if (reserve && nst > FT_EQL_STAGES) nst = FT_EQL_STAGES;
     if (threadIdx.x == 0) {
         for (int s = 0; s < nst; s++) {
             mbar_init(&full[s], 32);
@@ -1874,16 +1890,32 @@ RBLOCK(32)
 #define GU 4
 #define GL 16
 
+// The key whose directed radix is d (radix_of and directed inverted), or none where the radix
+// stands for several keys (floats' zeros and NaNs): those are read at position p of seg.
+__device__ __forceinline__ K key_of_radix(R d, int largest, const K* seg, u32 p) {
+    const R r = largest ? d : (~d & width_mask());
+    const R sign = (R)1 << (KBITS - 1);
+    if (TOPK_KIND == 0) {
+        if (r == width_mask() || r == sign) return seg[p];
+        return (K)((r & sign) ? (r & ~sign) : (~r & width_mask()));
+    }
+    if (TOPK_KIND == 1) return (K)(r ^ sign);
+    return (K)r;
+}
+
 // A candidate's slots in the candidate kernel's shared memory. RAD: its radix, its position
 // and (keys of up to 32 bits) its key, selected by radix; else its key and its position, the
 // selection computing radixes as it reads the keys (8 bytes for a 32-bit key instead of 12).
-template <bool RAD>
+// NOKEY (16-bit keys in the compact build): radix and position only, 6 bytes, the key
+// recovered from its radix (key_of_radix), so four blocks' candidates share an SM.
+template <bool RAD, bool NOKEY = false>
 struct CandSlots {
-    static constexpr bool KEYS = !RAD || KBITS <= 32;
+    static constexpr bool KEYS = !NOKEY && (!RAD || KBITS <= 32);
     RS* rad;
     u32* pos;
     K* skey;
-    __device__ __forceinline__ CandSlots(u64* smem, int cap) {
+    int largest;
+    __device__ __forceinline__ CandSlots(u64* smem, int cap, int largest_) : largest(largest_) {
         if (RAD) {
             rad = (RS*)smem;
             pos = (u32*)(rad + cap);
@@ -1901,10 +1933,14 @@ struct CandSlots {
         pos[j] = p;
         if (KEYS) skey[j] = v;
     }
-    __device__ __forceinline__ K key(u64 j, const K* seg) const { return KEYS ? skey[j] : seg[pos[j]]; }
+    __device__ __forceinline__ K key(u64 j, const K* seg) const {
+        if (KEYS) return skey[j];
+        if (NOKEY) return key_of_radix((R)rad[j], largest, seg, pos[j]);
+        return seg[pos[j]];
+    }
 };
-template <int U>
-__device__ __forceinline__ SmemRad<U, RS> cand_src(const CandSlots<true>& c, int) {
+template <int U, bool NOKEY>
+__device__ __forceinline__ SmemRad<U, RS> cand_src(const CandSlots<true, NOKEY>& c, int) {
     return SmemRad<U, RS>{c.rad};
 }
 template <int U>
@@ -1976,7 +2012,7 @@ __device__ __forceinline__ void tile_append(const K* __restrict__ seg, i64 a, in
     }
 }
 
-template <bool RAD, int NT, int U>
+template <bool RAD, int NT, int U, bool NOKEY = false>
 __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64* __restrict__ seg_start,
                                           const i64* __restrict__ lens, const i64* __restrict__ kk_arr,
                                           const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start,
@@ -1986,7 +2022,7 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
                                           void* out_idx, i64 width, int idx64, int largest, int larger_index,
                                           int ordered) {
     extern __shared__ u64 smem_raw[];
-    const CandSlots<RAD> cs(smem_raw, cap);
+    const CandSlots<RAD, NOKEY> cs(smem_raw, cap, largest);
     u32* pos = cs.pos;
     __shared__ u32 tbase[NT], tcnt[NT], gbase[NT];
     __shared__ bool from_mem[NT];
@@ -2153,26 +2189,31 @@ __device__ __forceinline__ void cand_body(const K* __restrict__ keys, const i64*
 }
 
 // Two builds of the candidate kernel, chosen by the host (`cand_kernel`) for the fewer waves
-// of blocks. `cand`: 8-byte candidates (32-bit keys; 16-bit keys keep their radix beside the
-// key, in no more bytes, and are not converted in every pass; 8-bit keys spilled so) and registers
-// capped for three 256-thread blocks per SM, selection passes unrolled by 4 (further only grew
-// the code, whose instruction fetches stalled it). `cand_rad`: radixes kept beside the keys (no conversion in each pass),
-// 16 reads in flight, at most 128 registers (two blocks per SM, which the host assumes and the
-// assembly check holds it to); faster per block, so it runs wherever the compact build would
-// not save a wave. `cand_wide`: `cand_rad` with 512 threads, for at most one segment per SM,
-// where a 256-thread block leaves the SM mostly idle and each block's latency is the time.
+// of blocks. `cand`: 8-byte candidates for 32-bit keys, registers capped for three 256-thread
+// blocks per SM; 16-bit keys keep their radix and position only (6 bytes, the key recovered
+// from the radix: NOKEY), not converted in every pass, at four blocks per SM; selection passes
+// unrolled by 4 (further only grew the code, whose instruction fetches stalled it); 8-bit keys
+// spilled with radixes and keep their keys. `cand_rad`: radixes kept beside the keys (no
+// conversion in each pass), 16 reads in flight, at most 128 registers (two blocks per SM,
+// which the host assumes and the assembly check holds it to); faster per block, so it runs
+// wherever the compact build would not save a wave. `cand_wide`: `cand_rad` with 512 threads,
+// for at most one segment per SM, where a 256-thread block leaves the SM mostly idle and each
+// block's latency is the time.
 #define CAND_ARGS                                                                                            \
     const K* __restrict__ keys, const i64* __restrict__ seg_start, const i64* __restrict__ lens,              \
         const i64* __restrict__ kk_arr, const i64* __restrict__ tile_ptr, const i64* __restrict__ tile_start, \
         const u32* __restrict__ tile_cnt, const u32* __restrict__ tile_eq, const u64* __restrict__ thresh,   \
         const K* __restrict__ cand_key, const u16* __restrict__ cand_off, int ct, int cap, K* out_keys,       \
         void* out_idx, i64 width, int idx64, int largest, int larger_index, int ordered
-#define CAND_CALL(RAD, NT, U)                                                                                \
-    cand_body<RAD, NT, U>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, cand_key,    \
-                 cand_off, ct, cap, out_keys, out_idx, width, idx64, largest, larger_index, ordered)
-extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : 3) ENTRY(cand)(CAND_ARGS) { CAND_CALL(KBITS == 16, 256, 4); }
-extern "C" __global__ void __launch_bounds__(256, 1) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true, 256, 16); }
-extern "C" __global__ void __launch_bounds__(512, 1) ENTRY(cand_wide)(CAND_ARGS) { CAND_CALL(true, 512, 16); }
+#define CAND_CALL(RAD, NT, U, NOKEY)                                                                         \
+    cand_body<RAD, NT, U, NOKEY>(keys, seg_start, lens, kk_arr, tile_ptr, tile_start, tile_cnt, tile_eq, thresh, \
+                                 cand_key, cand_off, ct, cap, out_keys, out_idx, width, idx64, largest,         \
+                                 larger_index, ordered)
+extern "C" __global__ void __launch_bounds__(256, KBITS == 64 ? 2 : KBITS == 16 ? 4 : 3) ENTRY(cand)(CAND_ARGS) {
+    CAND_CALL(KBITS == 16, 256, 4, KBITS == 16);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) ENTRY(cand_rad)(CAND_ARGS) { CAND_CALL(true, 256, 16, false); }
+extern "C" __global__ void __launch_bounds__(512, 1) ENTRY(cand_wide)(CAND_ARGS) { CAND_CALL(true, 512, 16, false); }
 
 // out_vals[s, j] = vals[segment start + out_idx[s, j]] for j < kk[s]: the value payload of
 // every selected key, after any selection kernel.

@@ -69,7 +69,7 @@ pub const FT_THREADS: u32 = 288;
 /// of 8 KB or more and fits at most six a block at four blocks per SM.)
 pub const FT_MAX_STAGES: usize = 8;
 /// Shared memory the staged filter declares statically (its barriers, stage headers, warp
-/// totals, and each stage's counter and list of 256 equal keys: about 4.6 KB), with room to spare.
+/// totals, and each stage's counter and up to four lists of 512 equal keys: about 4.6 KB), with room to spare.
 const FT_STATIC_SMEM: usize = 5120;
 /// Shared memory the driver reserves per block on sm_80 and later.
 const DRIVER_SMEM_PER_BLOCK: usize = 1024;
@@ -189,8 +189,9 @@ pub fn thresh_kernel(segments: usize, limits: &crate::device::Limits) -> (&'stat
 /// The candidate kernel's build for `segments` blocks of `cap` candidates, and its shared
 /// memory per candidate. `cand_rad` keeps each candidate's radix beside its position and (up
 /// to 32 bits) its key, so no selection pass converts keys: faster per block. `cand` keeps the
-/// key and position only (8 bytes for a 32-bit key; 16-bit keys keep their radix too, in 8
-/// bytes), with fewer registers, so more blocks share an SM; it runs only where that takes
+/// key and position only (8 bytes for a 32-bit key; 16-bit keys keep radix and position, 6
+/// bytes, and recover the key from the radix), with fewer registers, so more blocks share an
+/// SM (four for 16-bit keys, three for 32-bit, two for 64-bit); it runs only where that takes
 /// fewer waves of blocks than `cand_rad` needs. `cand_wide` is `cand_rad` on 512 threads, for
 /// [`wide_segments`].
 pub fn cand_kernel<K: Key>(
@@ -199,11 +200,11 @@ pub fn cand_kernel<K: Key>(
     limits: &crate::device::Limits,
 ) -> (&'static str, usize) {
     let key = K::BITS as usize / 8;
-    // Radixes of keys of up to 16 bits are stored in 16 bits (`RS` in topk.cu), and the
-    // compact build stores them too for 16-bit keys, as that costs no more than a 32-bit key.
+    // Radixes of keys of up to 16 bits are stored in 16 bits (`RS` in topk.cu); the compact
+    // build stores them in place of 16-bit keys.
     let stored = if K::BITS <= 16 { 2 } else { radix_bytes::<K>() };
     let rad = stored + 4 + if K::BITS <= 32 { key } else { 0 };
-    let compact = if K::BITS == 16 { rad } else { key + 4 };
+    let compact = if K::BITS == 16 { stored + 4 } else { key + 4 };
     if wide_segments(segments, limits) {
         return ("cand_wide", rad);
     }
@@ -212,7 +213,11 @@ pub fn cand_kernel<K: Key>(
         (limits.smem_per_sm as usize / block).min(regs).max(1)
     };
     let waves = |per_sm: usize| segments.div_ceil(per_sm * (limits.sms as usize).max(1));
-    let compact_regs = if K::BITS == 64 { 2 } else { 3 };
+    let compact_regs = match K::BITS {
+        64 => 2,
+        16 => 4,
+        _ => 3,
+    };
     if waves(per_sm(compact, compact_regs)) < waves(per_sm(rad, CAND_RAD_BLOCKS)) {
         ("cand", compact)
     } else {
@@ -793,9 +798,9 @@ mod tests {
             bytes,
             [
                 [7, 5],
-                [8, 8],
-                [8, 8],
-                [8, 8],
+                [8, 6],
+                [8, 6],
+                [8, 6],
                 [12, 8],
                 [12, 8],
                 [12, 12],
@@ -811,6 +816,7 @@ mod tests {
     /// `cand_rad` blocks each, three `cand` blocks for 32-bit keys while shared memory allows.
     #[test]
     fn candidate_build_by_waves() {
+        use half::bf16;
         let l = limits();
         assert_eq!(l.sms, 132);
         let small = 1024; // 12 KB of f32 candidates: registers bound both builds
@@ -832,6 +838,12 @@ mod tests {
         assert_eq!(cand_kernel::<f32>(1024, 8192, &l).0, "cand");
         assert_eq!(cand_kernel::<f32>(256, 8192, &l).0, "cand_rad");
         assert_eq!(cand_kernel::<f32>(132, cand_cap(&l), &l).0, "cand_wide");
+        // 16-bit keys, 8,192 candidates (bf16 262,144 x 2,048): 6 bytes each, four compact
+        // blocks per SM (two waves of 1,024 segments) against two of the radix build.
+        assert_eq!(cand_kernel::<bf16>(1024, 8192, &l), ("cand", 6));
+        let block = 8192 * 6 + STATIC_SMEM + DRIVER_SMEM_PER_BLOCK;
+        assert_eq!(l.smem_per_sm as usize / block, 4);
+        assert_eq!(cand_kernel::<bf16>(264, 8192, &l), ("cand_rad", 8));
     }
 
     #[test]
