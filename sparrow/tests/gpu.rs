@@ -1370,6 +1370,14 @@ mod topk {
         filter_narrow_keys::<u8>(&d, &o, &v);
     }
 
+    /// The GPU's SMs, which set the segment counts at which the candidate kernel's builds change.
+    fn sms(d: &Device) -> usize {
+        match d {
+            Device::Cuda(g) => g.limits().sms as usize,
+            Device::Cpu => unreachable!("a GPU test"),
+        }
+    }
+
     /// The candidate kernel's three builds: with small candidate buffers an SM holds two
     /// `cand_rad` blocks and three `cand` ones (four for 16-bit keys), so one segment more than twice the SMs takes
     /// `cand` (fewer waves), twice the SMs `cand_rad`, and as many as the SMs the 512-thread
@@ -1377,10 +1385,7 @@ mod topk {
     /// threshold's, and ascending keys whose last tiles overflow, for the given tie-breaks and
     /// both directions, with 8-byte values.
     fn cand_builds<K: Key>(d: &Device, len: usize, kk: usize, pats: &[Pattern], ties: &[TieBreak]) {
-        let sms = match d {
-            Device::Cuda(g) => g.limits().sms as usize,
-            Device::Cpu => unreachable!("a GPU test"),
-        };
+        let sms = sms(d);
         // 64-bit keys take 12 bytes and two blocks per SM in both builds: never the compact one.
         let many = if K::BITS == 64 {
             ",cand_rad}"
@@ -1443,10 +1448,7 @@ mod topk {
     #[test]
     fn topk_candidate_kernel_tiles_past_its_lane_groups() {
         let d = dev();
-        let count = match &d {
-            Device::Cuda(g) => 2 * g.limits().sms as usize + 1,
-            Device::Cpu => unreachable!("a GPU test"),
-        };
+        let count = 2 * sms(&d) + 1;
         fn run<K: Key>(d: &Device, count: usize, len: usize) {
             for pattern in [Pattern::Uniform, Pattern::TwoValues] {
                 let k: Vec<K> = keys(len * count, pattern, len as u64);
@@ -1475,10 +1477,7 @@ mod topk {
     #[test]
     fn topk_compact_candidates_recover_keys() {
         let d = dev();
-        let count = match &d {
-            Device::Cuda(g) => 2 * g.limits().sms as usize + 1,
-            Device::Cpu => unreachable!("a GPU test"),
-        };
+        let count = 2 * sms(&d) + 1;
         fn run<K: Key>(d: &Device, count: usize, inf: u64) {
             let len = 20_000;
             let mut rng = Rng::new(11);

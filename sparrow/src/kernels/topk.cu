@@ -1323,11 +1323,11 @@ __device__ __forceinline__ void tile_place(const Items& item, u32 m, u32 eq, boo
 // 0.240 on the H200 (262,144 x 2,048 x 1,024); f32 gained 0.3 % there and lost 1-3 % on shapes
 // of a few tiles per block, whose last tiles wait for the producer to finish them.
 #define FT_RESERVE (KBITS <= 16)
-// Each stage's list holds a whole tile's slots of equal keys at 8,192-key tiles (16-bit keys
-// on the H200: 512 slots a tile), so a tile of few distinct values (sixteen: 512 equal keys a
-// tile) keeps them on chip; with lists of 256 such keys were read again from memory and the
-// call took 24 % longer. Four stages at most (16-bit keys get three of 16 KB at four blocks
-// per SM) keep the lists at 4 KB.
+// Each stage's list holds as many equal keys as the slots of an 8,192-key tile of the large
+// shapes (512), so a tile of few distinct values (sixteen: 512 equal keys a tile) keeps them
+// on chip: with lists of 256 they were read again from memory, and sixteen-valued bf16 keys
+// took 0.488 ms instead of 0.377-0.385 on the H200 (262,144 x 2,048 x 1,024). Four stages at
+// most (16-bit keys get three of 16 KB at four blocks per SM) keep the lists at 4 KB.
 #define FT_EQL 512
 #define FT_EQL_STAGES 4
 // tile_eq's flag for a tile whose equal keys would fit its slots but were not put there (more
