@@ -1470,20 +1470,23 @@ mod topk {
 
     /// The compact build of 16-bit keys keeps each candidate's radix and position, not its
     /// key, and recovers the key from the radix; a radix that stands for several keys (every
-    /// NaN, both zeros) is read back from memory. Negative keys with NaNs of both signs and
-    /// random payloads and zeros of both signs among them: the largest 600 of each segment
-    /// are its NaNs (about 310) and then zeros, ties broken fast and by smaller index, so the
-    /// check sees every kept key's bits at its index.
+    /// NaN, both zeros) is read back from memory. Float keys: negative keys with NaNs of both
+    /// signs and random payloads and zeros of both signs among them, so the largest 600 of
+    /// each segment are its NaNs (about 310) and then zeros, and the smallest 600 the most
+    /// negative keys. Integer keys (radixes by sign flip or as they are): random bits. Ties
+    /// broken fast and by smaller index, so the check sees every kept key's bits at its index.
     #[test]
     fn topk_compact_candidates_recover_keys() {
         let d = dev();
         let count = 2 * sms(&d) + 1;
-        fn run<K: Key>(d: &Device, count: usize, inf: u64) {
+        // inf: the bits of +infinity of a float key type; None for integers.
+        fn run<K: Key>(d: &Device, count: usize, inf: Option<u64>) {
             let len = 20_000;
             let mut rng = Rng::new(11);
             let k: Vec<K> = keys::<K>(len * count, Pattern::Uniform, 5)
                 .into_iter()
                 .map(|x| {
+                    let Some(inf) = inf else { return x };
                     let r = rng.next_u64();
                     let sign = (r >> 32) & 0x8000;
                     K::from_bits(match r % 64 {
@@ -1494,17 +1497,21 @@ mod topk {
                 })
                 .collect();
             let segs = Segments::Fixed { count, len };
-            for tie in [TieBreak::Fast, TieBreak::SmallerIndex] {
-                let req = TopK::largest(600)
-                    .tie_break(tie)
-                    .force_path(Some(GpuPath::Filter));
-                let plan = check::<K, K>(d, &req, &k, segs, None);
-                let name = plan.kernel.clone().unwrap_or_default();
-                assert!(name.contains(",cand}"), "{} {plan}", K::NAME);
+            for largest in [true, false] {
+                for tie in [TieBreak::Fast, TieBreak::SmallerIndex] {
+                    let req = top_k(600, largest)
+                        .tie_break(tie)
+                        .force_path(Some(GpuPath::Filter));
+                    let plan = check::<K, K>(d, &req, &k, segs, None);
+                    let name = plan.kernel.clone().unwrap_or_default();
+                    assert!(name.contains(",cand}"), "{} {plan}", K::NAME);
+                }
             }
         }
-        run::<bf16>(&d, count, 0x7f80);
-        run::<f16>(&d, count, 0x7c00);
+        run::<bf16>(&d, count, Some(0x7f80));
+        run::<f16>(&d, count, Some(0x7c00));
+        run::<i16>(&d, count, None);
+        run::<u16>(&d, count, None);
     }
 
     /// The staged filter's placement in any order (fast ties, unsorted rows: warps reserve
