@@ -69,7 +69,8 @@ pub const FT_THREADS: u32 = 288;
 /// of 8 KB or more and fits at most six a block at four blocks per SM.)
 pub const FT_MAX_STAGES: usize = 8;
 /// Shared memory the staged filter declares statically (its barriers, stage headers, warp
-/// totals, and each stage's counter and up to four lists of 512 equal keys: about 4.6 KB), with room to spare.
+/// totals, each stage's counter, and up to four lists of 512 equal keys: about 4.6 KB), with
+/// room to spare.
 const FT_STATIC_SMEM: usize = 5120;
 /// Shared memory the driver reserves per block on sm_80 and later.
 const DRIVER_SMEM_PER_BLOCK: usize = 1024;
@@ -813,7 +814,8 @@ mod tests {
     }
 
     /// The compact build runs only where it takes fewer waves: the H200's 132 SMs hold two
-    /// `cand_rad` blocks each, three `cand` blocks for 32-bit keys while shared memory allows.
+    /// `cand_rad` blocks each, three `cand` blocks for 32-bit keys and four for 16-bit keys
+    /// while shared memory allows.
     #[test]
     fn candidate_build_by_waves() {
         use half::bf16;
