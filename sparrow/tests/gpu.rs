@@ -840,6 +840,11 @@ mod topk {
         plan
     }
 
+    /// The kernels a GPU plan names ("" when it names none).
+    fn kernel_of(plan: &Plan) -> &str {
+        plan.kernel.as_deref().unwrap_or("")
+    }
+
     fn offsets(rng: &mut Rng, nseg: usize, max_len: u64) -> Vec<i64> {
         let mut o = vec![0i64];
         for _ in 0..nseg {
@@ -1009,7 +1014,7 @@ mod topk {
                             let base = top_k(kk, largest);
                             let req = base.tie_break(tie);
                             let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
-                            let kernel = plan.kernel.clone().unwrap_or_default();
+                            let kernel = kernel_of(&plan);
                             match rblock_items(max_len) {
                                 Some(items) => assert!(
                                     kernel.contains("rblock")
@@ -1408,7 +1413,7 @@ mod topk {
                             .tie_break(tie)
                             .force_path(Some(GpuPath::Filter));
                         let plan = check(d, &req, &k, segs, Some(&v));
-                        let name = plan.kernel.clone().unwrap_or_default();
+                        let name = kernel_of(&plan);
                         assert!(
                             name.contains(kernel),
                             "{} {count} segments: {plan}",
@@ -1458,7 +1463,7 @@ mod topk {
                         .tie_break(tie)
                         .force_path(Some(GpuPath::Filter));
                     let plan = check::<K, K>(d, &req, &k, segs, None);
-                    let name = plan.kernel.clone().unwrap_or_default();
+                    let name = kernel_of(&plan);
                     assert!(name.contains(",cand}"), "{} {plan}", K::NAME);
                 }
             }
@@ -1503,7 +1508,7 @@ mod topk {
                         .tie_break(tie)
                         .force_path(Some(GpuPath::Filter));
                     let plan = check::<K, K>(d, &req, &k, segs, None);
-                    let name = plan.kernel.clone().unwrap_or_default();
+                    let name = kernel_of(&plan);
                     assert!(name.contains(",cand}"), "{} {plan}", K::NAME);
                 }
             }
@@ -1563,7 +1568,7 @@ mod topk {
                             .sorted(sorted)
                             .force_path(Some(GpuPath::Filter));
                         let plan = check::<K, K>(d, &req, &k, segs, None);
-                        let name = plan.kernel.clone().unwrap_or_default();
+                        let name = kernel_of(&plan);
                         assert!(name.contains("filter_tma"), "{} {plan}", K::NAME);
                     }
                 }
@@ -1574,6 +1579,47 @@ mod topk {
         run::<u8>(&d);
         run::<i16>(&d);
         run::<f32>(&d);
+    }
+
+    /// The equal-key list's bound: bf16 keys in [1, 1.5) with exactly `e` copies of one key
+    /// outside that range (the largest, 1.992, or the smallest, 1.0) at random places in every
+    /// 8,192-key tile, so the threshold is that key, no key passes it, and each tile has exactly
+    /// e equal keys against 1,024 slots: 512 fill the per-stage lists exactly (slotted), 513
+    /// overflow them by one (flagged and read from memory by the candidate kernel). Fast ties
+    /// into unsorted rows (the reserving placement), and smaller-index ties on the same keys for
+    /// the byte-for-byte oracle.
+    #[test]
+    fn topk_staged_filter_list_bound() {
+        let d = dev();
+        if !sm90(&d) {
+            return;
+        }
+        let (count, len, tile) = (3usize, 131_072usize, 8192usize);
+        for e in [512usize, 513] {
+            for largest in [true, false] {
+                let mut rng = Rng::new(e as u64);
+                let special = if largest { 0x3fffu16 } else { 0x3f80 };
+                let mut k: Vec<bf16> = (0..count * len)
+                    .map(|_| bf16::from_bits(0x3f80 | (1 + rng.below(0x3f) as u16)))
+                    .collect();
+                let mut pos: Vec<usize> = (0..tile).collect();
+                for t in k.chunks_mut(tile) {
+                    for i in 0..e {
+                        let j = i + rng.below((tile - i) as u64) as usize;
+                        pos.swap(i, j);
+                        t[pos[i]] = bf16::from_bits(special);
+                    }
+                }
+                let segs = Segments::Fixed { count, len };
+                for tie in [TieBreak::Fast, TieBreak::SmallerIndex] {
+                    let req = top_k(4096, largest)
+                        .tie_break(tie)
+                        .force_path(Some(GpuPath::Filter));
+                    let plan = check::<bf16, bf16>(&d, &req, &k, segs, None);
+                    assert!(kernel_of(&plan).contains("filter_tma"), "{e}: {plan}");
+                }
+            }
+        }
     }
 
     /// Both builds at sizes compute-sanitizer's memcheck and synccheck take (racecheck's host
@@ -1654,7 +1700,7 @@ mod topk {
                                 .staging(staging)
                                 .force_path(Some(GpuPath::Filter));
                             let plan = check(d, &req, &k, Segments::Offsets(o), Some(&v));
-                            let kernel = plan.kernel.clone().unwrap_or_default();
+                            let kernel = kernel_of(&plan);
                             assert_eq!(
                                 kernel.contains("filter_tma"),
                                 staging && sm90,
@@ -1865,7 +1911,7 @@ mod topk {
                             .staging(true)
                             .force_path(Some(GpuPath::Filter));
                         let plan = check(d, &req, &k, Segments::Offsets(o), Some(&v));
-                        let kernel = plan.kernel.clone().unwrap_or_default();
+                        let kernel = kernel_of(&plan);
                         assert_eq!(kernel.contains("filter_tma"), sm90, "{} [{plan}]", K::NAME);
                     }
                 }
