@@ -218,7 +218,7 @@ fn forced<T: Scalar>(
 /// Columns one pass of `path` covers for `T`.
 fn pass_width<T: Scalar>(path: GpuPath) -> usize {
     match path {
-        GpuPath::Stream => 1,
+        GpuPath::Stream | GpuPath::Packed => 1,
         GpuPath::RowVec { cols, tiles, .. } => {
             cols as usize * (16 / std::mem::size_of::<T>()) * tiles as usize
         }
@@ -245,7 +245,10 @@ fn every_path<T: Scalar>() {
         if !split && a.row_stats().long_rows == 0 {
             continue;
         }
-        for path in GpuPath::all() {
+        for path in GpuPath::all()
+            .into_iter()
+            .filter(|p| p.applies(1, &a.row_stats()))
+        {
             let w = pass_width::<T>(path);
             let ns = if w == 1 {
                 vec![1]
@@ -306,7 +309,8 @@ fn every_path_on_the_panel<T: Scalar>() {
         mixed_windows(),
     ];
     for a in &mats {
-        for path in GpuPath::all() {
+        let st = a.row_stats();
+        for path in GpuPath::all().into_iter().filter(|p| p.applies(1, &st)) {
             forced(&device, a, path, 1, false, true);
             let w = pass_width::<T>(path);
             if w > 1 {
@@ -534,7 +538,8 @@ fn small_long_row_bound() {
         let plan = Spmm::new().run(&device, &a, &b, &mut cm).unwrap();
         let kernel = plan.kernel.unwrap();
         assert!(
-            kernel.contains(if n == 1 { "stream" } else { "chunks" }),
+            // SpMV: the planned blocks, packed (4,096 columns).
+            kernel.contains(if n == 1 { "spmv_packed" } else { "chunks" }),
             "{kernel}"
         );
         let got: Vec<f64> = cm.data().iter().map(|&x| x as f64).collect();
@@ -543,24 +548,88 @@ fn small_long_row_bound() {
     }
 }
 
-/// y = 0.5 A x - 2 y on the forced planned-block path against the oracle.
+/// The packed columns the upload built on the GPU (`spmv_pack`) equal the host's
+/// `pack_columns`, entry for entry, block for block and row for row (rows of long-row chunks
+/// unwritten, zero on both).
+fn packed_as_on_the_host<T: Scalar>(g: &Arc<Gpu>, a: &Csr<T>, da: &DeviceCsr<T>) {
+    let mut work = Vec::new();
+    sparrow::matrix::work::stream_partition(a.row_ptr(), da.stats.stream_items, |b| {
+        work.extend_from_slice(&b)
+    });
+    let want = sparrow::matrix::work::pack_columns(a.row_ptr(), a.col_idx(), &work).unwrap();
+    let p = da.packed.as_ref().expect("the matrix packs");
+    assert_eq!(g.download(&p.cols, a.nnz()).unwrap(), want.cols);
+    assert_eq!(g.download(&p.base, want.base.len()).unwrap(), want.base);
+    assert_eq!(g.download(&p.ends, a.nrows()).unwrap(), want.ends);
+}
+
+/// y = 0.5 A x - 2 y on the forced planned-block paths (plain and packed columns; the matrix
+/// must pack) against the oracle.
 fn stream_against_the_oracle<T: Scalar>(g: &Arc<Gpu>, a: &Csr<T>) {
     let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
     let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
     let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
     let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, a, &x, m2, &y0);
     let da = DeviceCsr::upload(g, a).unwrap();
+    packed_as_on_the_host(g, a, &da);
     let dx = g.upload(&x).unwrap();
-    let dy = g.upload(&y0).unwrap();
-    Spmv::new()
-        .alpha(half)
-        .beta(m2)
-        .force_path(GpuPath::Stream)
-        .run_device(g, &da, &dx, &dy)
-        .unwrap();
-    let y = download_f64(g, &dy, a.nrows());
-    let cmp = compare(&y, &want, &scale, tolerance::<T>());
-    assert!(cmp.pass, "{} {cmp:?}", T::NAME);
+    for path in [GpuPath::Stream, GpuPath::Packed] {
+        let dy = g.upload(&y0).unwrap();
+        Spmv::new()
+            .alpha(half)
+            .beta(m2)
+            .force_path(path)
+            .run_device(g, &da, &dx, &dy)
+            .unwrap();
+        let y = download_f64(g, &dy, a.nrows());
+        let cmp = compare(&y, &want, &scale, tolerance::<T>());
+        assert!(cmp.pass, "{path:?} {} {cmp:?}", T::NAME);
+    }
+}
+
+/// The packed blocks at their bound: every block spans exactly 2^16 columns (offsets up to
+/// 65,535), and one column more leaves the matrix unpacked, the policy off the packed path and
+/// a forced packed path refused with an error naming it.
+#[test]
+fn small_spmv_packed_span_bound() {
+    use sparrow::matrix::work::PACKED_SPAN;
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    for extra in [0usize, 1] {
+        let ncols = PACKED_SPAN + extra;
+        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        let mut rng = sparrow::matrix::Rng::new(41);
+        for row in 0..20_000usize {
+            for col in [row % 97, 5_000 + row % 1_000, ncols - 1 - row % 89] {
+                r.push(row);
+                c.push(col);
+                v.push(rng.range_f64(-1.0, 1.0) as f32);
+            }
+        }
+        let a = Csr::<f32>::from_triplets(20_000, ncols, &r, &c, &v).unwrap();
+        let st = a.row_stats();
+        assert_eq!(st.stream_span, ncols, "{st:?}");
+        let x = gen::dense::<f32>(ncols, 1, 1, 5).unwrap().into_data();
+        let mut y = vec![f32::NAN; a.nrows()];
+        let (want, scale) = sparrow::ops::spmv::oracle::spmv(1.0, &a, &x, 0.0, &y);
+        let plan = Spmv::new().run(&device, &a, &x, &mut y).unwrap();
+        let kernel = plan.kernel.unwrap();
+        if extra == 0 {
+            assert!(st.packable());
+            assert_eq!(kernel, "spmv_packed_f32");
+            let got: Vec<f64> = y.iter().map(|&t| t as f64).collect();
+            let cmp = compare(&got, &want, &scale, tolerance::<f32>());
+            assert!(cmp.pass, "{cmp:?}");
+        } else {
+            assert!(!st.packable());
+            assert!(!kernel.contains("packed"), "{kernel}");
+            let err = Spmv::new()
+                .force_path(GpuPath::Packed)
+                .run(&device, &a, &x, &mut y)
+                .unwrap_err();
+            assert!(err.to_string().contains("path"), "{err}");
+        }
+    }
 }
 
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty
@@ -686,22 +755,26 @@ fn small_spmv_stream_blocks() {
     let y0 = gen::dense::<f64>(row, 1, 1, 6).unwrap().into_data();
     let (want, scale) = sparrow::ops::spmv::oracle::spmv(0.5, &a, &x, -2.0, &y0);
     let da = DeviceCsr::upload(&g, &a).unwrap();
+    // Columns below 2^16: the packed blocks, long-row chunks included, run too.
+    packed_as_on_the_host(&g, &a, &da);
     let dx = g.upload(&x).unwrap();
-    let mut first: Option<Vec<f64>> = None;
-    for _ in 0..4 {
-        let dy = g.upload(&y0).unwrap();
-        Spmv::new()
-            .alpha(0.5)
-            .beta(-2.0)
-            .force_path(GpuPath::Stream)
-            .run_device(&g, &da, &dx, &dy)
-            .unwrap();
-        let y = g.download(&dy, row).unwrap();
-        let cmp = compare(&y, &want, &scale, tolerance::<f64>());
-        assert!(cmp.pass, "{cmp:?}");
-        match &first {
-            None => first = Some(y),
-            Some(f) => assert!(f.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits())),
+    for path in [GpuPath::Stream, GpuPath::Packed] {
+        let mut first: Option<Vec<f64>> = None;
+        for _ in 0..4 {
+            let dy = g.upload(&y0).unwrap();
+            Spmv::new()
+                .alpha(0.5)
+                .beta(-2.0)
+                .force_path(path)
+                .run_device(&g, &da, &dx, &dy)
+                .unwrap();
+            let y = g.download(&dy, row).unwrap();
+            let cmp = compare(&y, &want, &scale, tolerance::<f64>());
+            assert!(cmp.pass, "{path:?} {cmp:?}");
+            match &first {
+                None => first = Some(y),
+                Some(f) => assert!(f.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits())),
+            }
         }
     }
 }

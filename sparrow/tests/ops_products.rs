@@ -219,6 +219,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
         long_chunks: 0,
         stream_items: sparrow::matrix::work::STREAM_ITEMS,
         stream_blocks: 7,
+        stream_span: usize::MAX,
         window_max: 0,
         window_reuse: 0.0,
         len_classes: [0; sparrow::matrix::LEN_CLASSES],
@@ -292,6 +293,34 @@ fn gpu_policy_picks_by_n_and_row_length() {
     let mut skew = stats(4.0, 0);
     skew.max_len = 200;
     assert_eq!(plan::choose(&skew, 1, 4).0, GpuPath::Stream);
+    // Where SpMV takes the planned blocks (f32 short rows, skewed rows of either type), it
+    // takes them packed when every work block spans at most 2^16 columns; one column more,
+    // plain. Other paths and N > 1 never pack.
+    let span = sparrow::matrix::work::PACKED_SPAN;
+    for (mean, empty, bytes, packs) in [
+        (3.0, 0, 4, true),
+        (30.0, 600, 4, true),
+        (30.0, 600, 8, true),
+        (64.0, 0, 4, false),
+        (16.0, 0, 8, false),
+    ] {
+        let mut st = stats(mean, empty);
+        let before = plan::choose(&st, 1, bytes).0;
+        assert_eq!(before == GpuPath::Stream, packs, "mean {mean}");
+        st.stream_span = span;
+        let (path, why) = plan::choose(&st, 1, bytes);
+        if packs {
+            assert_eq!(path, GpuPath::Packed, "mean {mean}, {bytes}-byte values");
+            assert!(why.contains("16-bit column offsets"), "{why}");
+            let ty = if bytes == 4 { "f32" } else { "f64" };
+            assert_eq!(path.kernel_for(ty, 1), format!("spmv_packed_{ty}"));
+        } else {
+            assert_eq!(path, before);
+        }
+        assert_ne!(plan::choose(&st, 8, bytes).0, GpuPath::Packed);
+        st.stream_span = span + 1;
+        assert_eq!(plan::choose(&st, 1, bytes).0, before);
+    }
     // f32: 4 columns per segment, at most 32 columns per pass up to N = 64, then 64 (128 from
     // 32 entries per row); about 8 entries per entry lane for N <= 8, 32 above.
     assert_eq!(plan::choose(&stats(16.0, 0), 3, 4).0, rv(1, 2, 1));
@@ -330,6 +359,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         long_chunks: 0,
         stream_items: sparrow::matrix::work::STREAM_ITEMS,
         stream_blocks: 7,
+        stream_span: usize::MAX,
         window_max,
         window_reuse,
         len_classes: [0; sparrow::matrix::LEN_CLASSES],
@@ -510,8 +540,10 @@ fn gpu_policy_sorts_uneven_rows() {
             lane_entries: 8
         }
     );
-    // SpMV keeps the planned blocks; even rows and small matrices keep rowvec.
-    assert_eq!(plan::choose(&st, 1, 4).0, GpuPath::Stream);
+    // SpMV keeps the planned blocks (packed: 40,000 columns); even rows and small matrices
+    // keep rowvec.
+    assert!(st.packable());
+    assert_eq!(plan::choose(&st, 1, 4).0, GpuPath::Packed);
     let un = gen::uniform::<f32>(40_000, 40_000, 16, 9)
         .unwrap()
         .row_stats();
@@ -571,8 +603,12 @@ fn device_bytes_counts_every_buffer() {
         + 16 * st.long_chunks as u64
         + 4 * dense as u64
         + 4 * (st.long_chunks * n) as u64
-        + (48 + 4 + 4) * st.stream_blocks as u64;
+        + (48 + 4 + 4) * st.stream_blocks as u64
+        // The packed columns: 2 bytes an entry and a row, 4 a block.
+        + 2 * (long as u64 + 1 + 3)
+        + 4 * st.stream_blocks as u64;
     assert_eq!(st.stream_blocks, 1);
+    assert!(st.packable());
     assert_eq!(sparrow::ops::spmm::device_bytes(&a, &st, dense, n), want);
 }
 

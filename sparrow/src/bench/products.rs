@@ -231,7 +231,10 @@ fn run_typed<T: Scalar>(
             out.push(record(cfg, name, &a, n, "sparrow", &variant, ours_t, bw));
             out[first].analysis_ms = Some(da.analysis_ms);
             if cfg.sweep {
-                for path in GpuPath::all().into_iter().filter(|p| p.supports(n)) {
+                for path in GpuPath::all()
+                    .into_iter()
+                    .filter(|p| p.applies(n, &da.stats))
+                {
                     let t = if cfg.op == "spmm" {
                         let op = Spmm::<T>::new().force_path(path);
                         time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db, &mut dc))?

@@ -3,7 +3,9 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::work::{rows_by_length, stream_partition, STREAM_ITEMS_EVEN};
+use super::{Args, LaunchShape};
+use crate::kernels::{PACK_NAME, SPMM};
+use crate::matrix::work::{block_bases, rows_by_length, stream_partition, STREAM_ITEMS_EVEN};
 use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
@@ -75,22 +77,72 @@ pub struct StreamWork<T> {
 }
 
 impl<T: Scalar> StreamWork<T> {
-    fn build(gpu: &Gpu, row_ptr: &[i64], items: usize) -> Result<Self> {
+    /// The blocks on the GPU, and their host copy.
+    fn build(gpu: &Gpu, row_ptr: &[i64], items: usize) -> Result<(Self, Vec<i64>)> {
         let mut work = Vec::new();
         let nblocks = stream_partition(row_ptr, items, |b| work.extend_from_slice(&b));
-        Ok(StreamWork {
-            nblocks,
-            items,
-            work: gpu.upload(&work)?,
-            partial: gpu.alloc_zeroed(nblocks)?,
-            counters: gpu.alloc_zeroed(nblocks)?,
-        })
+        Ok((
+            StreamWork {
+                nblocks,
+                items,
+                work: gpu.upload(&work)?,
+                partial: gpu.alloc_zeroed(nblocks)?,
+                counters: gpu.alloc_zeroed(nblocks)?,
+            },
+            work,
+        ))
+    }
+}
+
+/// A matrix's columns packed for SpMV
+/// ([`PackedColumns`](crate::matrix::work::PackedColumns)) on the GPU.
+pub struct PackedCols {
+    /// 16-bit column offsets, padded to [`VEC_ENTRIES`] like the indices.
+    pub cols: CudaSlice<u16>,
+    /// First column of each work block.
+    pub base: CudaSlice<i32>,
+    /// 16-bit row ends relative to their block's first entry.
+    pub ends: CudaSlice<u16>,
+}
+
+impl PackedCols {
+    /// Packs the uploaded indices on the GPU (`spmv_pack`, one block per work block) from the
+    /// blocks' first columns, which the host finds from the row bounds alone; the result
+    /// equals [`pack_columns`](crate::matrix::work::pack_columns)'s.
+    fn build(
+        gpu: &Gpu,
+        bases: &[i32],
+        stream: &StreamWork<impl Scalar>,
+        row_ptr: &CudaSlice<i64>,
+        col_idx: &CudaSlice<i32>,
+        nrows: usize,
+    ) -> Result<Self> {
+        let p = PackedCols {
+            cols: gpu.alloc_zeroed(col_idx.len())?,
+            base: gpu.upload(bases)?,
+            ends: gpu.alloc_zeroed(nrows)?,
+        };
+        if stream.nblocks > 0 {
+            let kernel = gpu.kernel(&SPMM, PACK_NAME)?;
+            let mut args = Args::new();
+            args.ptr(gpu.ptr(&stream.work))
+                .ptr(gpu.ptr(&p.base))
+                .ptr(gpu.ptr(row_ptr))
+                .ptr(gpu.ptr(col_idx))
+                .ptr(gpu.ptr(&p.cols))
+                .ptr(gpu.ptr(&p.ends));
+            let blocks = u32::try_from(stream.nblocks).map_err(|_| {
+                Error::unsupported(format!("{} SpMV work blocks exceed 2^32", stream.nblocks))
+            })?;
+            gpu.launch(&kernel, LaunchShape::linear(blocks, 256), &mut args)?;
+        }
+        Ok(p)
     }
 }
 
 /// A CSR matrix on the GPU with its analysis, done once on upload like cuSPARSE's
 /// preprocessing: the row statistics plans read, the long rows' chunks, the SpMV work
-/// blocks and the rows sorted by length.
+/// blocks (with the packed columns where they fit) and the rows sorted by length.
 pub struct DeviceCsr<T> {
     /// Rows.
     pub nrows: usize,
@@ -108,6 +160,9 @@ pub struct DeviceCsr<T> {
     pub long_rows: Option<LongRows>,
     /// The SpMV work blocks.
     pub stream: StreamWork<T>,
+    /// The columns packed over the work blocks, when the statistics say they fit
+    /// ([`RowStats::packable`]).
+    pub packed: Option<PackedCols>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
     /// Host time of the analysis (statistics, long rows, work blocks, rows by length),
@@ -158,7 +213,25 @@ impl<T: Scalar> DeviceCsr<T> {
         let values = gpu.upload_padded(a.values(), VEC_ENTRIES)?;
         let t = std::time::Instant::now();
         let long_rows = LongRows::build(gpu, a.row_ptr())?;
-        let stream = StreamWork::build(gpu, a.row_ptr(), stats.stream_items)?;
+        let (stream, work) = StreamWork::build(gpu, a.row_ptr(), stats.stream_items)?;
+        let packed = if stats.packable() {
+            let bases = block_bases(a.row_ptr(), a.col_idx(), &work).ok_or_else(|| {
+                Error::invalid(
+                    "stats",
+                    "say the matrix packs, but a work block spans more than 2^16 columns",
+                )
+            })?;
+            Some(PackedCols::build(
+                gpu,
+                &bases,
+                &stream,
+                &row_ptr,
+                &col_idx,
+                a.nrows(),
+            )?)
+        } else {
+            None
+        };
         let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
         Ok(DeviceCsr {
             nrows: a.nrows(),
@@ -169,6 +242,7 @@ impl<T: Scalar> DeviceCsr<T> {
             values,
             long_rows,
             stream,
+            packed,
             sorted_rows,
             analysis_ms: t.elapsed().as_secs_f64() * 1e3,
         })

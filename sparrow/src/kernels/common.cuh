@@ -40,6 +40,11 @@ __device__ __forceinline__ double ld_stream(const double* p) {
     asm("ld.global.nc.L1::no_allocate.f64 %0, [%1];" : "=d"(v) : "l"(p));
     return v;
 }
+__device__ __forceinline__ u16 ld_stream(const u16* p) {
+    u16 v;
+    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
+}
 __device__ __forceinline__ i64 ld_stream(const i64* p) {
     i64 v;
     asm("ld.global.nc.L1::no_allocate.s64 %0, [%1];" : "=l"(v) : "l"(p));

@@ -111,8 +111,16 @@ pub fn stream_name(ty: &str) -> String {
     format!("spmv_stream_{ty}")
 }
 
+/// Name of the planned-block SpMV kernel over packed 16-bit column offsets.
+pub fn packed_name(ty: &str) -> String {
+    format!("spmv_packed_{ty}")
+}
+
+/// The kernel that packs a matrix's columns for [`packed_name`]'s kernels on upload.
+pub const PACK_NAME: &str = "spmv_pack";
+
 fn spmm_entry_points() -> Vec<String> {
-    let mut v = Vec::new();
+    let mut v = vec![PACK_NAME.to_string()];
     for ty in ["f32", "f64"] {
         for (c, t) in rowvec_chunk_shapes() {
             v.push(chunks_name(ty, c, t));
@@ -120,6 +128,7 @@ fn spmm_entry_points() -> Vec<String> {
         v.push(combine_name(ty));
         v.push(fill_name(ty));
         v.push(stream_name(ty));
+        v.push(packed_name(ty));
         for (c, k, t) in rowvec_shapes() {
             v.push(rowvec_name(ty, c, k, t));
         }

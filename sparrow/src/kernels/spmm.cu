@@ -16,7 +16,8 @@
 //            4-entry vectors, products staged in shared memory, then each row summed by a
 //            group of lanes), or one chunk of a long row (a block-wide sum; the last chunk of
 //            a row to finish adds the row's partials in chunk order, so the result does not
-//            depend on timing).
+//            depend on timing). spmv_packed is the same kernel over 16-bit column offsets and
+//            row ends (PackedCols), fewer bytes an entry where every block's columns allow.
 // Long rows in rowvec: a row longer than long_len would keep one group busy long after the
 // rest of the grid is done, so the row kernels skip it; the chunk entry points (CHUNKS = true)
 // process the long rows' entries in fixed chunks, one chunk per warp, writing partial sums
@@ -573,9 +574,44 @@ __device__ __forceinline__ T block_sum(T s, T* wsum) {
     return t;  // valid in thread 0
 }
 
-template <typename T>
-__device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const i64* __restrict__ row_ptr,
-                                            const int* __restrict__ col, const T* __restrict__ val,
+// Where the planned blocks read A's columns and row bounds. Plain: the 32-bit indices and the
+// 64-bit row pointers. Packed (spmv_packed): each entry's column as a 16-bit offset from its
+// work block's first column, and each row's end as a 16-bit offset from its block's first
+// entry, which the host builds once for matrices whose every block spans fewer than 65,536
+// columns: 6 bytes an f32 entry instead of 8, and 2 bytes a row instead of 8.
+struct PlainCols {
+    const int* __restrict__ col;
+    const i64* __restrict__ row_ptr;
+    static constexpr int W = 4;  // 32-bit words a 4-entry vector takes in registers
+    __device__ __forceinline__ void init(i64) {}
+    __device__ __forceinline__ void load4(i64 p, u32* w) const { ld_stream4(col + p, reinterpret_cast<int*>(w)); }
+    __device__ __forceinline__ int at(const u32* w, int u) const { return (int)w[u]; }
+    __device__ __forceinline__ int one(i64 p) const { return ld_stream(col + p); }
+    // Row g's first entry relative to the block's first entry p0 (g up to the block's rows).
+    __device__ __forceinline__ int bound(i64 r0, int g, i64 p0) const { return (int)(row_ptr[r0 + g] - p0); }
+};
+struct PackedCols {
+    const u16* __restrict__ col;
+    const int* __restrict__ base;
+    const u16* __restrict__ ends;
+    int first;  // the work block's first column
+    static constexpr int W = 2;
+    __device__ __forceinline__ void init(i64 b) { first = base[b]; }
+    // ld.global.nc.L1::no_allocate.v2.u32: four 16-bit offsets (p a multiple of 4 entries).
+    __device__ __forceinline__ void load4(i64 p, u32* w) const {
+        asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(col + p));
+    }
+    __device__ __forceinline__ int at(const u32* w, int u) const {
+        return first + (int)((w[u >> 1] >> (16 * (u & 1))) & 0xffffu);
+    }
+    __device__ __forceinline__ int one(i64 p) const { return first + (int)ld_stream(col + p); }
+    __device__ __forceinline__ int bound(i64 r0, int g, i64) const {
+        return g == 0 ? 0 : (int)ld_stream(ends + r0 + g - 1);
+    }
+};
+
+template <typename T, typename Cols>
+__device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, Cols cs, const T* __restrict__ val,
                                             const T* __restrict__ x, i64 ldx, T* __restrict__ y, i64 ldy,
                                             T alpha, T beta, T* partial, u32* counters) {
     // The block's products: the launch gives the partition's capacity (at most STREAM_ITEMS),
@@ -587,6 +623,7 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const 
     __shared__ int last;
     const i64* w = work + 6 * (i64)blockIdx.x;
     const i64 r0 = w[0], r1 = w[1], p0 = w[2], p1 = w[3], first = w[4], count = w[5];
+    cs.init(blockIdx.x);
     if (count == 0) {
         const int m = (int)(p1 - p0);
         const int nr = (int)(r1 - r0);
@@ -596,34 +633,33 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const 
         const i64 a0 = p0 & ~(i64)3;
         const int head = (int)(p0 - a0);
         const int nv = (head + m + 3) >> 2;
-        int c[STREAM_VECS][4];
+        u32 c[STREAM_VECS][Cols::W];
         T a[STREAM_VECS][4];
 #pragma unroll
         for (int i = 0; i < STREAM_VECS; i++) {
             const int j = threadIdx.x + i * STREAM_BLOCK;
             if (j < nv) {
-                ld_stream4(col + a0 + 4 * j, c[i]);
+                cs.load4(a0 + 4 * j, c[i]);
                 ld_stream4(val + a0 + 4 * j, a[i]);
             } else {
 #pragma unroll
-                for (int u = 0; u < 4; u++) {
-                    c[i][u] = 0;
-                    a[i][u] = T(0);
-                }
+                for (int u = 0; u < Cols::W; u++) c[i][u] = 0;
+#pragma unroll
+                for (int u = 0; u < 4; u++) a[i][u] = T(0);
             }
         }
         // Up to STREAM_MAX_ROWS + 1 row bounds, four loads in flight per thread.
         for (int g0 = 0; g0 <= nr; g0 += 4 * STREAM_BLOCK) {
-            i64 b[4];
+            int b[4];
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 const int g = g0 + threadIdx.x + u * STREAM_BLOCK;
-                b[u] = g <= nr ? row_ptr[r0 + g] : 0;
+                b[u] = g <= nr ? cs.bound(r0, g, p0) : 0;
             }
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 const int g = g0 + threadIdx.x + u * STREAM_BLOCK;
-                if (g <= nr) rp[g] = (int)(b[u] - p0);
+                if (g <= nr) rp[g] = b[u];
             }
         }
         T xv[STREAM_VECS][4];
@@ -632,7 +668,7 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const 
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 const int k = 4 * (threadIdx.x + i * STREAM_BLOCK) + u - head;
-                xv[i][u] = k >= 0 && k < m ? __ldg(x + (i64)c[i][u] * ldx) : T(0);
+                xv[i][u] = k >= 0 && k < m ? __ldg(x + (i64)cs.at(c[i], u) * ldx) : T(0);
             }
 #pragma unroll
         for (int i = 0; i < STREAM_VECS; i++)
@@ -677,13 +713,13 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const 
         T a[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            c[u] = ld_stream(col + k + u * STREAM_BLOCK);
+            c[u] = cs.one(k + u * STREAM_BLOCK);
             a[u] = ld_stream(val + k + u * STREAM_BLOCK);
         }
 #pragma unroll
         for (int u = 0; u < 4; u++) s += a[u] * __ldg(x + c[u] * ldx);
     }
-    for (; k < p1; k += STREAM_BLOCK) s += ld_stream(val + k) * __ldg(x + ld_stream(col + k) * ldx);
+    for (; k < p1; k += STREAM_BLOCK) s += ld_stream(val + k) * __ldg(x + cs.one(k) * ldx);
     const T t = block_sum(s, wsum);
     if (count == 1) {
         if (threadIdx.x == 0) axpby_store(y + r0 * ldy, t, alpha, beta);
@@ -711,7 +747,30 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, const 
         spmv_stream_##TNAME(const i64 *work, const i64 *row_ptr, const int *col, const T *val,         \
                             const T *x, i64 ldx, T *y, i64 ldy, T alpha, T beta, T *partial,           \
                             u32 *counters) {                                                           \
-        spmv_stream<T>(work, row_ptr, col, val, x, ldx, y, ldy, alpha, beta, partial, counters);     \
+        spmv_stream<T>(work, PlainCols{col, row_ptr}, val, x, ldx, y, ldy, alpha, beta, partial, counters); \
+    }
+// Builds the packed columns once on upload, from the 32-bit indices already on the GPU: one
+// block per work block, `base` its first column (computed on the host from the row bounds);
+// `ends` is written for blocks of short rows only.
+extern "C" __global__ void __launch_bounds__(256)
+    spmv_pack(const i64* work, const int* base, const i64* row_ptr, const int* col, u16* col16, u16* ends) {
+    const i64* w = work + 6 * (i64)blockIdx.x;
+    const i64 r0 = w[0], r1 = w[1], p0 = w[2], p1 = w[3], count = w[5];
+    const int first = base[blockIdx.x];
+    for (i64 e = p0 + threadIdx.x; e < p1; e += blockDim.x) col16[e] = (u16)(col[e] - first);
+    if (count == 0)
+        for (i64 r = r0 + threadIdx.x; r < r1; r += blockDim.x) ends[r] = (u16)(row_ptr[r + 1] - p0);
+}
+
+// The planned blocks over packed columns (PackedCols): `base` the first column of each work
+// block, `ends` each row's end relative to its block's first entry.
+#define PACKED(T, TNAME)                                                                              \
+    extern "C" __global__ void __launch_bounds__(STREAM_BLOCK)                                        \
+        spmv_packed_##TNAME(const i64 *work, const int *base, const u16 *ends, const u16 *col,         \
+                            const T *val, const T *x, i64 ldx, T *y, i64 ldy, T alpha, T beta,         \
+                            T *partial, u32 *counters) {                                               \
+        spmv_stream<T>(work, PackedCols{col, base, ends, 0}, val, x, ldx, y, ldy, alpha, beta, partial, \
+                       counters);                                                                      \
     }
 
 ROWVEC_ALL(float, f32)
@@ -729,3 +788,5 @@ FILL(float, f32)
 FILL(double, f64)
 STREAM(float, f32)
 STREAM(double, f64)
+PACKED(float, f32)
+PACKED(double, f64)

@@ -54,6 +54,10 @@ pub struct RowStats {
     /// Number of SpMV work blocks ([`work::stream_partition`](super::work::stream_partition)
     /// with `stream_items`).
     pub stream_blocks: usize,
+    /// The widest column span (last column - first column + 1) of an SpMV work block: at most
+    /// [`PACKED_SPAN`](super::work::PACKED_SPAN) and the matrix has a packed form
+    /// ([`RowStats::packable`]).
+    pub stream_span: usize,
     /// The widest column window (last column - first column + 1) of a block of
     /// [`WINDOW_ROWS`] consecutive rows, rows over [`LONG_ROW`] left out.
     pub window_max: usize,
@@ -81,6 +85,12 @@ impl RowStats {
     /// vector-A lanes: 4 a row; planned blocks: [`STREAM_ITEMS`](super::work::STREAM_ITEMS)).
     pub fn scattered(&self) -> bool {
         self.window_max > SCATTER_WINDOW
+    }
+
+    /// Whether every SpMV work block's columns lie within [`PACKED_SPAN`](super::work::PACKED_SPAN),
+    /// so its entries' columns fit 16-bit offsets (`spmv_packed`).
+    pub fn packable(&self) -> bool {
+        self.stream_span <= super::work::PACKED_SPAN
     }
 
     /// Whether rows are skewed for SpMV: a long row, a row far above the mean, or mostly empty
@@ -377,6 +387,7 @@ impl<T: Scalar> Csr<T> {
             long_chunks,
             stream_items: 0,
             stream_blocks: 0,
+            stream_span: 0,
             window_max,
             window_reuse: if span_sum == 0 {
                 0.0
@@ -395,7 +406,13 @@ impl<T: Scalar> Csr<T> {
         } else {
             super::work::STREAM_ITEMS_EVEN
         };
-        st.stream_blocks = super::work::stream_partition(&self.row_ptr, st.stream_items, |_| {});
+        let mut span = 0usize;
+        st.stream_blocks = super::work::stream_partition(&self.row_ptr, st.stream_items, |b| {
+            if let Some((lo, hi)) = super::work::block_columns(&self.row_ptr, &self.col_idx, b) {
+                span = span.max((hi as i64 - lo as i64) as usize + 1);
+            }
+        });
+        st.stream_span = span;
         st
     }
 

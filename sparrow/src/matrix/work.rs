@@ -55,6 +55,90 @@ pub fn stream_partition(row_ptr: &[i64], items: usize, mut emit: impl FnMut([i64
     count
 }
 
+/// Columns a work block may span for its packed form: its entries' offsets from its first
+/// column fit 16 bits.
+pub const PACKED_SPAN: usize = 1 << 16;
+
+/// The columns a work block reaches: (first, last) column of its entries, None when it has
+/// none. Rows are sorted, so a row's first and last entries bound it.
+pub fn block_columns(row_ptr: &[i64], col_idx: &[i32], b: [i64; 6]) -> Option<(i32, i32)> {
+    if b[2] == b[3] {
+        return None;
+    }
+    if b[5] != 0 {
+        return Some((col_idx[b[2] as usize], col_idx[b[3] as usize - 1]));
+    }
+    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+    for r in b[0] as usize..b[1] as usize {
+        let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
+        if e > s {
+            lo = lo.min(col_idx[s]);
+            hi = hi.max(col_idx[e - 1]);
+        }
+    }
+    Some((lo, hi))
+}
+
+/// The packed form of a matrix's columns for SpMV (`spmv_packed` in spmm.cu), built once on
+/// upload: each entry's column as a 16-bit offset from its work block's first column, and
+/// each row's end as a 16-bit offset from its block's first entry. An f32 entry then moves 6
+/// bytes instead of 8, and a row 2 bytes instead of 8.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedColumns {
+    /// Column offset of each entry from its block's first column.
+    pub cols: Vec<u16>,
+    /// First column of each work block (0 for a block with no entries).
+    pub base: Vec<i32>,
+    /// End of each row in a block of short rows, relative to the block's first entry; 0 for
+    /// the rows of long-row chunks, which the kernel does not read.
+    pub ends: Vec<u16>,
+}
+
+/// The first column of each work block of `work` (six i64 each, [`stream_partition`]'s order;
+/// 0 for a block with no entries), or None when a block spans more than [`PACKED_SPAN`]
+/// columns or holds more entries than a 16-bit row end can name. The upload packs the columns
+/// on the GPU from these (`spmv_pack`).
+pub fn block_bases(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<Vec<i32>> {
+    work.chunks_exact(6)
+        .map(|w| {
+            let b: [i64; 6] = w.try_into().ok()?;
+            if b[5] == 0 && b[3] - b[2] > i64::from(u16::MAX) {
+                return None;
+            }
+            match block_columns(row_ptr, col_idx, b) {
+                Some((lo, hi)) if (hi as i64 - lo as i64) < PACKED_SPAN as i64 => Some(lo),
+                Some(_) => None,
+                None => Some(0),
+            }
+        })
+        .collect()
+}
+
+/// Packs `col_idx` over the work blocks `work` on the host: what the upload's `spmv_pack`
+/// kernel builds on the GPU, and the reference the tests hold it to. None where
+/// [`block_bases`] refuses.
+pub fn pack_columns(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<PackedColumns> {
+    let nrows = row_ptr.len().saturating_sub(1);
+    let mut p = PackedColumns {
+        cols: vec![0; col_idx.len()],
+        base: block_bases(row_ptr, col_idx, work)?,
+        ends: vec![0; nrows],
+    };
+    for (w, &first) in work.chunks_exact(6).zip(&p.base) {
+        let b: [i64; 6] = w.try_into().ok()?;
+        let (s, e) = (b[2] as usize, b[3] as usize);
+        for (o, &c) in p.cols[s..e].iter_mut().zip(&col_idx[s..e]) {
+            *o = (c - first) as u16;
+        }
+        if b[5] == 0 {
+            for r in b[0] as usize..b[1] as usize {
+                p.ends[r] = (row_ptr[r + 1] - b[2]) as u16;
+            }
+        }
+    }
+    Some(p)
+}
+
 /// The rows by length, longest first and rows of one length in row order, with every row over
 /// [`LONG_ROW`](super::LONG_ROW) ahead of the rest: the row list of the sorted SpMM path,
 /// whose bins (runs of this order) the plan reads off [`RowStats::len_classes`](super::RowStats).
@@ -181,6 +265,51 @@ mod tests {
         // 4-entry vectors fit the kernel's STREAM_VECS = 3 per thread.
         assert!((3 + STREAM_ITEMS_EVEN).div_ceil(4) <= 3 * def("STREAM_BLOCK"));
         assert_eq!(def("STREAM_MAX_ROWS"), STREAM_MAX_ROWS);
+    }
+
+    /// Every packed entry and row end decodes to the matrix's own column and row bound, on
+    /// blocks of short rows, long-row chunks and empty rows; a block one column too wide
+    /// refuses.
+    #[test]
+    fn packed_columns_decode_to_the_matrix() {
+        let mut rng = crate::matrix::Rng::new(5);
+        let (mut rp, mut cols) = (vec![0i64], Vec::new());
+        for i in 0..3_000i64 {
+            let len = match i % 211 {
+                0 => 20_000,
+                1..=20 => 0,
+                _ => rng.below(30) as i64,
+            };
+            // Columns near the row, sorted and unique: a local matrix.
+            let mut c: Vec<i32> = (0..len)
+                .map(|_| (i * 4 + rng.below(50_000) as i64) as i32)
+                .collect();
+            c.sort_unstable();
+            c.dedup();
+            rp.push(rp.last().unwrap() + c.len() as i64);
+            cols.extend(c);
+        }
+        for items in [STREAM_ITEMS, STREAM_ITEMS_EVEN] {
+            let mut work = Vec::new();
+            stream_partition(&rp, items, |b| work.extend_from_slice(&b));
+            let p = pack_columns(&rp, &cols, &work).expect("every block spans under 2^16");
+            assert_eq!(p.base.len(), work.len() / 6);
+            for (i, w) in work.chunks_exact(6).enumerate() {
+                let (s, e) = (w[2] as usize, w[3] as usize);
+                for (k, (&o, &c)) in p.cols[s..e].iter().zip(&cols[s..e]).enumerate() {
+                    assert_eq!(p.base[i] + o as i32, c, "entry {}", s + k);
+                }
+                if w[5] == 0 {
+                    for r in w[0] as usize..w[1] as usize {
+                        assert_eq!(w[2] + p.ends[r] as i64, rp[r + 1], "row {r}");
+                    }
+                }
+            }
+            // One block spanning exactly 2^16 columns: its last offset would not fit.
+            let wide = [0i64, 2, 0, 2, 0, 0];
+            assert!(pack_columns(&[0, 1, 2], &[3, 3 + PACKED_SPAN as i32 - 1], &wide).is_some());
+            assert!(pack_columns(&[0, 1, 2], &[3, 3 + PACKED_SPAN as i32], &wide).is_none());
+        }
     }
 
     #[test]

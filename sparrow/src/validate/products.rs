@@ -52,7 +52,7 @@ fn n_for(path: GpuPath) -> usize {
     // A ragged N that fills all but part of the path's last column segment (4 columns of f32,
     // 2 of f64 per segment; the same N serves both).
     match path {
-        GpuPath::Stream => 1,
+        GpuPath::Stream | GpuPath::Packed => 1,
         GpuPath::RowVec { cols, tiles, .. } => (cols * 4 * tiles) as usize - 1,
         GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => (cols * 4) as usize - 1,
         GpuPath::AVec { .. } => 3,
@@ -94,7 +94,14 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
     for (mname, a) in matrices::<T>()? {
         let paths: Vec<Option<GpuPath>> = match device {
             Device::Cpu => vec![None],
-            Device::Cuda(_) => GpuPath::all().into_iter().map(Some).collect(),
+            Device::Cuda(_) => {
+                let st = a.row_stats();
+                GpuPath::all()
+                    .into_iter()
+                    .filter(|p| p.applies(1, &st))
+                    .map(Some)
+                    .collect()
+            }
         };
         let splits: &[bool] = if a.row_stats().long_rows > 0 {
             &[true, false]
@@ -162,6 +169,9 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
             Device::Cpu => vec![None],
             Device::Cuda(_) => {
                 let mut v = vec![None, Some(GpuPath::Stream)];
+                if a.row_stats().packable() {
+                    v.push(Some(GpuPath::Packed));
+                }
                 v.extend([1, 4, 32].map(|ksplit| {
                     Some(GpuPath::RowVec {
                         cols: 1,

@@ -16,7 +16,7 @@ pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
             Some(chunks_name(ty, cols, 1))
         }
         GpuPath::AVec { .. } => Some(chunks_name(ty, 1, 1)),
-        GpuPath::Stream => None,
+        GpuPath::Stream | GpuPath::Packed => None,
     }
 }
 
@@ -91,20 +91,31 @@ pub(crate) fn launch<T: Scalar>(
     if a.nrows == 0 || n == 0 {
         return Ok(());
     }
-    if path == GpuPath::Stream {
+    if matches!(path, GpuPath::Stream | GpuPath::Packed) {
         if n != 1 {
             return Err(Error::invalid(
                 "path",
-                format!("the stream path computes SpMV only, not N = {n}"),
+                format!("the planned blocks compute SpMV only, not N = {n}"),
             ));
         }
         let st = &a.stream;
         let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
         let mut args = Args::new();
-        args.ptr(gpu.ptr(&st.work))
-            .ptr(gpu.ptr(&a.row_ptr))
-            .ptr(gpu.ptr(&a.col_idx))
-            .ptr(gpu.ptr(&a.values))
+        args.ptr(gpu.ptr(&st.work));
+        if path == GpuPath::Packed {
+            let p = a.packed.as_ref().ok_or_else(|| {
+                Error::invalid(
+                    "path",
+                    "the packed blocks need a matrix whose work blocks each span under 2^16 columns",
+                )
+            })?;
+            args.ptr(gpu.ptr(&p.base))
+                .ptr(gpu.ptr(&p.ends))
+                .ptr(gpu.ptr(&p.cols));
+        } else {
+            args.ptr(gpu.ptr(&a.row_ptr)).ptr(gpu.ptr(&a.col_idx));
+        }
+        args.ptr(gpu.ptr(&a.values))
             .ptr(b)
             .i64(ldb as i64)
             .ptr(c)

@@ -141,14 +141,19 @@ impl<T: Scalar> Spmm<T> {
 }
 
 /// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
-/// work blocks and rows sorted by length, `dense_elems` elements of B and C, and the long
+/// work blocks (and packed columns), rows sorted by length, `dense_elems` elements of B and C, and the long
 /// rows' partial sums for N columns.
 pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
     let a_bytes = 8 * (2 * a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
     let long = 8 * (2 * st.long_rows as u64 + 1) + 16 * st.long_chunks as u64;
     let stream = (48 + s + 4) * st.stream_blocks as u64;
-    a_bytes + long + stream + s * dense_elems as u64 + s * (st.long_chunks * n) as u64
+    let packed = if st.packable() {
+        2 * (a.nnz() + a.nrows()) as u64 + 4 * st.stream_blocks as u64
+    } else {
+        0
+    };
+    a_bytes + long + stream + packed + s * dense_elems as u64 + s * (st.long_chunks * n) as u64
 }
 
 /// Checks that B is k x n and C is m x n for an m x k A.
@@ -182,6 +187,14 @@ pub(crate) fn gpu_path<T: Scalar>(
         Some(p) if !p.supports(n) => Err(Error::invalid(
             "path",
             format!("forced path {p:?} cannot compute N = {n} columns"),
+        )),
+        Some(p) if !p.applies(n, stats) => Err(Error::invalid(
+            "path",
+            format!(
+                "forced path {p:?} needs every SpMV work block within {} columns; one spans {}",
+                plan::PACKED_SPAN,
+                stats.stream_span
+            ),
         )),
         Some(p) => Ok(Some((p, format!("path forced to {p:?}")))),
         None => Ok(Some(plan::choose(stats, n, std::mem::size_of::<T>()))),
