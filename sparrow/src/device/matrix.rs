@@ -165,8 +165,8 @@ pub struct DeviceCsr<T> {
     pub packed: Option<PackedCols>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
-    /// Host time of the analysis (statistics, long rows, work blocks, rows by length),
-    /// milliseconds.
+    /// Host time of the analysis (statistics, long rows, work blocks, the packed columns'
+    /// block bases and their packing kernel's launch, rows by length), milliseconds.
     pub analysis_ms: f64,
 }
 

@@ -577,8 +577,8 @@ __device__ __forceinline__ T block_sum(T s, T* wsum) {
 // Where the planned blocks read A's columns and row bounds. Plain: the 32-bit indices and the
 // 64-bit row pointers. Packed (spmv_packed): each entry's column as a 16-bit offset from its
 // work block's first column, and each row's end as a 16-bit offset from its block's first
-// entry, which the host builds once for matrices whose every block spans fewer than 65,536
-// columns: 6 bytes an f32 entry instead of 8, and 2 bytes a row instead of 8.
+// entry, which the upload builds once (spmv_pack) for matrices whose every block spans at most
+// 65,536 columns: 6 bytes an f32 entry instead of 8, and 2 bytes a row instead of 8.
 struct PlainCols {
     const int* __restrict__ col;
     const i64* __restrict__ row_ptr;
