@@ -548,9 +548,8 @@ fn small_long_row_bound() {
     }
 }
 
-/// The packed columns the upload built on the GPU (`spmv_pack`) equal the host's
-/// `pack_columns`, entry for entry, block for block and row for row (rows of long-row chunks
-/// unwritten, zero on both).
+/// The packed columns on the GPU equal the host's `pack_columns`, entry for entry, block for
+/// block and row for row (rows of long-row chunks zero).
 fn packed_as_on_the_host<T: Scalar>(g: &Arc<Gpu>, a: &Csr<T>, da: &DeviceCsr<T>) {
     let mut work = Vec::new();
     sparrow::matrix::work::stream_partition(a.row_ptr(), da.stats.stream_items, |b| {

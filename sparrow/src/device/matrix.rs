@@ -3,9 +3,9 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use super::{Args, LaunchShape};
-use crate::kernels::{PACK_NAME, SPMM};
-use crate::matrix::work::{block_bases, rows_by_length, stream_partition, STREAM_ITEMS_EVEN};
+use crate::matrix::work::{
+    pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
+};
 use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
@@ -94,8 +94,7 @@ impl<T: Scalar> StreamWork<T> {
     }
 }
 
-/// A matrix's columns packed for SpMV
-/// ([`PackedColumns`](crate::matrix::work::PackedColumns)) on the GPU.
+/// A matrix's columns packed for SpMV ([`PackedColumns`]) on the GPU.
 pub struct PackedCols {
     /// 16-bit column offsets, padded to [`VEC_ENTRIES`] like the indices.
     pub cols: CudaSlice<u16>,
@@ -106,37 +105,17 @@ pub struct PackedCols {
 }
 
 impl PackedCols {
-    /// Packs the uploaded indices on the GPU (`spmv_pack`, one block per work block) from the
-    /// blocks' first columns, which the host finds from the row bounds alone; the result
-    /// equals [`pack_columns`](crate::matrix::work::pack_columns)'s.
-    fn build(
-        gpu: &Gpu,
-        bases: &[i32],
-        stream: &StreamWork<impl Scalar>,
-        row_ptr: &CudaSlice<i64>,
-        col_idx: &CudaSlice<i32>,
-        nrows: usize,
-    ) -> Result<Self> {
-        let p = PackedCols {
-            cols: gpu.alloc_zeroed(col_idx.len())?,
-            base: gpu.upload(bases)?,
-            ends: gpu.alloc_zeroed(nrows)?,
-        };
-        if stream.nblocks > 0 {
-            let kernel = gpu.kernel(&SPMM, PACK_NAME)?;
-            let mut args = Args::new();
-            args.ptr(gpu.ptr(&stream.work))
-                .ptr(gpu.ptr(&p.base))
-                .ptr(gpu.ptr(row_ptr))
-                .ptr(gpu.ptr(col_idx))
-                .ptr(gpu.ptr(&p.cols))
-                .ptr(gpu.ptr(&p.ends));
-            let blocks = u32::try_from(stream.nblocks).map_err(|_| {
-                Error::unsupported(format!("{} SpMV work blocks exceed 2^32", stream.nblocks))
-            })?;
-            gpu.launch(&kernel, LaunchShape::linear(blocks, 256), &mut args)?;
-        }
-        Ok(p)
+    /// Packs the columns on the host ([`pack_columns`]) and uploads them. On the H200 the 2-D
+    /// stencil's packed blocks ran 15.4-16.2 us over buffers uploaded this way and 18.0-18.3 us
+    /// over the same bytes written by a packing kernel on the GPU, in suites alternating the
+    /// two builds (`bench/results/2026-12-03-h200-spmv-packed.txt`, round 5); the cause was not
+    /// found, and the host pass costs the upload's analysis about 50-100 ms on the panel.
+    fn upload(gpu: &Gpu, p: &PackedColumns) -> Result<Self> {
+        Ok(PackedCols {
+            cols: gpu.upload_padded(&p.cols, VEC_ENTRIES)?,
+            base: gpu.upload(&p.base)?,
+            ends: gpu.upload(&p.ends)?,
+        })
     }
 }
 
@@ -165,8 +144,8 @@ pub struct DeviceCsr<T> {
     pub packed: Option<PackedCols>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
-    /// Host time of the analysis (statistics, long rows, work blocks, the packed columns'
-    /// block bases and their packing kernel's launch, rows by length), milliseconds.
+    /// Host time of the analysis (statistics, long rows, work blocks, the packed columns and
+    /// their upload, rows by length), milliseconds.
     pub analysis_ms: f64,
 }
 
@@ -215,20 +194,13 @@ impl<T: Scalar> DeviceCsr<T> {
         let long_rows = LongRows::build(gpu, a.row_ptr())?;
         let (stream, work) = StreamWork::build(gpu, a.row_ptr(), stats.stream_items)?;
         let packed = if stats.packable() {
-            let bases = block_bases(a.row_ptr(), a.col_idx(), &work).ok_or_else(|| {
+            let p = pack_columns(a.row_ptr(), a.col_idx(), &work).ok_or_else(|| {
                 Error::invalid(
                     "stats",
                     "say the matrix packs, but a work block spans more than 2^16 columns",
                 )
             })?;
-            Some(PackedCols::build(
-                gpu,
-                &bases,
-                &stream,
-                &row_ptr,
-                &col_idx,
-                a.nrows(),
-            )?)
+            Some(PackedCols::upload(gpu, &p)?)
         } else {
             None
         };

@@ -116,11 +116,8 @@ pub fn packed_name(ty: &str) -> String {
     format!("spmv_packed_{ty}")
 }
 
-/// The kernel that packs a matrix's columns for [`packed_name`]'s kernels on upload.
-pub const PACK_NAME: &str = "spmv_pack";
-
 fn spmm_entry_points() -> Vec<String> {
-    let mut v = vec![PACK_NAME.to_string()];
+    let mut v = Vec::new();
     for ty in ["f32", "f64"] {
         for (c, t) in rowvec_chunk_shapes() {
             v.push(chunks_name(ty, c, t));

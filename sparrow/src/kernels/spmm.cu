@@ -577,7 +577,7 @@ __device__ __forceinline__ T block_sum(T s, T* wsum) {
 // Where the planned blocks read A's columns and row bounds. Plain: the 32-bit indices and the
 // 64-bit row pointers. Packed (spmv_packed): each entry's column as a 16-bit offset from its
 // work block's first column, and each row's end as a 16-bit offset from its block's first
-// entry, which the upload builds once (spmv_pack) for matrices whose every block spans at most
+// entry, which the upload builds once for matrices whose every block spans at most
 // 65,536 columns: 6 bytes an f32 entry instead of 8, and 2 bytes a row instead of 8.
 struct PlainCols {
     const int* __restrict__ col;
@@ -749,19 +749,6 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, Cols c
                             u32 *counters) {                                                           \
         spmv_stream<T>(work, PlainCols{col, row_ptr}, val, x, ldx, y, ldy, alpha, beta, partial, counters); \
     }
-// Builds the packed columns once on upload, from the 32-bit indices already on the GPU: one
-// block per work block, `base` its first column (computed on the host from the row bounds);
-// `ends` is written for blocks of short rows only.
-extern "C" __global__ void __launch_bounds__(256)
-    spmv_pack(const i64* work, const int* base, const i64* row_ptr, const int* col, u16* col16, u16* ends) {
-    const i64* w = work + 6 * (i64)blockIdx.x;
-    const i64 r0 = w[0], r1 = w[1], p0 = w[2], p1 = w[3], count = w[5];
-    const int first = base[blockIdx.x];
-    for (i64 e = p0 + threadIdx.x; e < p1; e += blockDim.x) col16[e] = (u16)(col[e] - first);
-    if (count == 0)
-        for (i64 r = r0 + threadIdx.x; r < r1; r += blockDim.x) ends[r] = (u16)(row_ptr[r + 1] - p0);
-}
-
 // The planned blocks over packed columns (PackedCols): `base` the first column of each work
 // block, `ends` each row's end relative to its block's first entry.
 #define PACKED(T, TNAME)                                                                              \
