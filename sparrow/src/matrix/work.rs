@@ -97,7 +97,7 @@ pub struct PackedColumns {
 /// The first column of each work block of `work` (six i64 each, [`stream_partition`]'s order;
 /// 0 for a block with no entries), or None when a block spans more than [`PACKED_SPAN`]
 /// columns or holds more entries than a 16-bit row end can name.
-pub fn block_bases(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<Vec<i32>> {
+fn block_bases(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<Vec<i32>> {
     work.chunks_exact(6)
         .map(|w| {
             let b: [i64; 6] = w.try_into().ok()?;
@@ -114,7 +114,7 @@ pub fn block_bases(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<Vec
 }
 
 /// Packs `col_idx` over the work blocks `work` (the upload's packed form), or None where
-/// [`block_bases`] refuses.
+/// `block_bases` refuses.
 pub fn pack_columns(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<PackedColumns> {
     let nrows = row_ptr.len().saturating_sub(1);
     let mut p = PackedColumns {

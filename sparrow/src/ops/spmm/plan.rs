@@ -390,62 +390,60 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
 
 /// The SpMV path for matrices without a packed form.
 fn choose_spmv(stats: &RowStats, mean: f64, elem_bytes: usize) -> (GpuPath, String) {
-    {
-        if stats.skewed() {
-            return (
+    if stats.skewed() {
+        return (
                 GpuPath::Stream,
                 format!(
                     "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {} entries each, summed from shared memory) and long-row chunks",
                     stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks, stats.stream_items
                 ),
             );
-        }
-        if elem_bytes == 4 && mean < STREAM_MEAN_F32 {
-            return (
+    }
+    if elem_bytes == 4 && mean < STREAM_MEAN_F32 {
+        return (
                 GpuPath::Stream,
                 format!(
                     "N = 1, f32 rows of mean {mean:.1} (below {STREAM_MEAN_F32}): {} planned blocks of up to {} entries, read as 4-entry vectors and summed from shared memory",
                     stats.stream_blocks, stats.stream_items
                 ),
             );
-        }
-        if elem_bytes == 4 || mean >= 12.0 {
-            // f64 on the H200: uniform random rows (16 a row, scattered) 0.147 ms at 2 lanes a
-            // row, 0.127 at 4; the FEM-like rows (17 a row, local) 0.081 at 2, 0.086 at 4.
-            let scattered = stats.scattered();
-            let ksplit = if elem_bytes == 8 && scattered {
-                pow2_floor(mean / 4.0).min(4)
-            } else if elem_bytes == 8 && mean >= F64_LONG_MEAN {
-                2
-            } else {
-                pow2_floor(mean / 6.0).min(4)
-            };
-            let reach = if scattered {
-                format!("columns scattered over windows up to {}", stats.window_max)
-            } else {
-                format!("columns within windows of {}", stats.window_max)
-            };
-            return (
+    }
+    if elem_bytes == 4 || mean >= 12.0 {
+        // f64 on the H200: uniform random rows (16 a row, scattered) 0.147 ms at 2 lanes a
+        // row, 0.127 at 4; the FEM-like rows (17 a row, local) 0.081 at 2, 0.086 at 4.
+        let scattered = stats.scattered();
+        let ksplit = if elem_bytes == 8 && scattered {
+            pow2_floor(mean / 4.0).min(4)
+        } else if elem_bytes == 8 && mean >= F64_LONG_MEAN {
+            2
+        } else {
+            pow2_floor(mean / 6.0).min(4)
+        };
+        let reach = if scattered {
+            format!("columns scattered over windows up to {}", stats.window_max)
+        } else {
+            format!("columns within windows of {}", stats.window_max)
+        };
+        return (
                 GpuPath::AVec { ksplit },
                 format!(
                     "N = 1, even rows (mean {mean:.1}, longest {}, {reach}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
                     stats.max_len
                 ),
             );
-        }
-        let ksplit = pow2_floor(mean / 8.0);
-        (
-            GpuPath::RowVec {
-                cols: 1,
-                ksplit,
-                tiles: 1,
-            },
-            format!(
-                "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row",
-                stats.max_len
-            ),
-        )
     }
+    let ksplit = pow2_floor(mean / 8.0);
+    (
+        GpuPath::RowVec {
+            cols: 1,
+            ksplit,
+            tiles: 1,
+        },
+        format!(
+            "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row",
+            stats.max_len
+        ),
+    )
 }
 
 /// The path for N > 1.
