@@ -96,7 +96,7 @@ impl<T: Scalar> StreamWork<T> {
 
 /// A matrix's columns packed for SpMV ([`PackedColumns`]) on the GPU.
 pub struct PackedCols {
-    /// 16-bit column offsets, padded to [`VEC_ENTRIES`] like the indices.
+    /// 16-bit column offsets, padded to `VEC_ENTRIES` like the indices.
     pub cols: CudaSlice<u16>,
     /// First column of each work block.
     pub base: CudaSlice<i32>,

@@ -21,7 +21,7 @@ use super::sparse::SpVec;
 
 /// T = A A^T by columns (row c holds column c of T), and whether every entry is non-negative,
 /// which the bound needs. A column serves one G entry's dot product; T's rows ([`Aat`]) serve
-/// [`LANES`] of a cell's entries at once (see [`Ctx::g_lanes`]).
+/// `LANES` of a cell's entries at once (see `Ctx::g_lanes`).
 pub struct TCols {
     t: Vec<f64>,
     nm: usize,
