@@ -184,6 +184,12 @@ fn bad_inputs_give_one_line_errors() {
     let e = failure(&sparrow(&["bench", "spmm", "--matrix", "nope"]));
     assert_eq!(e, "error: invalid argument `--matrix`: unknown matrix \"nope\"; choose from powerlaw, banded, empty90, blockdiag, uniform, longrows, stencil2d, stencil3d, fem, powerlaw-small or all");
 
+    let e = failure(&sparrow(&["bench", "topk", "--cold"]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--cold`: applies to bench spmm and spmv, not topk"
+    );
+
     // bench topk checks its key types, patterns and tie-breaks before it looks for a GPU.
     let e = failure(&sparrow(&["bench", "topk", "--pattern", "uniform,nope"]));
     assert_eq!(e, "error: invalid argument `--pattern`: unknown pattern \"nope\"; choose from uniform, all-equal, two-values, heavy-ties, ascending, shared-high-bits");

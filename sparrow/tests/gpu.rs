@@ -2621,3 +2621,32 @@ mod seacells {
         agree(&x, 24, "pbmc68k_reduced, 24 metacells");
     }
 }
+
+/// `bench spmv --cold`: every repetition, ours and cuSPARSE's, after the L2 flush kernel, and
+/// the answers still agree with cuSPARSE's (the flush reads its own buffer only).
+#[test]
+fn small_bench_cold_spmv() {
+    let g = gpu();
+    g.set_sentinels(false);
+    let cfg = sparrow::bench::BenchConfig {
+        op: "spmv".into(),
+        matrices: vec!["powerlaw-small".into()],
+        ns: vec![1],
+        dtypes: vec!["f32".into(), "f64".into()],
+        reps: 10,
+        cpu: false,
+        sweep: false,
+        cold: true,
+    };
+    let records = sparrow::bench::run(&g, &cfg, &mut |_| {}).expect("bench runs cold");
+    assert!(records.iter().any(|r| r.backend == "cusparse"));
+    for r in &records {
+        assert!(r.cold, "{r:?}");
+        assert!(r.median_ms > 0.0 && r.reps == 10, "{r:?}");
+        if r.backend == "sparrow" {
+            let tol = if r.dtype == "f32" { 1e-5 } else { 1e-12 };
+            let agree = r.agreement.expect("compared with cuSPARSE");
+            assert!(agree <= tol, "{} {}: agreement {agree}", r.matrix, r.dtype);
+        }
+    }
+}

@@ -38,6 +38,12 @@ pub struct Args {
     /// kernels).
     #[arg(long)]
     sweep: bool,
+    /// Empty the GPU's L2 cache before each timed repetition, ours and cuSPARSE's alike (bench
+    /// spmm, spmv): a kernel reads a buffer four times the L2's size outside the timed events.
+    /// Without it, back-to-back repetitions find part of a matrix smaller than the L2 in the
+    /// cache, by an amount that depends on what ran before.
+    #[arg(long)]
+    cold: bool,
     /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the seven issue shapes).
     #[arg(long)]
     shapes: Option<String>,
@@ -151,6 +157,12 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             ("--plot", args.plot.as_deref()),
         ],
     )?;
+    if args.cold && args.op != "spmm" && args.op != "spmv" {
+        return Err(Error::invalid(
+            "--cold",
+            format!("applies to bench spmm and spmv, not {}", args.op),
+        ));
+    }
     if args.op == "seacells" {
         return seacells(ctx, &args);
     }
@@ -200,6 +212,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         reps: args.reps,
         cpu: args.cpu,
         sweep: args.sweep,
+        cold: args.cold,
     };
     if cfg.op != "spmm" && cfg.op != "spmv" {
         return Err(Error::invalid(
@@ -234,6 +247,9 @@ fn print_table(records: &[Record]) {
             "copy bandwidth measured in this run: {:.0} GB/s",
             r.copy_bw_gbs
         );
+        if r.cold {
+            println!("cold: the L2 was emptied before each GPU repetition");
+        }
     }
     println!(
         "{:<9} {:>9} {:>4} {:<4} {:<9} {:<24} {:>9} {:>9} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9}",
@@ -612,6 +628,7 @@ mod tests {
             median_ms: 1.0,
             min_ms: 1.0,
             reps: 10,
+            cold: false,
             gflops: 1.0,
             gbs: 1.0,
             frac_copy_bw: 0.1,

@@ -10,4 +10,4 @@ pub mod timing;
 pub mod topk;
 
 pub use products::{run, BenchConfig, Record};
-pub use timing::{copy_bandwidth, time_cpu, time_gpu, Timing};
+pub use timing::{copy_bandwidth, time_cpu, time_gpu, time_gpu_flushed, L2Flush, Timing};

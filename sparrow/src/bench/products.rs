@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::matrices;
-use super::timing::{copy_bandwidth, time_cpu, time_gpu, Timing};
+use super::timing::{copy_bandwidth, time_cpu, time_gpu_flushed, L2Flush, Timing};
 use crate::baselines::cusparse::{
     CsrDescr, Cusparse, Enqueue, SpmmCall, SpmvCall, SPMM_ALGS, SPMV_ALGS,
 };
@@ -30,6 +30,8 @@ pub struct BenchConfig {
     pub cpu: bool,
     /// Also time every GPU path that computes the case (backend `sweep`), to tune the policy.
     pub sweep: bool,
+    /// Empty the L2 before each timed GPU repetition ([`L2Flush`]), ours and cuSPARSE's alike.
+    pub cold: bool,
 }
 
 /// One measured row.
@@ -59,6 +61,8 @@ pub struct Record {
     pub min_ms: f64,
     /// Repetitions.
     pub reps: usize,
+    /// Whether the L2 was emptied before each repetition ([`BenchConfig::cold`]).
+    pub cold: bool,
     /// 2 nnz N / median time.
     pub gflops: f64,
     /// Minimum bytes moved (A, B and C once each) / median time.
@@ -142,6 +146,7 @@ fn record<T: Scalar>(
         median_ms: t.median_ms,
         min_ms: t.min_ms,
         reps: t.reps,
+        cold: cfg.cold,
         gflops: 2.0 * a.nnz() as f64 * n as f64 / secs / 1e9,
         gbs,
         frac_copy_bw: gbs / bw,
@@ -172,10 +177,11 @@ fn agreement<T: Scalar>(ours: &[T], theirs: &[T]) -> f64 {
 fn time_call<C: Enqueue>(
     gpu: &Gpu,
     reps: usize,
+    flush: Option<&L2Flush>,
     make: impl FnOnce() -> Result<C>,
 ) -> Result<Option<Timing>> {
     match make() {
-        Ok(call) => time_gpu(gpu, 3, reps, || call.enqueue()).map(Some),
+        Ok(call) => time_gpu_flushed(gpu, 3, reps, flush, || call.enqueue()).map(Some),
         Err(Error::Unsupported { .. }) => Ok(None),
         Err(e) => Err(e),
     }
@@ -189,6 +195,12 @@ fn run_typed<T: Scalar>(
     out: &mut Vec<Record>,
 ) -> Result<()> {
     let reps = cfg.reps.max(10);
+    let flush = if cfg.cold {
+        Some(L2Flush::new(gpu)?)
+    } else {
+        None
+    };
+    let flush = flush.as_ref();
     let cs = Cusparse::new(gpu.clone())?;
     let device = Device::Cuda(gpu.clone());
     for name in &cfg.matrices {
@@ -212,7 +224,9 @@ fn run_typed<T: Scalar>(
             let (ours_t, variant, ours_c) = if cfg.op == "spmm" {
                 let op = Spmm::<T>::new();
                 let plan = op.plan(&device, &da.stats, n)?;
-                let t = time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db, &mut dc))?;
+                let t = time_gpu_flushed(gpu, 3, reps, flush, || {
+                    op.run_device(gpu, &da, &db, &mut dc)
+                })?;
                 (
                     t,
                     plan.kernel.unwrap_or_default(),
@@ -221,7 +235,9 @@ fn run_typed<T: Scalar>(
             } else {
                 let op = Spmv::<T>::new();
                 let plan = op.plan(&device, &da.stats)?;
-                let t = time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db.buf, &dc.buf))?;
+                let t = time_gpu_flushed(gpu, 3, reps, flush, || {
+                    op.run_device(gpu, &da, &db.buf, &dc.buf)
+                })?;
                 (
                     t,
                     plan.kernel.unwrap_or_default(),
@@ -237,10 +253,14 @@ fn run_typed<T: Scalar>(
                 {
                     let t = if cfg.op == "spmm" {
                         let op = Spmm::<T>::new().force_path(path);
-                        time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db, &mut dc))?
+                        time_gpu_flushed(gpu, 3, reps, flush, || {
+                            op.run_device(gpu, &da, &db, &mut dc)
+                        })?
                     } else {
                         let op = Spmv::<T>::new().force_path(path);
-                        time_gpu(gpu, 3, reps, || op.run_device(gpu, &da, &db.buf, &dc.buf))?
+                        time_gpu_flushed(gpu, 3, reps, flush, || {
+                            op.run_device(gpu, &da, &db.buf, &dc.buf)
+                        })?
                     };
                     let mut v = path.kernels(T::NAME, n, &da.stats, true).join(" + ");
                     if let GpuPath::Sorted { lane_entries, .. } = path {
@@ -261,11 +281,11 @@ fn run_typed<T: Scalar>(
             };
             for (i, alg_name) in names.into_iter().enumerate() {
                 let t = if cfg.op == "spmm" {
-                    time_call(gpu, reps, || {
+                    time_call(gpu, reps, flush, || {
                         SpmmCall::new(&cs, &descr, &db, &mut dc2, one, zero, SPMM_ALGS[i].1)
                     })?
                 } else {
-                    time_call(gpu, reps, || {
+                    time_call(gpu, reps, flush, || {
                         SpmvCall::new(
                             &cs,
                             &descr,
