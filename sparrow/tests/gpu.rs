@@ -2622,11 +2622,12 @@ mod seacells {
     }
 }
 
-/// `bench spmv --cold`: every repetition, ours and cuSPARSE's, after the L2 flush kernel, and
-/// the answers still agree with cuSPARSE's (the flush reads its own buffer only).
+/// `bench spmv --cold` runs, the flush kernel before every repetition of ours and cuSPARSE's,
+/// and its answers still agree with cuSPARSE's (the flush reads its own buffer only).
 #[test]
 fn small_bench_cold_spmv() {
     let g = gpu();
+    // As the CLI runs the bench: no sentinel fills among the timed calls.
     g.set_sentinels(false);
     let cfg = sparrow::bench::BenchConfig {
         op: "spmv".into(),
