@@ -94,36 +94,27 @@ pub struct PackedColumns {
     pub ends: Vec<u16>,
 }
 
-/// The first column of each work block of `work` (six i64 each, [`stream_partition`]'s order;
-/// 0 for a block with no entries), or None when a block spans more than [`PACKED_SPAN`]
-/// columns or holds more entries than a 16-bit row end can name.
-fn block_bases(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<Vec<i32>> {
-    work.chunks_exact(6)
-        .map(|w| {
-            let b: [i64; 6] = w.try_into().ok()?;
-            if b[5] == 0 && b[3] - b[2] > i64::from(u16::MAX) {
-                return None;
-            }
-            match block_columns(row_ptr, col_idx, b) {
-                Some((lo, hi)) if (hi as i64 - lo as i64) < PACKED_SPAN as i64 => Some(lo),
-                Some(_) => None,
-                None => Some(0),
-            }
-        })
-        .collect()
-}
-
-/// Packs `col_idx` over the work blocks `work` (the upload's packed form), or None where
-/// `block_bases` refuses.
+/// Packs `col_idx` over the work blocks `work` (six i64 each, [`stream_partition`]'s order):
+/// the upload's packed form, in one pass over the blocks. None when a block spans more than
+/// [`PACKED_SPAN`] columns or holds more entries than a 16-bit row end can name.
 pub fn pack_columns(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<PackedColumns> {
     let nrows = row_ptr.len().saturating_sub(1);
     let mut p = PackedColumns {
         cols: vec![0; col_idx.len()],
-        base: block_bases(row_ptr, col_idx, work)?,
+        base: Vec::with_capacity(work.len() / 6),
         ends: vec![0; nrows],
     };
-    for (w, &first) in work.chunks_exact(6).zip(&p.base) {
+    for w in work.chunks_exact(6) {
         let b: [i64; 6] = w.try_into().ok()?;
+        if b[5] == 0 && b[3] - b[2] > i64::from(u16::MAX) {
+            return None;
+        }
+        let first = match block_columns(row_ptr, col_idx, b) {
+            Some((lo, hi)) if (hi as i64 - lo as i64) < PACKED_SPAN as i64 => lo,
+            Some(_) => return None,
+            None => 0,
+        };
+        p.base.push(first);
         let (s, e) = (b[2] as usize, b[3] as usize);
         for (o, &c) in p.cols[s..e].iter_mut().zip(&col_idx[s..e]) {
             *o = (c - first) as u16;

@@ -92,18 +92,16 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
     let tol = tolerance::<T>();
     let mut out = Vec::new();
     for (mname, a) in matrices::<T>()? {
+        let st = a.row_stats();
         let paths: Vec<Option<GpuPath>> = match device {
             Device::Cpu => vec![None],
-            Device::Cuda(_) => {
-                let st = a.row_stats();
-                GpuPath::all()
-                    .into_iter()
-                    .filter(|p| p.applies(1, &st))
-                    .map(Some)
-                    .collect()
-            }
+            Device::Cuda(_) => GpuPath::all()
+                .into_iter()
+                .filter(|p| p.applies(n_for(*p), &st))
+                .map(Some)
+                .collect(),
         };
-        let splits: &[bool] = if a.row_stats().long_rows > 0 {
+        let splits: &[bool] = if st.long_rows > 0 {
             &[true, false]
         } else {
             &[true]

@@ -392,21 +392,21 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
 fn choose_spmv(stats: &RowStats, mean: f64, elem_bytes: usize) -> (GpuPath, String) {
     if stats.skewed() {
         return (
-                GpuPath::Stream,
-                format!(
-                    "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {} entries each, summed from shared memory) and long-row chunks",
-                    stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks, stats.stream_items
-                ),
-            );
+            GpuPath::Stream,
+            format!(
+                "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {} entries each, summed from shared memory) and long-row chunks",
+                stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks, stats.stream_items
+            ),
+        );
     }
     if elem_bytes == 4 && mean < STREAM_MEAN_F32 {
         return (
-                GpuPath::Stream,
-                format!(
-                    "N = 1, f32 rows of mean {mean:.1} (below {STREAM_MEAN_F32}): {} planned blocks of up to {} entries, read as 4-entry vectors and summed from shared memory",
-                    stats.stream_blocks, stats.stream_items
-                ),
-            );
+            GpuPath::Stream,
+            format!(
+                "N = 1, f32 rows of mean {mean:.1} (below {STREAM_MEAN_F32}): {} planned blocks of up to {} entries, read as 4-entry vectors and summed from shared memory",
+                stats.stream_blocks, stats.stream_items
+            ),
+        );
     }
     if elem_bytes == 4 || mean >= 12.0 {
         // f64 on the H200: uniform random rows (16 a row, scattered) 0.147 ms at 2 lanes a
@@ -425,12 +425,12 @@ fn choose_spmv(stats: &RowStats, mean: f64, elem_bytes: usize) -> (GpuPath, Stri
             format!("columns within windows of {}", stats.window_max)
         };
         return (
-                GpuPath::AVec { ksplit },
-                format!(
-                    "N = 1, even rows (mean {mean:.1}, longest {}, {reach}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
-                    stats.max_len
-                ),
-            );
+            GpuPath::AVec { ksplit },
+            format!(
+                "N = 1, even rows (mean {mean:.1}, longest {}, {reach}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
+                stats.max_len
+            ),
+        );
     }
     let ksplit = pow2_floor(mean / 8.0);
     (
