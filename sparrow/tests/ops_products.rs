@@ -342,6 +342,14 @@ fn gpu_policy_picks_by_n_and_row_length() {
     assert_eq!(plan::choose(&stats(16.0, 0), 65, 8).0, rv(32, 1, 2));
     assert_eq!(plan::choose(&stats(16.0, 0), 128, 8).0, rv(32, 1, 2));
     assert_eq!(plan::choose(&stats(16.0, 0), 256, 8).0, rv(32, 1, 2));
+    // Above N = 64, rows shorter than 8 on average take eight column lanes of four f32 (two
+    // f64) segments, four rows a warp; at N = 64 and below, and from 8 a row, as above.
+    assert_eq!(plan::choose(&stats(5.0, 0), 65, 4).0, rv(8, 1, 4));
+    assert_eq!(plan::choose(&stats(7.9, 0), 256, 4).0, rv(8, 1, 4));
+    assert_eq!(plan::choose(&stats(5.0, 0), 128, 8).0, rv(8, 1, 2));
+    assert_eq!(plan::choose(&stats(5.0, 0), 64, 4).0, rv(8, 1, 1));
+    assert_eq!(plan::choose(&stats(8.0, 0), 128, 4).0, rv(16, 1, 1));
+    assert_eq!(plan::choose(&stats(8.0, 0), 128, 8).0, rv(32, 1, 2));
     // Empty rows do not shrink the entry split of the rows that have entries.
     assert_eq!(plan::choose(&stats(32.0, 900), 8, 4).0, rv(2, 4, 1));
     assert_eq!(plan::choose(&stats(0.0, 1000), 8, 4).0, rv(2, 1, 1));

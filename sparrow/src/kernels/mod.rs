@@ -31,7 +31,8 @@ pub const SPMM: KernelModule = KernelModule {
 
 /// (column lanes, entry lanes, segments per column lane) of every row-vector SpMM kernel:
 /// every pair of powers of two with at most 32 lanes in all, and 2 or 4 segments per lane
-/// for 32 column lanes.
+/// for 32 column lanes and for 8 column lanes of one entry lane each (short rows at N above
+/// 64: four rows a warp, one pass of 128 f32 columns).
 pub fn rowvec_shapes() -> Vec<(u32, u32, u32)> {
     let mut v = Vec::new();
     for c in [1u32, 2, 4, 8, 16, 32] {
@@ -41,19 +42,23 @@ pub fn rowvec_shapes() -> Vec<(u32, u32, u32)> {
             }
         }
     }
-    v.push((32, 1, 2));
-    v.push((32, 1, 4));
+    for c in [32, 8] {
+        v.push((c, 1, 2));
+        v.push((c, 1, 4));
+    }
     v
 }
 
-/// (column lanes, segments per lane) of the long-row chunk kernels: the shapes of
-/// [`rowvec_shapes`] that fill a warp, since a chunk takes a full warp.
+/// (column lanes, segments per lane) of the long-row chunk kernels: one for each pair of
+/// [`rowvec_shapes`], whose long rows they take; a chunk fills a warp with entry lanes.
 pub fn rowvec_chunk_shapes() -> Vec<(u32, u32)> {
-    rowvec_shapes()
+    let mut v: Vec<(u32, u32)> = rowvec_shapes()
         .into_iter()
-        .filter(|&(c, k, _)| c * k == 32)
         .map(|(c, _, t)| (c, t))
-        .collect()
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Name of a row-vector SpMM entry point.

@@ -363,10 +363,11 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
     ROWVEC(T, TNAME, 4, 2, 1) ROWVEC(T, TNAME, 4, 4, 1) ROWVEC(T, TNAME, 4, 8, 1) \
     ROWVEC(T, TNAME, 8, 1, 1) ROWVEC(T, TNAME, 8, 2, 1) ROWVEC(T, TNAME, 8, 4, 1) \
     ROWVEC(T, TNAME, 16, 1, 1) ROWVEC(T, TNAME, 16, 2, 1) ROWVEC(T, TNAME, 32, 1, 1) \
-    ROWVEC(T, TNAME, 32, 1, 2) ROWVEC(T, TNAME, 32, 1, 4)
+    ROWVEC(T, TNAME, 32, 1, 2) ROWVEC(T, TNAME, 32, 1, 4) ROWVEC(T, TNAME, 8, 1, 2) ROWVEC(T, TNAME, 8, 1, 4)
 #define ROWVEC_CHUNKS_ALL(T, TNAME)                                                                      \
     ROWVEC_C(T, TNAME, 1) ROWVEC_C(T, TNAME, 2) ROWVEC_C(T, TNAME, 4) ROWVEC_C(T, TNAME, 8)               \
-    ROWVEC_C(T, TNAME, 16) ROWVEC_C(T, TNAME, 32) ROWVEC_CHUNKS(T, TNAME, 32, 2) ROWVEC_CHUNKS(T, TNAME, 32, 4)
+    ROWVEC_C(T, TNAME, 16) ROWVEC_C(T, TNAME, 32) ROWVEC_CHUNKS(T, TNAME, 32, 2) ROWVEC_CHUNKS(T, TNAME, 32, 4) \
+    ROWVEC_CHUNKS(T, TNAME, 8, 2) ROWVEC_CHUNKS(T, TNAME, 8, 4)
 
 // ---- Row blocks staged through shared memory ----
 // A block of 256 threads takes WINDOW_ROWS consecutive rows. Rows hold sorted columns, so

@@ -62,6 +62,12 @@ pub const STREAM_MEAN_F32: f64 = 32.0;
 /// 0.0158-0.0162 at 4 in two sweeps (block-diagonal rows of 32 kept 4: 0.053 against 0.058).
 pub const F64_LONG_MEAN: f64 = 48.0;
 
+/// SpMM above N = 64 on even rows shorter than this on average takes eight column lanes of
+/// several segments each (four rows a warp) instead of wider lanes of one segment: on the H200
+/// the 2-D stencil (5 a row) ran 14-17 % faster so in f32 and 6-14 % in f64, the FEM-like rows
+/// (16.7) 2-5 % slower.
+pub const SHORT_MEAN: f64 = 8.0;
+
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
 /// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
 pub const SORT_SPREAD: f64 = 2.0;
@@ -481,7 +487,10 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
     // from 9 to 64 columns a pass covers at most 32 columns (16 in f64 up to N = 32), so a
     // warp holds more rows, each a chain of dependent loads (2-D stencil f64 N = 64: 0.618 ->
     // 0.442 ms); above 64, f64 passes take 128 columns as two segments per lane, one pass
-    // where there were two (3-D stencil f64 N = 128: 2.548 -> 1.888 ms).
+    // where there were two (3-D stencil f64 N = 128: 2.548 -> 1.888 ms). Short rows above 64
+    // take eight lanes of several segments each: four rows a warp in one pass of 128 f32
+    // columns (2-D stencil, 5 a row, f32 N = 256: 0.775 -> 0.647 ms; f64 N = 128 with two
+    // segments, 0.759 -> 0.655); at 16.7 a row (FEM-like) the same shape ran 2-5 % slower.
     let (cols, tiles) = if n <= 8 {
         (cols, 1)
     } else if n <= 64 {
@@ -491,6 +500,8 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
             32 / vec
         };
         (cols.min(lanes as u32), 1)
+    } else if mean < SHORT_MEAN {
+        (8, if elem_bytes == 8 { 2 } else { 4 })
     } else if elem_bytes == 8 {
         (32, 2)
     } else {
