@@ -350,6 +350,13 @@ fn gpu_policy_picks_by_n_and_row_length() {
     assert_eq!(plan::choose(&stats(5.0, 0), 64, 4).0, rv(8, 1, 1));
     assert_eq!(plan::choose(&stats(8.0, 0), 128, 4).0, rv(16, 1, 1));
     assert_eq!(plan::choose(&stats(8.0, 0), 128, 8).0, rv(32, 1, 2));
+    // f32 only where the columns are local (their gathers of B come from cache); f64 always.
+    let mut scattered_short = stats(5.0, 0);
+    scattered_short.window_max = sparrow::matrix::SCATTER_WINDOW + 1;
+    assert_eq!(plan::choose(&scattered_short, 128, 4).0, rv(16, 1, 1));
+    assert_eq!(plan::choose(&scattered_short, 128, 8).0, rv(8, 1, 2));
+    scattered_short.window_max = sparrow::matrix::SCATTER_WINDOW;
+    assert_eq!(plan::choose(&scattered_short, 128, 4).0, rv(8, 1, 4));
     // Empty rows do not shrink the entry split of the rows that have entries.
     assert_eq!(plan::choose(&stats(32.0, 900), 8, 4).0, rv(2, 4, 1));
     assert_eq!(plan::choose(&stats(0.0, 1000), 8, 4).0, rv(2, 1, 1));

@@ -30,7 +30,7 @@ use crate::kernels::{
     avec_name, fill_name, packed_name, rowvec_name, rowvec_shapes, spmv_avec_name, stream_name,
     window_name, window_shapes, AVEC_SPLITS,
 };
-use crate::matrix::{RowStats, LEN_CLASSES, SPREAD_RUN, WINDOW_ROWS};
+use crate::matrix::{RowStats, LEN_CLASSES, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
 /// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
@@ -64,8 +64,11 @@ pub const F64_LONG_MEAN: f64 = 48.0;
 
 /// SpMM above N = 64 on even rows shorter than this on average takes eight column lanes of
 /// several segments each (four rows a warp) instead of wider lanes of one segment: on the H200
-/// the 2-D stencil (5 a row) ran 14-17 % faster so in f32 and 6-14 % in f64, the FEM-like rows
-/// (16.7) 2-5 % slower.
+/// the 2-D stencil (5 a row) ran 14-17 % faster in f32 and 4-14 % in f64, the FEM-like rows
+/// (16.7) 2-5 % slower. In f32 (four segments, 80 registers against 48, so three blocks a SM
+/// instead of five) only on local columns: the long-row matrix's rows of 4 random columns, whose
+/// gathers of B come from DRAM, ran 2-3 % slower with it; in f64 (two segments, 48 registers)
+/// 2-5 % faster.
 pub const SHORT_MEAN: f64 = 8.0;
 
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
@@ -490,7 +493,8 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
     // where there were two (3-D stencil f64 N = 128: 2.548 -> 1.888 ms). Short rows above 64
     // take eight lanes of several segments each: four rows a warp in one pass of 128 f32
     // columns (2-D stencil, 5 a row, f32 N = 256: 0.775 -> 0.647 ms; f64 N = 128 with two
-    // segments, 0.759 -> 0.655); at 16.7 a row (FEM-like) the same shape ran 2-5 % slower.
+    // segments, 0.759 -> 0.655); at 16.7 a row (FEM-like) the same shape ran 2-5 % slower, and
+    // f32 keeps it to local columns (SHORT_MEAN).
     let (cols, tiles) = if n <= 8 {
         (cols, 1)
     } else if n <= 64 {
@@ -500,8 +504,10 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
             32 / vec
         };
         (cols.min(lanes as u32), 1)
-    } else if mean < SHORT_MEAN {
-        (8, if elem_bytes == 8 { 2 } else { 4 })
+    } else if mean < SHORT_MEAN && elem_bytes == 8 {
+        (8, 2)
+    } else if mean < SHORT_MEAN && stats.window_max <= SCATTER_WINDOW {
+        (8, 4)
     } else if elem_bytes == 8 {
         (32, 2)
     } else {
