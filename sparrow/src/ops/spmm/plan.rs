@@ -64,7 +64,7 @@ pub const F64_LONG_MEAN: f64 = 48.0;
 
 /// SpMM above N = 64 on even rows shorter than this on average takes eight column lanes of
 /// several segments each (four rows a warp) instead of wider lanes of one segment: on the H200
-/// the 2-D stencil (5 a row) ran 14-17 % faster in f32 and 4-14 % in f64, the FEM-like rows
+/// the 2-D stencil (5 a row) ran 14-21 % faster in f32 and 4-18 % in f64, the FEM-like rows
 /// (16.7) 2-5 % slower. In f32 (four segments, 80 registers against 48, so three blocks a SM
 /// instead of five) only on local columns: the long-row matrix's rows of 4 random columns, whose
 /// gathers of B come from DRAM, ran 2-3 % slower with it; in f64 (two segments, 48 registers)
@@ -491,10 +491,7 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
     // warp holds more rows, each a chain of dependent loads (2-D stencil f64 N = 64: 0.618 ->
     // 0.442 ms); above 64, f64 passes take 128 columns as two segments per lane, one pass
     // where there were two (3-D stencil f64 N = 128: 2.548 -> 1.888 ms). Short rows above 64
-    // take eight lanes of several segments each: four rows a warp in one pass of 128 f32
-    // columns (2-D stencil, 5 a row, f32 N = 256: 0.775 -> 0.647 ms; f64 N = 128 with two
-    // segments, 0.759 -> 0.655); at 16.7 a row (FEM-like) the same shape ran 2-5 % slower, and
-    // f32 keeps it to local columns (SHORT_MEAN).
+    // take eight lanes of several segments each, four rows a warp (`SHORT_MEAN`).
     let (cols, tiles) = if n <= 8 {
         (cols, 1)
     } else if n <= 64 {
