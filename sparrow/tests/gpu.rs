@@ -217,16 +217,7 @@ fn forced<T: Scalar>(
 
 /// Columns one pass of `path` covers for `T`.
 fn pass_width<T: Scalar>(path: GpuPath) -> usize {
-    match path {
-        GpuPath::Stream | GpuPath::Packed => 1,
-        GpuPath::RowVec { cols, tiles, .. } => {
-            cols as usize * (16 / std::mem::size_of::<T>()) * tiles as usize
-        }
-        GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => {
-            cols as usize * (16 / std::mem::size_of::<T>())
-        }
-        GpuPath::AVec { .. } => 16 / std::mem::size_of::<T>(),
-    }
+    path.pass_width(std::mem::size_of::<T>())
 }
 
 /// Every kernel the policy can pick, forced on matrices with long rows, empty rows and a row
@@ -289,10 +280,28 @@ fn mixed_windows<T: Scalar>() -> Csr<T> {
     a
 }
 
+/// Banded rows of 9 with every third row empty and 1,003 rows (not a multiple of a row block):
+/// the row blocks' empty slots and the ragged last block.
+fn banded_with_gaps<T: Scalar>() -> Csr<T> {
+    let n: usize = 1_003;
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for r in (0..n).filter(|r| r % 3 != 1) {
+        for c in r.saturating_sub(4)..(r + 5).min(n) {
+            rows.push(r);
+            cols.push(c);
+            vals.push(T::from_f64(((r * 5 + c * 11) % 13) as f64 / 6.0 - 1.0));
+        }
+    }
+    let a = Csr::from_triplets(n, n, &rows, &cols, &vals).unwrap();
+    assert!(a.row_stats().blockable());
+    a
+}
+
 /// Every path forced on each structure of the benchmark panel, scaled down: banded, dense
 /// 32 x 32 blocks, uniform, power law, rows of thousands beside rows of 4, 90% empty rows, the
-/// 5- and 27-point stencils and the FEM-like matrix; and blocks that stage their window of B
-/// beside blocks that cannot ([`mixed_windows`]).
+/// 5- and 27-point stencils and the FEM-like matrix; blocks that stage their window of B
+/// beside blocks that cannot ([`mixed_windows`]); and row blocks with empty rows
+/// ([`banded_with_gaps`]).
 fn every_path_on_the_panel<T: Scalar>() {
     let g = gpu();
     let device = Device::Cuda(g.clone());
@@ -307,6 +316,7 @@ fn every_path_on_the_panel<T: Scalar>() {
         gen::stencil_3d(17, 38).unwrap(),
         gen::fem_like(4_001, 6_000, 39).unwrap(),
         mixed_windows(),
+        banded_with_gaps(),
     ];
     for a in &mats {
         let st = a.row_stats();
@@ -2637,6 +2647,7 @@ fn small_bench_cold_spmv() {
         reps: 10,
         cpu: false,
         sweep: false,
+        sweep_kernels: vec![],
         cold: true,
     };
     let records = sparrow::bench::run(&g, &cfg, &mut |_| {}).expect("bench runs cold");

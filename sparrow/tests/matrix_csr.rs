@@ -300,3 +300,84 @@ fn stream_block_capacity_follows_skew_and_scatter() {
     assert!(st.skewed() && !st.scattered(), "{st:?}");
     assert_eq!(st.stream_items, STREAM_ITEMS);
 }
+
+/// The row blocks list each block's distinct columns once, ascending, with each row's value
+/// at its slot and zero where the row lacks the column; their count is the statistics'.
+fn check_row_blocks(a: &Csr<f64>) {
+    use sparrow::matrix::row_blocks::{row_blocks, union_len, BLOCK_ROWS};
+    let rb = row_blocks(a.row_ptr(), a.col_idx(), a.values());
+    let nblk = a.nrows().div_ceil(BLOCK_ROWS);
+    assert_eq!(rb.ptr.len(), nblk + 1);
+    assert_eq!(rb.ptr[0], 0);
+    assert_eq!(*rb.ptr.last().unwrap() as usize, rb.cols.len());
+    assert_eq!(rb.vals.len(), rb.cols.len() * BLOCK_ROWS);
+    assert_eq!(union_len(a.row_ptr(), a.col_idx()), rb.cols.len());
+    assert_eq!(a.row_stats().block_union, rb.cols.len());
+    for b in 0..nblk {
+        let (s, e) = (rb.ptr[b] as usize, rb.ptr[b + 1] as usize);
+        let listed = &rb.cols[s..e];
+        assert!(
+            listed.windows(2).all(|w| w[0] < w[1]),
+            "block {b} not ascending"
+        );
+        let mut union: Vec<i32> = Vec::new();
+        for r in 0..BLOCK_ROWS {
+            let row = b * BLOCK_ROWS + r;
+            let (rc, rv): (&[i32], &[f64]) = if row < a.nrows() {
+                let (p, q) = (a.row_ptr()[row] as usize, a.row_ptr()[row + 1] as usize);
+                (&a.col_idx()[p..q], &a.values()[p..q])
+            } else {
+                (&[], &[])
+            };
+            union.extend_from_slice(rc);
+            for (i, &c) in listed.iter().enumerate() {
+                let want = rc.iter().position(|&x| x == c).map_or(0.0, |j| rv[j]);
+                assert_eq!(
+                    rb.vals[(s + i) * BLOCK_ROWS + r],
+                    want,
+                    "block {b} row {r} col {c}"
+                );
+            }
+        }
+        union.sort_unstable();
+        union.dedup();
+        assert_eq!(listed, &union[..], "block {b}");
+    }
+}
+
+#[test]
+fn row_blocks_hold_every_entry_once_per_block_column() {
+    use sparrow::matrix::gen;
+    // Ragged row counts (not a multiple of the block), empty rows, long rows, random columns.
+    check_row_blocks(&gen::banded(1_001, 3, 7).unwrap());
+    check_row_blocks(&gen::stencil_2d(13, 11, 8).unwrap());
+    check_row_blocks(&gen::stencil_3d(5, 9).unwrap());
+    check_row_blocks(&gen::sparse_rows(1_003, 500, 0.7, 9, 10).unwrap());
+    check_row_blocks(&gen::power_law(2_002, 1_500, 6.0, 1_400, 1.5, 11).unwrap());
+    check_row_blocks(&gen::block_diagonal(7, 5, 12).unwrap());
+    check_row_blocks(&Csr::<f64>::new(3, 4, vec![0, 0, 0, 0], vec![], vec![]).unwrap());
+    check_row_blocks(&Csr::<f64>::new(0, 4, vec![0], vec![], vec![]).unwrap());
+}
+
+#[test]
+fn row_blocks_are_built_where_neighbouring_rows_share_columns() {
+    use sparrow::matrix::gen;
+    // 64 consecutive columns a row: four rows list 67 (64 where the band meets an edge).
+    let banded = gen::banded::<f64>(4_000, 64, 1).unwrap().row_stats();
+    assert_eq!(banded.block_union, 16 * 64 + 984 * 67);
+    assert!(banded.blockable());
+    // Dense 32 x 32 blocks: four rows list the block's 32.
+    let bd = gen::block_diagonal::<f64>(10, 32, 2).unwrap().row_stats();
+    assert_eq!(bd.block_union, 80 * 32);
+    assert!(bd.blockable());
+    // Random columns share almost none.
+    let uni = gen::uniform::<f64>(4_000, 100_000, 16, 3)
+        .unwrap()
+        .row_stats();
+    assert!(uni.block_union as f64 > 0.95 * uni.nnz as f64);
+    assert!(!uni.blockable());
+    assert!(!Csr::<f64>::new(2, 2, vec![0, 0, 0], vec![], vec![])
+        .unwrap()
+        .row_stats()
+        .blockable());
+}

@@ -224,6 +224,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
         window_reuse: 0.0,
         len_classes: [0; sparrow::matrix::LEN_CLASSES],
         spread: 1.0,
+        block_union: (mean * (1000 - empty) as f64) as usize,
     };
     let rv = |cols, ksplit, tiles| GpuPath::RowVec {
         cols,
@@ -379,6 +380,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         window_reuse,
         len_classes: [0; sparrow::matrix::LEN_CLASSES],
         spread: 1.0,
+        block_union: (mean * 1000.0) as usize,
     };
     let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
     let blocks = stats(32.0, 32, 32.0);

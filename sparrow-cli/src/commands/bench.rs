@@ -38,6 +38,10 @@ pub struct Args {
     /// kernels).
     #[arg(long)]
     sweep: bool,
+    /// Sweep only the paths whose kernel names contain one of these comma-separated strings
+    /// (bench spmm, spmv; implies --sweep).
+    #[arg(long)]
+    sweep_kernels: Option<String>,
     /// Empty the GPU's L2 cache before each timed repetition, ours and cuSPARSE's alike (bench
     /// spmm, spmv): a kernel reads a buffer four times the L2's size outside the timed events.
     /// Without it, back-to-back repetitions find part of a matrix smaller than the L2 in the
@@ -211,7 +215,11 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         dtypes: list("--dtype", &args.dtype)?,
         reps: args.reps,
         cpu: args.cpu,
-        sweep: args.sweep,
+        sweep: args.sweep || args.sweep_kernels.is_some(),
+        sweep_kernels: match &args.sweep_kernels {
+            Some(s) => list("--sweep-kernels", s)?,
+            None => Vec::new(),
+        },
         cold: args.cold,
     };
     if cfg.op != "spmm" && cfg.op != "spmv" {

@@ -30,6 +30,9 @@ pub struct BenchConfig {
     pub cpu: bool,
     /// Also time every GPU path that computes the case (backend `sweep`), to tune the policy.
     pub sweep: bool,
+    /// With `sweep`, time only the paths whose kernel names contain one of these (all when
+    /// empty).
+    pub sweep_kernels: Vec<String>,
     /// Empty the L2 before each timed GPU repetition ([`L2Flush`]), ours and cuSPARSE's alike.
     pub cold: bool,
 }
@@ -247,10 +250,12 @@ fn run_typed<T: Scalar>(
             out.push(record(cfg, name, &a, n, "sparrow", &variant, ours_t, bw));
             out[first].analysis_ms = Some(da.analysis_ms);
             if cfg.sweep {
-                for path in GpuPath::all()
-                    .into_iter()
-                    .filter(|p| p.applies(n, &da.stats))
-                {
+                for path in GpuPath::all().into_iter().filter(|p| {
+                    let k = p.kernels(T::NAME, n, &da.stats, true).join(" ");
+                    p.applies(n, &da.stats)
+                        && (cfg.sweep_kernels.is_empty()
+                            || cfg.sweep_kernels.iter().any(|f| k.contains(f.as_str())))
+                }) {
                     let t = if cfg.op == "spmm" {
                         let op = Spmm::<T>::new().force_path(path);
                         time_gpu_flushed(gpu, 3, reps, flush, || {

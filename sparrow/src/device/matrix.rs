@@ -3,6 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
+use crate::matrix::row_blocks::{row_blocks, RowBlocks};
 use crate::matrix::work::{
     pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
 };
@@ -122,9 +123,33 @@ impl PackedCols {
     }
 }
 
+/// A matrix's row blocks ([`RowBlocks`]) on the GPU.
+pub struct DeviceRowBlocks<T> {
+    /// Number of blocks.
+    pub nblocks: usize,
+    /// Offsets of each block's listed columns.
+    pub ptr: CudaSlice<i64>,
+    /// The listed columns.
+    pub cols: CudaSlice<i32>,
+    /// [`BLOCK_ROWS`](crate::matrix::row_blocks::BLOCK_ROWS) values per listed column.
+    pub vals: CudaSlice<T>,
+}
+
+impl<T: Scalar> DeviceRowBlocks<T> {
+    fn upload(gpu: &Gpu, b: &RowBlocks<T>) -> Result<Self> {
+        Ok(DeviceRowBlocks {
+            nblocks: b.ptr.len() - 1,
+            ptr: gpu.upload(&b.ptr)?,
+            cols: gpu.upload(&b.cols)?,
+            vals: gpu.upload(&b.vals)?,
+        })
+    }
+}
+
 /// A CSR matrix on the GPU with its analysis, done once on upload like cuSPARSE's
 /// preprocessing: the row statistics plans read, the long rows' chunks, the SpMV work
-/// blocks (with the packed columns where they fit) and the rows sorted by length.
+/// blocks (with the packed columns where they fit), the rows sorted by length and, where
+/// neighbouring rows share their columns, the row blocks.
 pub struct DeviceCsr<T> {
     /// Rows.
     pub nrows: usize,
@@ -147,8 +172,11 @@ pub struct DeviceCsr<T> {
     pub packed: Option<PackedCols>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
+    /// The row blocks, when the statistics say neighbouring rows share enough columns
+    /// ([`RowStats::blockable`]).
+    pub row_blocks: Option<DeviceRowBlocks<T>>,
     /// Host time of the analysis (statistics, long rows, work blocks, the packed columns and
-    /// their upload, rows by length), milliseconds.
+    /// their upload, rows by length, the row blocks and their upload), milliseconds.
     pub analysis_ms: f64,
 }
 
@@ -208,6 +236,22 @@ impl<T: Scalar> DeviceCsr<T> {
             None
         };
         let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
+        let row_blocks = if stats.blockable() {
+            let b = row_blocks(a.row_ptr(), a.col_idx(), a.values());
+            if b.cols.len() != stats.block_union {
+                return Err(Error::invalid(
+                    "stats",
+                    format!(
+                        "count {} distinct columns over the row blocks, the matrix has {}",
+                        stats.block_union,
+                        b.cols.len()
+                    ),
+                ));
+            }
+            Some(DeviceRowBlocks::upload(gpu, &b)?)
+        } else {
+            None
+        };
         Ok(DeviceCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
@@ -219,6 +263,7 @@ impl<T: Scalar> DeviceCsr<T> {
             stream,
             packed,
             sorted_rows,
+            row_blocks,
             analysis_ms: t.elapsed().as_secs_f64() * 1e3,
         })
     }

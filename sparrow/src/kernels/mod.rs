@@ -77,6 +77,30 @@ pub fn window_shapes() -> Vec<(u32, u32)> {
         .collect()
 }
 
+/// (column lanes, entry lanes, segments per column lane) of every row-block SpMM kernel
+/// (`ROWBLK_ALL` in spmm.cu).
+pub const ROWBLK_SHAPES: [(u32, u32, u32); 14] = [
+    (1, 1, 1),
+    (1, 4, 1),
+    (2, 1, 1),
+    (2, 4, 1),
+    (4, 1, 1),
+    (4, 2, 1),
+    (8, 1, 1),
+    (8, 2, 1),
+    (16, 1, 1),
+    (16, 2, 1),
+    (32, 1, 1),
+    (8, 1, 2),
+    (16, 1, 2),
+    (32, 1, 2),
+];
+
+/// Name of a row-block SpMM entry point.
+pub fn rowblk_name(ty: &str, cols: u32, ksplit: u32, tiles: u32) -> String {
+    format!("spmm_rowblk_{ty}_c{cols}_k{ksplit}_t{tiles}")
+}
+
 /// Name of a window SpMM entry point.
 pub fn window_name(ty: &str, cols: u32, ksplit: u32) -> String {
     format!("spmm_window_{ty}_c{cols}_k{ksplit}")
@@ -142,6 +166,9 @@ fn spmm_entry_points() -> Vec<String> {
         }
         for (c, k) in window_shapes() {
             v.push(window_name(ty, c, k));
+        }
+        for (c, k, t) in ROWBLK_SHAPES {
+            v.push(rowblk_name(ty, c, k, t));
         }
     }
     v

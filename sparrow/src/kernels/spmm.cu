@@ -1,5 +1,5 @@
 // CSR times dense: C = alpha * A * B + beta * C, B and C row-major with leading dimensions.
-// Row pointers are 64-bit, column indices 32-bit. Four families:
+// Row pointers are 64-bit, column indices 32-bit. Five families:
 //   rowvec:  a group of G = CK lanes per row: C column lanes each own VEC = 16 / sizeof(T)
 //            consecutive columns of B (one 16-byte load per entry, TN such segments per
 //            pass), and K entry lanes split the row's entries, summed by shuffles at the end.
@@ -11,6 +11,8 @@
 //            4-entry vectors (spmm_c1), for SpMV and N up to one 16-byte segment; spmv_avec
 //            is its N = 1 body alone, for f32 SpMV in fewer registers.
 //   window:  rowvec over blocks of rows that stage their window of B in shared memory.
+//   rowblk:  rowvec over blocks of RB consecutive rows and the union of their columns, each
+//            row of B loaded once for the block's rows.
 //   stream:  SpMV (N = 1) over work blocks a plan computed on the host: a block of short
 //            rows with at most STREAM_ITEMS entries (all of them loaded at once as aligned
 //            4-entry vectors, products staged in shared memory, then each row summed by a
@@ -497,6 +499,113 @@ __device__ __forceinline__ void spmm_window(i64 nrows, int n, const i64* __restr
     WINDOW(T, TNAME, 4, 4) WINDOW(T, TNAME, 4, 8) WINDOW(T, TNAME, 8, 1) WINDOW(T, TNAME, 8, 2)         \
     WINDOW(T, TNAME, 8, 4) WINDOW(T, TNAME, 16, 1) WINDOW(T, TNAME, 16, 2) WINDOW(T, TNAME, 32, 1)
 
+// ---- Blocks of consecutive rows over the union of their columns ----
+// The upload groups rows in blocks of RB and lists each block's distinct columns once, with
+// RB values per listed column (zero where a row lacks it; matrix/work.rs, RowBlocks). A group
+// of C * K lanes takes a block: each listed column's row of B is loaded once and feeds the RB
+// rows, where rowvec loads it once per row holding it. Banded and stencil rows share most
+// columns with their neighbours, and there the L1 traffic and the issued loads per product
+// both fall by up to RB (the rowvec kernels wait on L1 with no unit saturated).
+#define RB 4
+
+template <typename T, int C, int K, int TN, bool V>
+__device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i64* __restrict__ bptr,
+                                            const int* __restrict__ bcol, const T* __restrict__ bval,
+                                            const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
+                                            T alpha, T beta, bool vc) {
+    constexpr int VEC = VecOf<T>::N;
+    constexpr int G = C * K;
+    constexpr int W = C * VEC * TN;  // columns per pass
+    constexpr int U = 2;             // listed columns in flight per lane
+    const int lane = threadIdx.x % G, cl = lane % C, kl = lane / C;
+    const i64 item = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
+    const bool active = item < nblk;
+    const i64 s = active ? bptr[item] : 0, e = active ? bptr[item + 1] : 0;
+    for (int col0 = 0; col0 < n; col0 += W) {
+        const int jb = col0 + cl * VEC;
+        T acc[RB][TN][VEC];
+#pragma unroll
+        for (int r = 0; r < RB; r++)
+#pragma unroll
+            for (int t = 0; t < TN; t++)
+#pragma unroll
+                for (int v = 0; v < VEC; v++) acc[r][t][v] = T(0);
+        i64 p = s + kl;
+        for (; p + (U - 1) * K < e; p += U * K) {
+            int c[U];
+            T a[U][RB];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                c[u] = __ldg(bcol + p + u * K);
+                ld_stream4(bval + (p + u * K) * RB, a[u]);
+            }
+            T bv[U][TN][VEC];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int t = 0; t < TN; t++) ld_seg<T, V>(B + (i64)c[u] * ldb, jb + t * C * VEC, n, bv[u][t]);
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int r = 0; r < RB; r++)
+#pragma unroll
+                    for (int t = 0; t < TN; t++)
+#pragma unroll
+                        for (int v = 0; v < VEC; v++) acc[r][t][v] += a[u][r] * bv[u][t][v];
+        }
+        for (; p < e; p += K) {
+            const int c = __ldg(bcol + p);
+            T a[RB];
+            ld_stream4(bval + p * RB, a);
+#pragma unroll
+            for (int t = 0; t < TN; t++) {
+                T bv[VEC];
+                ld_seg<T, V>(B + (i64)c * ldb, jb + t * C * VEC, n, bv);
+#pragma unroll
+                for (int r = 0; r < RB; r++)
+#pragma unroll
+                    for (int v = 0; v < VEC; v++) acc[r][t][v] += a[r] * bv[v];
+            }
+        }
+#pragma unroll
+        for (int off = C; off < G; off <<= 1)
+#pragma unroll
+            for (int r = 0; r < RB; r++)
+#pragma unroll
+                for (int t = 0; t < TN; t++)
+#pragma unroll
+                    for (int v = 0; v < VEC; v++) acc[r][t][v] += __shfl_xor_sync(0xffffffffu, acc[r][t][v], off);
+        if (active && kl == 0) {
+#pragma unroll
+            for (int r = 0; r < RB; r++) {
+                const i64 row = item * RB + r;
+                if (row < nrows) {
+#pragma unroll
+                    for (int t = 0; t < TN; t++)
+                        st_seg<T>(Cm + row * ldc, jb + t * C * VEC, n, acc[r][t], alpha, beta, vc);
+                }
+            }
+        }
+    }
+}
+
+#define ROWBLK(T, TNAME, CL, K, TN)                                                                     \
+    extern "C" __global__ void __launch_bounds__(256) spmm_rowblk_##TNAME##_c##CL##_k##K##_t##TN(        \
+        i64 nblk, i64 nrows, int n, const i64 *bptr, const int *bcol, const T *bval, const T *B, i64 ldb, \
+        T *Cm, i64 ldc, T alpha, T beta, int vec) {                                                    \
+        if (vec & 1)                                                                                    \
+            spmm_rowblk<T, CL, K, TN, true>(nblk, nrows, n, bptr, bcol, bval, B, ldb, Cm, ldc, alpha, beta, \
+                                            (vec & 2) != 0);                                            \
+        else                                                                                            \
+            spmm_rowblk<T, CL, K, TN, false>(nblk, nrows, n, bptr, bcol, bval, B, ldb, Cm, ldc, alpha, beta, \
+                                             (vec & 2) != 0);                                           \
+    }
+#define ROWBLK_ALL(T, TNAME)                                                                            \
+    ROWBLK(T, TNAME, 1, 1, 1) ROWBLK(T, TNAME, 1, 4, 1) ROWBLK(T, TNAME, 2, 1, 1) ROWBLK(T, TNAME, 2, 4, 1) \
+    ROWBLK(T, TNAME, 4, 1, 1) ROWBLK(T, TNAME, 4, 2, 1) ROWBLK(T, TNAME, 8, 1, 1) ROWBLK(T, TNAME, 8, 2, 1) \
+    ROWBLK(T, TNAME, 16, 1, 1) ROWBLK(T, TNAME, 16, 2, 1) ROWBLK(T, TNAME, 32, 1, 1)                    \
+    ROWBLK(T, TNAME, 8, 1, 2) ROWBLK(T, TNAME, 16, 1, 2) ROWBLK(T, TNAME, 32, 1, 2)
+
 // C[rows[i], j] = beta * C[rows[i], j] (0 when beta == 0, which never reads C) for the nitems
 // rows of the list `rows`: the empty rows of a sorted launch, which in a row kernel would take
 // a lane group and a warp slot each for one store. A power of two of lanes at most 32 per row
@@ -770,6 +879,8 @@ AVEC_ALL(double, f64)
 SPMV_AVEC_ALL(float, f32)
 WINDOW_ALL(float, f32)
 WINDOW_ALL(double, f64)
+ROWBLK_ALL(float, f32)
+ROWBLK_ALL(double, f64)
 COMBINE(float, f32)
 COMBINE(double, f64)
 FILL(float, f32)

@@ -71,6 +71,10 @@ pub struct RowStats {
     /// rows (rows over [`LONG_ROW`] counted empty, as the chunk kernels take them), the sum of
     /// the run's rows times its longest row over the sum of the lengths; 1 for equal rows.
     pub spread: f64,
+    /// Distinct columns of the blocks of [`BLOCK_ROWS`](super::row_blocks::BLOCK_ROWS)
+    /// consecutive rows, summed ([`union_len`](super::row_blocks::union_len)): what the
+    /// row-block SpMM kernels load a row of B for, where the row kernels load one per entry.
+    pub block_union: usize,
 }
 
 /// Widest [`RowStats::window_max`] (columns) at which a matrix's columns count as local: past
@@ -91,6 +95,14 @@ impl RowStats {
     /// so its entries' columns fit 16-bit offsets (`spmv_packed`).
     pub fn packable(&self) -> bool {
         self.stream_span <= super::work::PACKED_SPAN
+    }
+
+    /// Whether neighbouring rows share enough columns for the upload to build the row blocks
+    /// ([`RowBlocks`](super::row_blocks::RowBlocks)): their union at most
+    /// [`BLOCK_UNION_MAX`](super::row_blocks::BLOCK_UNION_MAX) of the entries.
+    pub fn blockable(&self) -> bool {
+        self.nnz > 0
+            && self.block_union as f64 <= super::row_blocks::BLOCK_UNION_MAX * self.nnz as f64
     }
 
     /// Whether rows are skewed for SpMV: a long row, a row far above the mean, or mostly empty
@@ -400,6 +412,7 @@ impl<T: Scalar> Csr<T> {
             } else {
                 run_sum as f64 / short_sum as f64
             },
+            block_union: super::row_blocks::union_len(&self.row_ptr, &self.col_idx),
         };
         st.stream_items = if st.skewed() || st.scattered() {
             super::work::STREAM_ITEMS

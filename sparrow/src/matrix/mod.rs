@@ -6,6 +6,7 @@ mod dense;
 pub mod gen;
 pub mod io;
 mod rng;
+pub mod row_blocks;
 pub mod work;
 
 pub use csr::{

@@ -51,12 +51,7 @@ fn matrices<T: Scalar>() -> Result<Vec<(&'static str, Csr<T>)>> {
 fn n_for(path: GpuPath) -> usize {
     // A ragged N that fills all but part of the path's last column segment (4 columns of f32,
     // 2 of f64 per segment; the same N serves both).
-    match path {
-        GpuPath::Stream | GpuPath::Packed => 1,
-        GpuPath::RowVec { cols, tiles, .. } => (cols * 4 * tiles) as usize - 1,
-        GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => (cols * 4) as usize - 1,
-        GpuPath::AVec { .. } => 3,
-    }
+    path.pass_width(4).saturating_sub(1).max(1)
 }
 
 fn outcome(

@@ -16,7 +16,7 @@ pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
             Some(chunks_name(ty, cols, 1))
         }
         GpuPath::AVec { .. } => Some(chunks_name(ty, 1, 1)),
-        GpuPath::Stream | GpuPath::Packed => None,
+        GpuPath::Stream | GpuPath::Packed | GpuPath::RowBlock { .. } => None,
     }
 }
 
@@ -128,6 +128,35 @@ pub(crate) fn launch<T: Scalar>(
         // capacity, not the statistics': those were the caller's to give).
         let shape = stream_shape(st.nblocks, st.items, std::mem::size_of::<T>())?;
         return gpu.launch(&kernel, shape, &mut args);
+    }
+    if let GpuPath::RowBlock { .. } = path {
+        let rb = a.row_blocks.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "path",
+                "the row blocks need a matrix whose neighbouring rows share their columns",
+            )
+        })?;
+        let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
+        let vec = aligned::<T>(b, ldb) as i32 | (aligned::<T>(c, ldc) as i32) << 1;
+        let mut args = Args::new();
+        args.i64(rb.nblocks as i64)
+            .i64(a.nrows as i64)
+            .i32(n as i32)
+            .ptr(gpu.ptr(&rb.ptr))
+            .ptr(gpu.ptr(&rb.cols))
+            .ptr(gpu.ptr(&rb.vals))
+            .ptr(b)
+            .i64(ldb as i64)
+            .ptr(c)
+            .i64(ldc as i64)
+            .scalar(alpha)
+            .scalar(beta)
+            .i32(vec);
+        return gpu.launch(
+            &kernel,
+            path.shape(&a.stats, std::mem::size_of::<T>())?,
+            &mut args,
+        );
     }
     let long = a.long_rows.as_ref().filter(|_| split);
     let rows = gpu.ptr(&a.row_ptr);

@@ -13,6 +13,7 @@ pub use plan::GpuPath;
 
 use super::{Backend, Plan};
 use crate::device::{DeviceCsr, DeviceDense, Gpu};
+use crate::matrix::row_blocks::BLOCK_ROWS;
 use crate::matrix::{Csr, Dense, RowStats};
 use crate::{Device, Error, Result, Scalar};
 
@@ -141,8 +142,8 @@ impl<T: Scalar> Spmm<T> {
 }
 
 /// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
-/// work blocks (and packed columns), rows sorted by length, `dense_elems` elements of B and C, and the long
-/// rows' partial sums for N columns.
+/// work blocks (and packed columns), rows sorted by length, row blocks, `dense_elems` elements
+/// of B and C, and the long rows' partial sums for N columns.
 pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
     let a_bytes = 8 * (2 * a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
@@ -153,7 +154,19 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
     } else {
         0
     };
-    a_bytes + long + stream + packed + s * dense_elems as u64 + s * (st.long_chunks * n) as u64
+    let blocks = if st.blockable() {
+        8 * (a.nrows().div_ceil(BLOCK_ROWS) + 1) as u64
+            + (4 + s * BLOCK_ROWS as u64) * st.block_union as u64
+    } else {
+        0
+    };
+    a_bytes
+        + long
+        + stream
+        + packed
+        + blocks
+        + s * dense_elems as u64
+        + s * (st.long_chunks * n) as u64
 }
 
 /// Checks that B is k x n and C is m x n for an m x k A.
@@ -187,6 +200,15 @@ pub(crate) fn gpu_path<T: Scalar>(
         Some(p) if !p.supports(n) => Err(Error::invalid(
             "path",
             format!("forced path {p:?} cannot compute N = {n} columns"),
+        )),
+        Some(p @ plan::GpuPath::RowBlock { .. }) if !p.applies(n, stats) => Err(Error::invalid(
+            "path",
+            format!(
+                "forced path {p:?} needs blocks of {BLOCK_ROWS} rows sharing their columns, at most {} distinct columns per entry; these have {} for {} entries",
+                crate::matrix::row_blocks::BLOCK_UNION_MAX,
+                stats.block_union,
+                stats.nnz
+            ),
         )),
         Some(p) if !p.applies(n, stats) => Err(Error::invalid(
             "path",

@@ -27,9 +27,10 @@
 
 use crate::device::LaunchShape;
 use crate::kernels::{
-    avec_name, fill_name, packed_name, rowvec_name, rowvec_shapes, spmv_avec_name, stream_name,
-    window_name, window_shapes, AVEC_SPLITS,
+    avec_name, fill_name, packed_name, rowblk_name, rowvec_name, rowvec_shapes, spmv_avec_name,
+    stream_name, window_name, window_shapes, AVEC_SPLITS, ROWBLK_SHAPES,
 };
+use crate::matrix::row_blocks::BLOCK_ROWS;
 use crate::matrix::{RowStats, LEN_CLASSES, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
@@ -125,6 +126,17 @@ pub enum GpuPath {
         /// `L / lane_entries` entry lanes rounded down to a power of two (1 to `32 / cols`).
         lane_entries: u32,
     },
+    /// The row-vector lanes over blocks of [`BLOCK_ROWS`] consecutive rows and the union of
+    /// their columns, each listed column's row of B loaded once for the block's rows (the row
+    /// blocks the upload builds where [`RowStats::blockable`]). Long rows are not split.
+    RowBlock {
+        /// Lanes that own 16-byte column segments of B.
+        cols: u32,
+        /// Lanes that split a block's listed columns.
+        ksplit: u32,
+        /// Segments per column lane per pass.
+        tiles: u32,
+    },
 }
 
 /// One launch of the sorted path: `ksplit` entry lanes per row for the `count` rows at
@@ -161,6 +173,11 @@ impl GpuPath {
             GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
             GpuPath::Sorted { cols, .. } => rowvec_name(ty, cols, 1, 1),
+            GpuPath::RowBlock {
+                cols,
+                ksplit,
+                tiles,
+            } => rowblk_name(ty, cols, ksplit, tiles),
         }
     }
 
@@ -247,15 +264,21 @@ impl GpuPath {
             GpuPath::RowVec { .. }
             | GpuPath::AVec { .. }
             | GpuPath::Window { .. }
-            | GpuPath::Sorted { .. } => true,
+            | GpuPath::Sorted { .. }
+            | GpuPath::RowBlock { .. } => true,
             GpuPath::Stream | GpuPath::Packed => n == 1,
         }
     }
 
     /// Whether this path computes N columns of a matrix with these statistics: the packed
-    /// blocks need a packable matrix.
+    /// blocks need a packable matrix, the row blocks a blockable one.
     pub fn applies(&self, n: usize, stats: &RowStats) -> bool {
-        self.supports(n) && (*self != GpuPath::Packed || stats.packable())
+        self.supports(n)
+            && match self {
+                GpuPath::Packed => stats.packable(),
+                GpuPath::RowBlock { .. } => stats.blockable(),
+                _ => true,
+            }
     }
 
     /// Every path there is, for tests that force each one.
@@ -283,6 +306,15 @@ impl GpuPath {
                     .map(|&lane_entries| GpuPath::Sorted { cols, lane_entries }),
             );
         }
+        v.extend(
+            ROWBLK_SHAPES
+                .iter()
+                .map(|&(cols, ksplit, tiles)| GpuPath::RowBlock {
+                    cols,
+                    ksplit,
+                    tiles,
+                }),
+        );
         v
     }
 
@@ -307,6 +339,10 @@ impl GpuPath {
                     k => b.count.div_ceil((BLOCK / (cols * k)) as usize),
                 })
                 .sum(),
+            GpuPath::RowBlock { cols, ksplit, .. } => stats
+                .nrows
+                .div_ceil(BLOCK_ROWS)
+                .div_ceil((BLOCK / (cols * ksplit)) as usize),
         };
         let blocks = u32::try_from(blocks).map_err(|_| {
             Error::unsupported(format!("{} rows need more than 2^32 blocks", stats.nrows))
@@ -316,6 +352,20 @@ impl GpuPath {
             GpuPath::Window { cols, .. } => shape.with_smem(self.window_rows(stats) * cols * 16),
             _ => shape,
         })
+    }
+
+    /// Columns of B one pass of this path covers for values of `elem_bytes` bytes (1 for the
+    /// SpMV-only planned blocks).
+    pub fn pass_width(&self, elem_bytes: usize) -> usize {
+        let vec = 16 / elem_bytes;
+        match *self {
+            GpuPath::Stream | GpuPath::Packed => 1,
+            GpuPath::RowVec { cols, tiles, .. } | GpuPath::RowBlock { cols, tiles, .. } => {
+                cols as usize * vec * tiles as usize
+            }
+            GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => cols as usize * vec,
+            GpuPath::AVec { .. } => vec,
+        }
     }
 
     /// Rows of B each block of a window path stages: the widest window, up to what
