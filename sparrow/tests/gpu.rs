@@ -641,6 +641,35 @@ fn small_spmv_packed_span_bound() {
     }
 }
 
+/// The policy takes the row blocks on banded rows and runs what it names; forced on random
+/// columns, where the upload built none, the path is refused with the reason, not run.
+#[test]
+fn small_row_blocks_policy_and_refusal() {
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    let a = gen::banded::<f32>(2_001, 64, 41).unwrap();
+    let b = gen::dense::<f32>(a.ncols(), 64, 64, 42).unwrap();
+    let mut c = Dense::filled(a.nrows(), 64, 64, f32::NAN).unwrap();
+    let (want, scale) = spmm_oracle::spmm(1.0, &a, &b, 0.0, &c);
+    let plan = Spmm::new().run(&device, &a, &b, &mut c).unwrap();
+    assert_eq!(plan.kernel.as_deref(), Some("spmm_rowblk_f32_c8_k1_t2"));
+    let got: Vec<f64> = c.to_packed().data().iter().map(|&v| v as f64).collect();
+    let cmp = compare(&got, &want, &scale, tolerance::<f32>());
+    assert!(cmp.pass, "{cmp:?}");
+
+    let u = gen::uniform::<f32>(2_001, 2_001, 16, 43).unwrap();
+    assert!(!u.row_stats().blockable());
+    let err = Spmm::new()
+        .force_path(GpuPath::RowBlock {
+            cols: 8,
+            ksplit: 1,
+            tiles: 2,
+        })
+        .run(&device, &u, &b, &mut c)
+        .unwrap_err();
+    assert!(err.to_string().contains("distinct columns"), "{err}");
+}
+
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty
 /// rows), whose row bounds take several rounds of loads, in both value types.
 fn stream_row_capped_blocks<T: Scalar>() {

@@ -704,3 +704,73 @@ fn stream_plan_shape_holds_the_blocks_products() {
         }
     }
 }
+
+#[test]
+fn gpu_policy_takes_row_blocks_where_rows_share_columns() {
+    let rb = |cols, ksplit, tiles| GpuPath::RowBlock {
+        cols,
+        ksplit,
+        tiles,
+    };
+    // Banded rows (64 a row: 0.26 distinct columns per entry) at every N, both types.
+    let banded = gen::banded::<f32>(4_000, 64, 1).unwrap().row_stats();
+    for (n, f32_path, f64_path) in [
+        (2, rb(1, 4, 1), rb(1, 4, 1)),
+        (8, rb(2, 4, 1), rb(2, 4, 1)),
+        (32, rb(8, 1, 1), rb(8, 1, 2)),
+        (64, rb(8, 1, 2), rb(16, 1, 2)),
+        (128, rb(16, 1, 2), rb(32, 1, 2)),
+        (256, rb(32, 1, 2), rb(32, 1, 2)),
+        (1000, rb(32, 1, 2), rb(32, 1, 2)),
+    ] {
+        assert_eq!(plan::choose(&banded, n, 4).0, f32_path, "f32 N={n}");
+        assert_eq!(plan::choose(&banded, n, 8).0, f64_path, "f64 N={n}");
+    }
+    // SpMV keeps its own paths.
+    assert!(!matches!(
+        plan::choose(&banded, 1, 4).0,
+        GpuPath::RowBlock { .. }
+    ));
+    // Dense diagonal blocks: f64 above N = 32 keeps the window path.
+    let bd = gen::block_diagonal::<f64>(64, 32, 2).unwrap().row_stats();
+    assert_eq!(plan::choose(&bd, 32, 8).0, rb(8, 1, 2));
+    assert!(matches!(plan::choose(&bd, 64, 8).0, GpuPath::Window { .. }));
+    assert_eq!(plan::choose(&bd, 64, 4).0, rb(8, 1, 2));
+    // The 3-D stencil (0.50): f32 from N = 64 on, never f64.
+    let s3 = gen::stencil_3d::<f32>(20, 3).unwrap().row_stats();
+    assert!((0.45..=0.55).contains(&(s3.block_union as f64 / s3.nnz as f64)));
+    assert!(!matches!(
+        plan::choose(&s3, 32, 4).0,
+        GpuPath::RowBlock { .. }
+    ));
+    assert_eq!(plan::choose(&s3, 64, 4).0, rb(8, 1, 2));
+    assert_eq!(plan::choose(&s3, 256, 4).0, rb(32, 1, 2));
+    for n in [8, 64, 256] {
+        assert!(!matches!(
+            plan::choose(&s3, n, 8).0,
+            GpuPath::RowBlock { .. }
+        ));
+    }
+    // The 2-D stencil (0.70) and random columns never.
+    let s2 = gen::stencil_2d::<f32>(40, 40, 4).unwrap().row_stats();
+    let uni = gen::uniform::<f32>(4_000, 4_000, 16, 5)
+        .unwrap()
+        .row_stats();
+    for n in [8, 64, 256] {
+        for st in [&s2, &uni] {
+            for bytes in [4, 8] {
+                assert!(!matches!(
+                    plan::choose(st, n, bytes).0,
+                    GpuPath::RowBlock { .. }
+                ));
+            }
+        }
+    }
+    // A long row among shared columns: the row blocks do not split long rows.
+    let mut long = banded;
+    long.long_rows = 1;
+    assert!(!matches!(
+        plan::choose(&long, 64, 4).0,
+        GpuPath::RowBlock { .. }
+    ));
+}

@@ -24,6 +24,10 @@
 //! - N > 1 on blocks of [`WINDOW_ROWS`] rows whose columns lie within a narrow window (dense
 //!   diagonal blocks): `window`, the rowvec lanes with each block copying its window of B's
 //!   rows into shared memory once so its entries read B there rather than from L2.
+//! - N > 1 where neighbouring rows share most of their columns (banded, dense diagonal blocks,
+//!   and in f32 from N = 64 the 3-D stencil): `rowblk`, a group of lanes per block of
+//!   [`BLOCK_ROWS`] rows over the union of their columns (built on upload), so a row of B is
+//!   loaded once for the block's rows instead of once per row ([`ROWBLK_SHARED`]).
 
 use crate::device::LaunchShape;
 use crate::kernels::{
@@ -71,6 +75,20 @@ pub const F64_LONG_MEAN: f64 = 48.0;
 /// gathers of B come from DRAM, ran 2-3 % slower with it; in f64 (two segments, 48 registers)
 /// 2-5 % faster.
 pub const SHORT_MEAN: f64 = 8.0;
+
+/// SpMM (N > 1) on rows whose blocks of [`BLOCK_ROWS`] list at most this share of the entries
+/// as distinct columns ([`RowStats::block_union`]) takes the row blocks: on the H200 banded
+/// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.2x-1.4x in f64 than the row kernels at N = 8
+/// to 256, the dense 32 x 32 blocks (0.25) 1.3x-1.8x faster in f32 than their window path, and
+/// in f64 1.65x at N = 8 and 1.07x at N = 32 (2-5 % slower above, where f64 keeps the window).
+pub const ROWBLK_SHARED: f64 = 0.3;
+
+/// f32 SpMM with N of 64 or more takes the row blocks up to this share: the 3-D stencil (0.50)
+/// ran 3 %, 7 % and 19 % faster at N = 64, 128 and 256, and 13-16 % slower at N = 8 and 32;
+/// the 2-D stencil (0.70) and the FEM-like rows (0.75) ran slower at every N. f64's blocks
+/// hold 108 registers at two segments a lane against the row kernels' 48, and lost on the
+/// 3-D stencil at every N (1.13x-1.53x slower).
+pub const ROWBLK_SHARED_F32_WIDE: f64 = 0.55;
 
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
 /// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
@@ -423,7 +441,9 @@ fn pow2_floor(x: f64) -> u32 {
 /// and lost to the row lanes on even rows. Planned blocks over packed columns where the matrix
 /// packs ([`RowStats::packable`]): on the H200 the f32 2-D stencil, 3-D stencil and FEM-like
 /// rows ran 11 %, 9 % and 8 % faster packed; packed f64 blocks still lost to the row lanes on
-/// even rows (2-D stencil 29.4 against 27.4 us, FEM-like 81.3 against 80.9).
+/// even rows (2-D stencil 29.4 against 27.4 us, FEM-like 81.3 against 80.9). SpMM on rows whose
+/// blocks of [`BLOCK_ROWS`] share most columns takes the row blocks ([`ROWBLK_SHARED`],
+/// [`ROWBLK_SHARED_F32_WIDE`]) ahead of the window and row kernels.
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
@@ -512,11 +532,20 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
     let cols = n.min(wcap).div_ceil(vec).next_power_of_two().min(32) as u32;
     let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
     let per_pass = cols as usize * vec;
-    if cols >= 2
+    let window = cols >= 2
         && stats.window_reuse >= WINDOW_REUSE
         && stats.window_max <= WINDOW_SPAN * WINDOW_ROWS
-        && stats.window_max <= window_cap(cols)
+        && stats.window_max <= window_cap(cols);
+    let shared = stats.block_union as f64 / stats.nnz.max(1) as f64;
+    if stats.blockable()
+        && stats.long_rows == 0
+        && (shared <= ROWBLK_SHARED
+            || (elem_bytes == 4 && n >= 64 && shared <= ROWBLK_SHARED_F32_WIDE))
+        && !(elem_bytes == 8 && n > 32 && window)
     {
+        return choose_rowblk(n, shared, elem_bytes);
+    }
+    if window {
         let ksplit = ksplit.max(8 / cols);
         let why = format!(
             "N = {n}: blocks of {WINDOW_ROWS} rows stage their window of B (at most {} rows, each used {:.1} times) in shared memory; {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries",
@@ -568,6 +597,35 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
     );
     (
         GpuPath::RowVec {
+            cols,
+            ksplit,
+            tiles,
+        },
+        why,
+    )
+}
+
+/// The row-block shape for N columns, from the H200 sweeps (banded, block-diagonal and 3-D
+/// stencil rows): one pass over N where the shapes allow; N <= 8 four lanes split a block's
+/// columns with one or two column lanes, wider N one or two segments per column lane (f32 up
+/// to 32 columns one, above two; f64 two above 8).
+fn choose_rowblk(n: usize, shared: f64, elem_bytes: usize) -> (GpuPath, String) {
+    let vec = 16 / elem_bytes;
+    let segs = n.div_ceil(vec).next_power_of_two();
+    let (cols, ksplit, tiles) = if n <= 8 {
+        (segs.min(2) as u32, 4, 1)
+    } else if elem_bytes == 4 && n <= 32 {
+        (segs as u32, 1, 1)
+    } else {
+        (segs.div_ceil(2).clamp(8, 32) as u32, 1, 2)
+    };
+    let per_pass = cols as usize * vec * tiles as usize;
+    let why = format!(
+        "N = {n}: blocks of {BLOCK_ROWS} rows share their columns ({shared:.2} distinct columns per entry), so each block loads a listed column's row of B once for its rows; {cols} lanes own {tiles} {vec}-column segment(s) each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each block's columns",
+        n.div_ceil(per_pass)
+    );
+    (
+        GpuPath::RowBlock {
             cols,
             ksplit,
             tiles,
