@@ -731,10 +731,10 @@ fn gpu_policy_takes_row_blocks_where_rows_share_columns() {
         plan::choose(&banded, 1, 4).0,
         GpuPath::RowBlock { .. }
     ));
-    // Dense diagonal blocks: f64 above N = 32 keeps the window path.
+    // Dense diagonal blocks take them ahead of the window path.
     let bd = gen::block_diagonal::<f64>(64, 32, 2).unwrap().row_stats();
     assert_eq!(plan::choose(&bd, 32, 8).0, rb(8, 1, 2));
-    assert!(matches!(plan::choose(&bd, 64, 8).0, GpuPath::Window { .. }));
+    assert_eq!(plan::choose(&bd, 64, 8).0, rb(16, 1, 2));
     assert_eq!(plan::choose(&bd, 64, 4).0, rb(8, 1, 2));
     // The 3-D stencil (0.50): f32 from N = 64 on, never f64.
     let s3 = gen::stencil_3d::<f32>(20, 3).unwrap().row_stats();

@@ -11,10 +11,12 @@ use crate::Scalar;
 /// Rows per block (`RB` in spmm.cu, which reads a block's values as one 4-value vector).
 pub const BLOCK_ROWS: usize = 4;
 
-/// Most distinct columns over entries for the upload to build a matrix's row blocks
-/// ([`RowStats::blockable`](super::RowStats::blockable)): the values take `BLOCK_ROWS` slots
-/// per listed column, so at this bound the blocks hold three values per entry of A.
-pub const BLOCK_UNION_MAX: f64 = 0.75;
+/// Most distinct columns per entry for the upload to build a matrix's row blocks
+/// ([`RowStats::blockable`](super::RowStats::blockable)): the widest share at which the SpMM
+/// policy takes them (`ROWBLK_SHARED_F32_WIDE`). On the H200 the 2-D stencil (0.70) and the
+/// FEM-like rows (0.75) ran slower on them at every N, so above it the upload spends neither
+/// the build nor the memory (two values per entry at this bound).
+pub const BLOCK_UNION_MAX: f64 = 0.55;
 
 /// Blocks per rayon task of the builders.
 const TASK_BLOCKS: usize = 4096;
@@ -69,77 +71,74 @@ fn merge(
     }
 }
 
-/// Distinct columns of each block of `blocks`, summed: the length of [`RowBlocks::cols`].
-fn union_of(row_ptr: &[i64], col_idx: &[i32], blocks: std::ops::Range<usize>) -> usize {
+/// Distinct columns of block `b`.
+fn block_len(row_ptr: &[i64], col_idx: &[i32], b: usize) -> usize {
     let nrows = row_ptr.len() - 1;
-    let mut total = 0usize;
-    for b in blocks {
-        let (r0, r1) = (b * BLOCK_ROWS, ((b + 1) * BLOCK_ROWS).min(nrows));
-        let mut last = None;
-        merge(row_ptr, col_idx, r0, r1, |c, _, _| {
-            if last != Some(c) {
-                total += 1;
-                last = Some(c);
-            }
-        });
-    }
-    total
+    let (r0, r1) = (b * BLOCK_ROWS, ((b + 1) * BLOCK_ROWS).min(nrows));
+    let (mut len, mut last) = (0usize, None);
+    merge(row_ptr, col_idx, r0, r1, |c, _, _| {
+        if last != Some(c) {
+            len += 1;
+            last = Some(c);
+        }
+    });
+    len
 }
 
 /// The summed number of distinct columns over the blocks of [`BLOCK_ROWS`] rows: what the
 /// row-block kernels load a row of B for, against `nnz` for a row kernel.
 pub fn union_len(row_ptr: &[i64], col_idx: &[i32]) -> usize {
     let nblk = row_ptr.len().saturating_sub(1).div_ceil(BLOCK_ROWS);
-    (0..nblk.div_ceil(TASK_BLOCKS))
+    (0..nblk)
         .into_par_iter()
-        .map(|t| {
-            union_of(
-                row_ptr,
-                col_idx,
-                t * TASK_BLOCKS..((t + 1) * TASK_BLOCKS).min(nblk),
-            )
-        })
+        .with_min_len(TASK_BLOCKS)
+        .map(|b| block_len(row_ptr, col_idx, b))
         .sum()
 }
 
-/// Builds the row blocks of a CSR matrix given by its arrays (rows sorted, unique columns).
+/// Builds the row blocks of a CSR matrix given by its arrays (rows sorted, unique columns):
+/// the blocks' lengths first, then each task fills its own part of arrays allocated once, so
+/// the build neither grows nor copies vectors.
 pub fn row_blocks<T: Scalar>(row_ptr: &[i64], col_idx: &[i32], values: &[T]) -> RowBlocks<T> {
     let nrows = row_ptr.len().saturating_sub(1);
     let nblk = nrows.div_ceil(BLOCK_ROWS);
-    let parts: Vec<(Vec<usize>, Vec<i32>, Vec<T>)> = (0..nblk.div_ceil(TASK_BLOCKS))
+    let lens: Vec<usize> = (0..nblk)
         .into_par_iter()
-        .map(|t| {
-            let (mut lens, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
-            for b in t * TASK_BLOCKS..((t + 1) * TASK_BLOCKS).min(nblk) {
-                let (r0, r1) = (b * BLOCK_ROWS, ((b + 1) * BLOCK_ROWS).min(nrows));
-                let before = cols.len();
-                merge(row_ptr, col_idx, r0, r1, |c, r, p| {
-                    if cols.len() == before || *cols.last().unwrap() != c {
-                        cols.push(c);
-                        vals.extend([T::ZERO; BLOCK_ROWS]);
-                    }
-                    let at = vals.len() - BLOCK_ROWS + r;
-                    vals[at] = values[p];
-                });
-                lens.push(cols.len() - before);
-            }
-            (lens, cols, vals)
-        })
+        .with_min_len(TASK_BLOCKS)
+        .map(|b| block_len(row_ptr, col_idx, b))
         .collect();
-    let total: usize = parts.iter().map(|p| p.1.len()).sum();
-    let mut out = RowBlocks {
-        ptr: Vec::with_capacity(nblk + 1),
-        cols: Vec::with_capacity(total),
-        vals: Vec::with_capacity(total * BLOCK_ROWS),
-    };
-    out.ptr.push(0);
-    for (lens, cols, vals) in parts {
-        for l in lens {
-            let last = *out.ptr.last().unwrap();
-            out.ptr.push(last + l as i64);
-        }
-        out.cols.extend_from_slice(&cols);
-        out.vals.extend_from_slice(&vals);
+    let mut ptr = Vec::with_capacity(nblk + 1);
+    ptr.push(0i64);
+    for l in &lens {
+        ptr.push(ptr.last().unwrap() + *l as i64);
     }
-    out
+    let total = *ptr.last().unwrap() as usize;
+    let mut cols = vec![0i32; total];
+    let mut vals = vec![T::ZERO; total * BLOCK_ROWS];
+    // Cut both arrays at task boundaries, one piece per task of TASK_BLOCKS blocks.
+    let mut pieces = Vec::with_capacity(nblk.div_ceil(TASK_BLOCKS));
+    let (mut crest, mut vrest) = (&mut cols[..], &mut vals[..]);
+    for t in 0..nblk.div_ceil(TASK_BLOCKS) {
+        let (b0, b1) = (t * TASK_BLOCKS, ((t + 1) * TASK_BLOCKS).min(nblk));
+        let n = (ptr[b1] - ptr[b0]) as usize;
+        let (c, cr) = std::mem::take(&mut crest).split_at_mut(n);
+        let (v, vr) = std::mem::take(&mut vrest).split_at_mut(n * BLOCK_ROWS);
+        (crest, vrest) = (cr, vr);
+        pieces.push((b0..b1, c, v));
+    }
+    pieces.into_par_iter().for_each(|(blocks, c, v)| {
+        let mut at = 0usize; // listed columns written so far in this piece
+        for b in blocks {
+            let (r0, r1) = (b * BLOCK_ROWS, ((b + 1) * BLOCK_ROWS).min(nrows));
+            let first = at;
+            merge(row_ptr, col_idx, r0, r1, |col, r, p| {
+                if at == first || c[at - 1] != col {
+                    c[at] = col;
+                    at += 1;
+                }
+                v[(at - 1) * BLOCK_ROWS + r] = values[p];
+            });
+        }
+    });
+    RowBlocks { ptr, cols, vals }
 }

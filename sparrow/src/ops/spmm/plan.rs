@@ -78,17 +78,17 @@ pub const SHORT_MEAN: f64 = 8.0;
 
 /// SpMM (N > 1) on rows whose blocks of [`BLOCK_ROWS`] list at most this share of the entries
 /// as distinct columns ([`RowStats::block_union`]) takes the row blocks: on the H200 banded
-/// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.2x-1.4x in f64 than the row kernels at N = 8
-/// to 256, the dense 32 x 32 blocks (0.25) 1.3x-1.8x faster in f32 than their window path, and
-/// in f64 1.65x at N = 8 and 1.07x at N = 32 (2-5 % slower above, where f64 keeps the window).
+/// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.4x-1.6x in f64 than the row kernels at N = 8
+/// to 256, the dense 32 x 32 blocks (0.25) 1.3x-1.8x faster in f32 than their window path and
+/// 1.2x-1.6x in f64.
 pub const ROWBLK_SHARED: f64 = 0.3;
 
-/// f32 SpMM with N of 64 or more takes the row blocks up to this share: the 3-D stencil (0.50)
-/// ran 3 %, 7 % and 19 % faster at N = 64, 128 and 256, and 13-16 % slower at N = 8 and 32;
-/// the 2-D stencil (0.70) and the FEM-like rows (0.75) ran slower at every N. f64's blocks
-/// hold 108 registers at two segments a lane against the row kernels' 48, and lost on the
-/// 3-D stencil at every N (1.13x-1.53x slower).
-pub const ROWBLK_SHARED_F32_WIDE: f64 = 0.55;
+/// f32 SpMM with N of 64 or more takes the row blocks up to this share, the widest the upload
+/// builds them at: the 3-D stencil (0.50) ran 3 %, 7 % and 19 % faster at N = 64, 128 and 256,
+/// and 13-16 % slower at N = 8 and 32; the 2-D stencil (0.70) and the FEM-like rows (0.75) ran
+/// slower at every N. f64's blocks, at 80 registers with two segments a lane against the row
+/// kernels' 48, lost on the 3-D stencil at every N (up to 1.24x slower at N = 256).
+pub const ROWBLK_SHARED_F32_WIDE: f64 = crate::matrix::row_blocks::BLOCK_UNION_MAX;
 
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
 /// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
@@ -541,7 +541,6 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
         && stats.long_rows == 0
         && (shared <= ROWBLK_SHARED
             || (elem_bytes == 4 && n >= 64 && shared <= ROWBLK_SHARED_F32_WIDE))
-        && !(elem_bytes == 8 && n > 32 && window)
     {
         return choose_rowblk(n, shared, elem_bytes);
     }
