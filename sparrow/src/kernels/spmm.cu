@@ -590,13 +590,13 @@ __device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i6
 }
 
 // f64 with two segments a lane holds 108 registers unbounded (two blocks a SM); capped at three
-// blocks (80) it ran 21-44 % faster on the H200 on banded, block-diagonal and 3-D stencil rows.
-// The same cap on f32 (four blocks, 64 registers) and five blocks for one segment ran up to 26 %
-// slower on most cases, so f32 keeps the compiler's choice.
-#define ROWBLK_MIN_BLOCKS(T, TN) ((sizeof(T) == 8 && (TN) == 2) ? 3 : 1)
-#define ROWBLK(T, TNAME, CL, K, TN)                                                                     \
-    extern "C" __global__ void __launch_bounds__(256, ROWBLK_MIN_BLOCKS(T, TN))                        \
-        spmm_rowblk_##TNAME##_c##CL##_k##K##_t##TN(                                                    \
+// blocks (80 registers, 32 bytes spilled) it ran 21-44 % faster on the H200 on banded,
+// block-diagonal and 3-D stencil rows. The same cap on f32 (four blocks, 64 registers) and five
+// blocks for one segment ran up to 26 % slower on most cases, so the other shapes keep plain
+// bounds: a minimum of one block is not the same to the compiler, which then took 70-94
+// registers where plain bounds give 62-66 (f32 two segments 90 against 80).
+#define ROWBLK_KERNEL(T, TNAME, CL, K, TN, BOUNDS)                                                      \
+    extern "C" __global__ void BOUNDS spmm_rowblk_##TNAME##_c##CL##_k##K##_t##TN(                       \
         i64 nblk, i64 nrows, int n, const i64 *bptr, const int *bcol, const T *bval, const T *B, i64 ldb, \
         T *Cm, i64 ldc, T alpha, T beta, int vec) {                                                    \
         if (vec & 1)                                                                                    \
@@ -606,11 +606,14 @@ __device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i6
             spmm_rowblk<T, CL, K, TN, false>(nblk, nrows, n, bptr, bcol, bval, B, ldb, Cm, ldc, alpha, beta, \
                                              (vec & 2) != 0);                                           \
     }
-#define ROWBLK_ALL(T, TNAME)                                                                            \
+#define ROWBLK(T, TNAME, CL, K, TN) ROWBLK_KERNEL(T, TNAME, CL, K, TN, __launch_bounds__(256))
+#define ROWBLK3(T, TNAME, CL, K, TN) ROWBLK_KERNEL(T, TNAME, CL, K, TN, __launch_bounds__(256, 3))
+// T2: the macro for two segments a lane (ROWBLK3 for f64).
+#define ROWBLK_ALL(T, TNAME, T2)                                                                        \
     ROWBLK(T, TNAME, 1, 1, 1) ROWBLK(T, TNAME, 1, 4, 1) ROWBLK(T, TNAME, 2, 1, 1) ROWBLK(T, TNAME, 2, 4, 1) \
     ROWBLK(T, TNAME, 4, 1, 1) ROWBLK(T, TNAME, 4, 2, 1) ROWBLK(T, TNAME, 8, 1, 1) ROWBLK(T, TNAME, 8, 2, 1) \
     ROWBLK(T, TNAME, 16, 1, 1) ROWBLK(T, TNAME, 16, 2, 1) ROWBLK(T, TNAME, 32, 1, 1)                    \
-    ROWBLK(T, TNAME, 8, 1, 2) ROWBLK(T, TNAME, 16, 1, 2) ROWBLK(T, TNAME, 32, 1, 2)
+    T2(T, TNAME, 8, 1, 2) T2(T, TNAME, 16, 1, 2) T2(T, TNAME, 32, 1, 2)
 
 // C[rows[i], j] = beta * C[rows[i], j] (0 when beta == 0, which never reads C) for the nitems
 // rows of the list `rows`: the empty rows of a sorted launch, which in a row kernel would take
@@ -885,8 +888,8 @@ AVEC_ALL(double, f64)
 SPMV_AVEC_ALL(float, f32)
 WINDOW_ALL(float, f32)
 WINDOW_ALL(double, f64)
-ROWBLK_ALL(float, f32)
-ROWBLK_ALL(double, f64)
+ROWBLK_ALL(float, f32, ROWBLK)
+ROWBLK_ALL(double, f64, ROWBLK3)
 COMBINE(float, f32)
 COMBINE(double, f64)
 FILL(float, f32)
