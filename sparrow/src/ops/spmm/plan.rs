@@ -78,9 +78,9 @@ pub const SHORT_MEAN: f64 = 8.0;
 
 /// SpMM (N > 1) on rows whose blocks of [`BLOCK_ROWS`] list at most this share of the entries
 /// as distinct columns ([`RowStats::block_union`]) takes the row blocks: on the H200 banded
-/// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.4x-1.6x in f64 than the row kernels at N = 8
-/// to 256, the dense 32 x 32 blocks (0.25) 1.3x-1.8x faster in f32 than their window path and
-/// 1.2x-1.6x in f64.
+/// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.35x-1.7x in f64 than the row kernels at N = 8
+/// to 256, the dense 32 x 32 blocks (0.25) 1.15x-1.8x faster in f32 than their window path and
+/// 1.2x-1.65x in f64.
 pub const ROWBLK_SHARED: f64 = 0.3;
 
 /// f32 SpMM with N of 64 or more takes the row blocks up to this share, the widest the upload
