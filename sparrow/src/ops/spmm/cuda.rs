@@ -27,6 +27,11 @@ fn aligned<T>(ptr: u64, ld: usize) -> bool {
     ptr.is_multiple_of(16) && (ld * s).is_multiple_of(16)
 }
 
+/// The kernels' `vec` flags: bit 0 when B, bit 1 when C takes 16-byte loads and stores.
+fn vec_flags<T>(b: u64, ldb: usize, c: u64, ldc: usize) -> i32 {
+    aligned::<T>(b, ldb) as i32 | (aligned::<T>(c, ldc) as i32) << 1
+}
+
 /// The arguments of a row-vector kernel (`SPMM_ARGS` in spmm.cu): `nitems` rows (entry ranges
 /// from `starts`, rows over `long_len` skipped; `ends` 0, or a list of the rows to take) or
 /// chunks (`starts` and `ends`), and the vector flags for B and C.
@@ -46,7 +51,6 @@ fn rowvec_args<T: Scalar>(
     alpha: T,
     beta: T,
 ) -> Args {
-    let vec = aligned::<T>(b, ldb) as i32 | (aligned::<T>(c, ldc) as i32) << 1;
     let mut args = Args::new();
     args.i64(nitems as i64)
         .i32(n as i32)
@@ -61,7 +65,7 @@ fn rowvec_args<T: Scalar>(
         .i64(ldc as i64)
         .scalar(alpha)
         .scalar(beta)
-        .i32(vec);
+        .i32(vec_flags::<T>(b, ldb, c, ldc));
     args
 }
 
@@ -137,7 +141,6 @@ pub(crate) fn launch<T: Scalar>(
             )
         })?;
         let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
-        let vec = aligned::<T>(b, ldb) as i32 | (aligned::<T>(c, ldc) as i32) << 1;
         let mut args = Args::new();
         args.i64(rb.nblocks as i64)
             .i64(a.nrows as i64)
@@ -151,7 +154,7 @@ pub(crate) fn launch<T: Scalar>(
             .i64(ldc as i64)
             .scalar(alpha)
             .scalar(beta)
-            .i32(vec);
+            .i32(vec_flags::<T>(b, ldb, c, ldc));
         return gpu.launch(
             &kernel,
             path.shape(&a.stats, std::mem::size_of::<T>())?,
