@@ -774,3 +774,59 @@ fn gpu_policy_takes_row_blocks_where_rows_share_columns() {
         GpuPath::RowBlock { .. }
     ));
 }
+
+#[test]
+fn gpu_policy_row_block_bounds() {
+    use sparrow::matrix::row_blocks::BLOCK_UNION_MAX;
+    // Rows of 64 with a chosen count of distinct columns over blocks of four rows.
+    let stats = |union: usize| sparrow::matrix::RowStats {
+        nrows: 1000,
+        nnz: 64_000,
+        max_len: 64,
+        mean_len: 64.0,
+        empty_rows: 0,
+        long_rows: 0,
+        long_chunks: 0,
+        stream_items: sparrow::matrix::work::STREAM_ITEMS_EVEN,
+        stream_blocks: 21,
+        stream_span: usize::MAX,
+        window_max: 1_000,
+        window_reuse: 1.0,
+        len_classes: [0; sparrow::matrix::LEN_CLASSES],
+        spread: 1.0,
+        block_union: union,
+    };
+    let is_rb = |p: GpuPath| matches!(p, GpuPath::RowBlock { .. });
+    let at_shared = (plan::ROWBLK_SHARED * 64_000.0) as usize;
+    let at_max = (BLOCK_UNION_MAX * 64_000.0) as usize;
+    // At ROWBLK_SHARED every N > 1 in both types; one past it f32 from N = 64 only.
+    for (n, bytes) in [(8, 4), (32, 4), (8, 8), (256, 8)] {
+        assert!(
+            is_rb(plan::choose(&stats(at_shared), n, bytes).0),
+            "N={n} {bytes}"
+        );
+        assert!(
+            !is_rb(plan::choose(&stats(at_shared + 1), n, bytes).0),
+            "N={n} {bytes}"
+        );
+    }
+    assert!(is_rb(plan::choose(&stats(at_shared + 1), 64, 4).0));
+    // At BLOCK_UNION_MAX the upload builds them and f32 from N = 64 takes them; one past, none.
+    assert!(stats(at_max).blockable() && !stats(at_max + 1).blockable());
+    assert!(is_rb(plan::choose(&stats(at_max), 64, 4).0));
+    assert!(!is_rb(plan::choose(&stats(at_max + 1), 64, 4).0));
+    assert!(!is_rb(plan::choose(&stats(at_max + 1), 256, 4).0));
+    // Shape bounds: N = 8 / 9 and 32 / 33.
+    let rb = |cols, ksplit, tiles| GpuPath::RowBlock {
+        cols,
+        ksplit,
+        tiles,
+    };
+    let s = stats(at_shared);
+    assert_eq!(plan::choose(&s, 8, 4).0, rb(2, 4, 1));
+    assert_eq!(plan::choose(&s, 9, 4).0, rb(4, 1, 1));
+    assert_eq!(plan::choose(&s, 32, 4).0, rb(8, 1, 1));
+    assert_eq!(plan::choose(&s, 33, 4).0, rb(8, 1, 2));
+    assert_eq!(plan::choose(&s, 8, 8).0, rb(2, 4, 1));
+    assert_eq!(plan::choose(&s, 9, 8).0, rb(8, 1, 2));
+}

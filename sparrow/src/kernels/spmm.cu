@@ -501,7 +501,7 @@ __device__ __forceinline__ void spmm_window(i64 nrows, int n, const i64* __restr
 
 // ---- Blocks of consecutive rows over the union of their columns ----
 // The upload groups rows in blocks of RB and lists each block's distinct columns once, with
-// RB values per listed column (zero where a row lacks it; matrix/work.rs, RowBlocks). A group
+// RB values per listed column (zero where a row lacks it; matrix/row_blocks.rs, RowBlocks). A group
 // of C * K lanes takes a block: each listed column's row of B is loaded once and feeds the RB
 // rows, where rowvec loads it once per row holding it. Banded and stencil rows share most
 // columns with their neighbours, and there the L1 traffic and the issued loads per product

@@ -13,7 +13,7 @@ pub const BLOCK_ROWS: usize = 4;
 
 /// Most distinct columns per entry for the upload to build a matrix's row blocks
 /// ([`RowStats::blockable`](super::RowStats::blockable)): the widest share at which the SpMM
-/// policy takes them (`ROWBLK_SHARED_F32_WIDE`). On the H200 the 2-D stencil (0.70) and the
+/// policy takes them (f32 SpMM from N = 64; `ROWBLK_SHARED` in the SpMM plan). On the H200 the 2-D stencil (0.70) and the
 /// FEM-like rows (0.75) ran slower on them at every N, so above it the upload spends neither
 /// the build nor the memory (two values per entry at this bound).
 pub const BLOCK_UNION_MAX: f64 = 0.55;

@@ -80,15 +80,13 @@ pub const SHORT_MEAN: f64 = 8.0;
 /// as distinct columns ([`RowStats::block_union`]) takes the row blocks: on the H200 banded
 /// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.35x-1.7x in f64 than the row kernels at N = 8
 /// to 256, the dense 32 x 32 blocks (0.25) 1.15x-1.8x faster in f32 than their window path and
-/// 1.2x-1.65x in f64.
+/// 1.2x-1.65x in f64. f32 from N = 64 takes them on any matrix that has them (up to
+/// [`BLOCK_UNION_MAX`](crate::matrix::row_blocks::BLOCK_UNION_MAX)): the 3-D stencil (0.50) ran
+/// 3 %, 7 % and 19 % faster at N = 64, 128 and 256, and 13-16 % slower at N = 8 and 32; the 2-D
+/// stencil (0.70) and the FEM-like rows (0.75) ran slower at every N. f64's blocks, at 80
+/// registers with two segments a lane against the row kernels' 48, lost on the 3-D stencil at
+/// every N (up to 1.24x slower at N = 256).
 pub const ROWBLK_SHARED: f64 = 0.3;
-
-/// f32 SpMM with N of 64 or more takes the row blocks up to this share, the widest the upload
-/// builds them at: the 3-D stencil (0.50) ran 3 %, 7 % and 19 % faster at N = 64, 128 and 256,
-/// and 13-16 % slower at N = 8 and 32; the 2-D stencil (0.70) and the FEM-like rows (0.75) ran
-/// slower at every N. f64's blocks, at 80 registers with two segments a lane against the row
-/// kernels' 48, lost on the 3-D stencil at every N (up to 1.24x slower at N = 256).
-pub const ROWBLK_SHARED_F32_WIDE: f64 = crate::matrix::row_blocks::BLOCK_UNION_MAX;
 
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
 /// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
@@ -442,8 +440,8 @@ fn pow2_floor(x: f64) -> u32 {
 /// packs ([`RowStats::packable`]): on the H200 the f32 2-D stencil, 3-D stencil and FEM-like
 /// rows ran 11 %, 9 % and 8 % faster packed; packed f64 blocks still lost to the row lanes on
 /// even rows (2-D stencil 29.4 against 27.4 us, FEM-like 81.3 against 80.9). SpMM on rows whose
-/// blocks of [`BLOCK_ROWS`] share most columns takes the row blocks ([`ROWBLK_SHARED`],
-/// [`ROWBLK_SHARED_F32_WIDE`]) ahead of the window and row kernels.
+/// blocks of [`BLOCK_ROWS`] share most columns takes the row blocks ([`ROWBLK_SHARED`]) ahead of
+/// the window and row kernels.
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
@@ -537,10 +535,10 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
         && stats.window_max <= WINDOW_SPAN * WINDOW_ROWS
         && stats.window_max <= window_cap(cols);
     let shared = stats.block_union as f64 / stats.nnz.max(1) as f64;
+    // The upload builds blocks up to BLOCK_UNION_MAX, the widest share f32 takes from N = 64.
     if stats.blockable()
         && stats.long_rows == 0
-        && (shared <= ROWBLK_SHARED
-            || (elem_bytes == 4 && n >= 64 && shared <= ROWBLK_SHARED_F32_WIDE))
+        && (shared <= ROWBLK_SHARED || (elem_bytes == 4 && n >= 64))
     {
         return choose_rowblk(n, shared, elem_bytes);
     }
