@@ -238,7 +238,7 @@ fn every_path<T: Scalar>() {
         }
         for path in GpuPath::all()
             .into_iter()
-            .filter(|p| p.applies(1, &a.row_stats()))
+            .filter(|p| p.applies(1, &a.row_stats(), std::mem::size_of::<T>()))
         {
             let w = pass_width::<T>(path);
             let ns = if w == 1 {
@@ -280,13 +280,14 @@ fn mixed_windows<T: Scalar>() -> Csr<T> {
     a
 }
 
-/// Banded rows of 9 with every third row empty and 1,003 rows (not a multiple of a row block):
-/// the row blocks' empty slots and the ragged last block.
-fn banded_with_gaps<T: Scalar>() -> Csr<T> {
+/// Banded rows of `2 * half + 1` with every third row empty and 1,003 rows (not a multiple of
+/// a row block): the row blocks' empty slots and the ragged last block (rows of 9: blocks of
+/// four rows in both types; rows of 33: f32's tall blocks).
+fn banded_with_gaps<T: Scalar>(half: usize) -> Csr<T> {
     let n: usize = 1_003;
     let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
     for r in (0..n).filter(|r| r % 3 != 1) {
-        for c in r.saturating_sub(4)..(r + 5).min(n) {
+        for c in r.saturating_sub(half)..(r + half + 1).min(n) {
             rows.push(r);
             cols.push(c);
             vals.push(T::from_f64(((r * 5 + c * 11) % 13) as f64 / 6.0 - 1.0));
@@ -316,11 +317,17 @@ fn every_path_on_the_panel<T: Scalar>() {
         gen::stencil_3d(17, 38).unwrap(),
         gen::fem_like(4_001, 6_000, 39).unwrap(),
         mixed_windows(),
-        banded_with_gaps(),
+        banded_with_gaps(4),
+        banded_with_gaps(16),
     ];
+    assert_eq!(mats[10].row_stats().block_rows(4), Some(4));
+    assert_eq!(mats[11].row_stats().block_rows(4), Some(8));
     for a in &mats {
         let st = a.row_stats();
-        for path in GpuPath::all().into_iter().filter(|p| p.applies(1, &st)) {
+        for path in GpuPath::all()
+            .into_iter()
+            .filter(|p| p.applies(1, &st, std::mem::size_of::<T>()))
+        {
             forced(&device, a, path, 1, false, true);
             let w = pass_width::<T>(path);
             if w > 1 {
@@ -641,33 +648,75 @@ fn small_spmv_packed_span_bound() {
     }
 }
 
-/// The policy takes the row blocks on banded rows and runs what it names; forced on random
-/// columns, where the upload built none, the path is refused with the reason, not run.
+fn banded_policy<T: Scalar>(device: &Device, kernel: &str) {
+    let a = gen::banded::<T>(2_001, 64, 41).unwrap();
+    let b = gen::dense::<T>(a.ncols(), 64, 64, 42).unwrap();
+    let mut c = Dense::filled(a.nrows(), 64, 64, T::from_f64(f64::NAN)).unwrap();
+    let (want, scale) = spmm_oracle::spmm(T::from_f64(1.0), &a, &b, T::ZERO, &c);
+    let plan = Spmm::new().run(device, &a, &b, &mut c).unwrap();
+    assert_eq!(plan.kernel.as_deref(), Some(kernel));
+    let got: Vec<f64> = c.to_packed().data().iter().map(|v| v.to_f64()).collect();
+    let cmp = compare(&got, &want, &scale, tolerance::<T>());
+    assert!(cmp.pass, "{cmp:?}");
+}
+
+/// The policy takes the row blocks on banded rows (f32 tall blocks, f64 blocks of four) and
+/// runs what it names; forced where the upload built none, or blocks of the other height, the
+/// path is refused with the reason, not run.
 #[test]
 fn small_row_blocks_policy_and_refusal() {
     let g = gpu();
     let device = Device::Cuda(g.clone());
-    let a = gen::banded::<f32>(2_001, 64, 41).unwrap();
-    let b = gen::dense::<f32>(a.ncols(), 64, 64, 42).unwrap();
-    let mut c = Dense::filled(a.nrows(), 64, 64, f32::NAN).unwrap();
-    let (want, scale) = spmm_oracle::spmm(1.0, &a, &b, 0.0, &c);
-    let plan = Spmm::new().run(&device, &a, &b, &mut c).unwrap();
-    assert_eq!(plan.kernel.as_deref(), Some("spmm_rowblk_f32_c8_k1_t2"));
-    let got: Vec<f64> = c.to_packed().data().iter().map(|&v| v as f64).collect();
-    let cmp = compare(&got, &want, &scale, tolerance::<f32>());
-    assert!(cmp.pass, "{cmp:?}");
+    banded_policy::<f32>(&device, "spmm_rowblk8_f32_c8_k1_t2");
+    banded_policy::<f64>(&device, "spmm_rowblk_f64_c16_k1_t2");
 
+    let rb = |rows| GpuPath::RowBlock {
+        rows,
+        cols: 8,
+        ksplit: 1,
+        tiles: 2,
+    };
+    let refused = |err: sparrow::Error| {
+        let e = err.to_string();
+        assert!(
+            e.contains("distinct columns") && e.contains("forced path"),
+            "{e}"
+        );
+        e
+    };
+    let b = gen::dense::<f32>(2_001, 64, 64, 42).unwrap();
+    let mut c = Dense::filled(2_001, 64, 64, f32::NAN).unwrap();
     let u = gen::uniform::<f32>(2_001, 2_001, 16, 43).unwrap();
     assert!(!u.row_stats().blockable());
-    let err = Spmm::new()
-        .force_path(GpuPath::RowBlock {
-            cols: 8,
-            ksplit: 1,
-            tiles: 2,
-        })
-        .run(&device, &u, &b, &mut c)
-        .unwrap_err();
-    assert!(err.to_string().contains("distinct columns"), "{err}");
+    for rows in [4, 8] {
+        let e = refused(
+            Spmm::new()
+                .force_path(rb(rows))
+                .run(&device, &u, &b, &mut c)
+                .unwrap_err(),
+        );
+        assert!(e.contains("no row blocks"), "{e}");
+    }
+    // f32 banded rows get tall blocks only, f64 blocks of four only.
+    let a = gen::banded::<f32>(2_001, 64, 41).unwrap();
+    let e = refused(
+        Spmm::new()
+            .force_path(rb(4))
+            .run(&device, &a, &b, &mut c)
+            .unwrap_err(),
+    );
+    assert!(e.contains("builds blocks of 8 rows"), "{e}");
+    let a64 = gen::banded::<f64>(2_001, 64, 41).unwrap();
+    let b64 = gen::dense::<f64>(2_001, 64, 64, 42).unwrap();
+    let mut c64 = Dense::filled(2_001, 64, 64, f64::NAN).unwrap();
+    let e = refused(
+        Spmm::new()
+            .force_path(rb(8))
+            .run(&device, &a64, &b64, &mut c64)
+            .unwrap_err(),
+    );
+    assert!(e.contains("builds blocks of 4 rows"), "{e}");
+    assert!(c.data().iter().all(|v| v.is_nan()) && c64.data().iter().all(|v| v.is_nan()));
 }
 
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty

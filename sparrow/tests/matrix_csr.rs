@@ -301,18 +301,33 @@ fn stream_block_capacity_follows_skew_and_scatter() {
     assert_eq!(st.stream_items, STREAM_ITEMS);
 }
 
-/// The row blocks list each block's distinct columns once, ascending, with each row's value
-/// at its slot and zero where the row lacks the column; their count is the statistics'.
+/// The row blocks of each height list each block's distinct columns once, ascending, with
+/// each row's value at its slot and zero where the row lacks the column; their counts are the
+/// statistics'.
 fn check_row_blocks(a: &Csr<f64>) {
-    use sparrow::matrix::row_blocks::{row_blocks, union_len, BLOCK_ROWS};
-    let rb = row_blocks(a.row_ptr(), a.col_idx(), a.values());
-    let nblk = a.nrows().div_ceil(BLOCK_ROWS);
+    use sparrow::matrix::row_blocks::{BLOCK_ROWS, TALL_ROWS};
+    let st = a.row_stats();
+    check_blocks_of(a, BLOCK_ROWS, Some(st.block_union));
+    check_blocks_of(a, TALL_ROWS, st.blockable().then_some(st.tall_union));
+    check_blocks_of(a, 3, None);
+}
+
+fn check_blocks_of(a: &Csr<f64>, rows: usize, counted: Option<usize>) {
+    use sparrow::matrix::row_blocks::{row_blocks, union_len};
+    let rb = row_blocks(a.row_ptr(), a.col_idx(), a.values(), rows).unwrap();
+    let nblk = a.nrows().div_ceil(rows);
+    assert_eq!(rb.rows, rows);
     assert_eq!(rb.ptr.len(), nblk + 1);
     assert_eq!(rb.ptr[0], 0);
     assert_eq!(*rb.ptr.last().unwrap() as usize, rb.cols.len());
-    assert_eq!(rb.vals.len(), rb.cols.len() * BLOCK_ROWS);
-    assert_eq!(union_len(a.row_ptr(), a.col_idx()), rb.cols.len());
-    assert_eq!(a.row_stats().block_union, rb.cols.len());
+    assert_eq!(rb.vals.len(), rb.cols.len() * rows);
+    assert_eq!(
+        union_len(a.row_ptr(), a.col_idx(), rows).unwrap(),
+        rb.cols.len()
+    );
+    if let Some(c) = counted {
+        assert_eq!(c, rb.cols.len(), "{rows} rows");
+    }
     for b in 0..nblk {
         let (s, e) = (rb.ptr[b] as usize, rb.ptr[b + 1] as usize);
         let listed = &rb.cols[s..e];
@@ -321,8 +336,8 @@ fn check_row_blocks(a: &Csr<f64>) {
             "block {b} not ascending"
         );
         let mut union: Vec<i32> = Vec::new();
-        for r in 0..BLOCK_ROWS {
-            let row = b * BLOCK_ROWS + r;
+        for r in 0..rows {
+            let row = b * rows + r;
             let (rc, rv): (&[i32], &[f64]) = if row < a.nrows() {
                 let (p, q) = (a.row_ptr()[row] as usize, a.row_ptr()[row + 1] as usize);
                 (&a.col_idx()[p..q], &a.values()[p..q])
@@ -333,7 +348,7 @@ fn check_row_blocks(a: &Csr<f64>) {
             for (i, &c) in listed.iter().enumerate() {
                 let want = rc.iter().position(|&x| x == c).map_or(0.0, |j| rv[j]);
                 assert_eq!(
-                    rb.vals[(s + i) * BLOCK_ROWS + r],
+                    rb.vals[(s + i) * rows + r],
                     want,
                     "block {b} row {r} col {c}"
                 );
@@ -360,6 +375,17 @@ fn row_blocks_hold_every_entry_once_per_block_column() {
 }
 
 #[test]
+fn row_blocks_refuse_heights_the_merge_cannot_hold() {
+    use sparrow::matrix::row_blocks::{row_blocks, union_len, TALL_ROWS};
+    let a = sparrow::matrix::gen::banded::<f64>(100, 3, 7).unwrap();
+    for rows in [0, TALL_ROWS + 1] {
+        let e = row_blocks(a.row_ptr(), a.col_idx(), a.values(), rows).unwrap_err();
+        assert!(e.to_string().contains("rows"), "{e}");
+        assert!(union_len(a.row_ptr(), a.col_idx(), rows).is_err());
+    }
+}
+
+#[test]
 fn row_blocks_are_built_where_neighbouring_rows_share_columns() {
     use sparrow::matrix::gen;
     // 64 consecutive columns a row: four rows list 67 (64 where the band meets an edge).
@@ -370,12 +396,17 @@ fn row_blocks_are_built_where_neighbouring_rows_share_columns() {
     let bd = gen::block_diagonal::<f64>(10, 32, 2).unwrap().row_stats();
     assert_eq!(bd.block_union, 80 * 32);
     assert!(bd.blockable());
+    // ... and eight rows the same 32: tall. Banded rows of 64 list at most 71 over eight.
+    assert_eq!(bd.tall_union, 40 * 32);
+    assert!(bd.tall());
+    assert!(banded.tall_union <= 500 * 71 && banded.tall());
     // Random columns share almost none.
     let uni = gen::uniform::<f64>(4_000, 100_000, 16, 3)
         .unwrap()
         .row_stats();
     assert!(uni.block_union as f64 > 0.95 * uni.nnz as f64);
     assert!(!uni.blockable());
+    assert_eq!(uni.tall_union, 0);
     assert!(!Csr::<f64>::new(2, 2, vec![0, 0, 0], vec![], vec![])
         .unwrap()
         .row_stats()

@@ -252,7 +252,7 @@ fn run_typed<T: Scalar>(
             if cfg.sweep {
                 for path in GpuPath::all().into_iter().filter(|p| {
                     let k = p.kernels(T::NAME, n, &da.stats, true).join(" ");
-                    p.applies(n, &da.stats)
+                    p.applies(n, &da.stats, std::mem::size_of::<T>())
                         && (cfg.sweep_kernels.is_empty()
                             || cfg.sweep_kernels.iter().any(|f| k.contains(f.as_str())))
                 }) {

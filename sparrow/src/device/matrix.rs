@@ -125,19 +125,22 @@ impl PackedCols {
 
 /// A matrix's row blocks ([`RowBlocks`]) on the GPU.
 pub struct DeviceRowBlocks<T> {
+    /// Rows per block.
+    pub rows: usize,
     /// Number of blocks.
     pub nblocks: usize,
     /// Offsets of each block's listed columns.
     pub ptr: CudaSlice<i64>,
     /// The listed columns.
     pub cols: CudaSlice<i32>,
-    /// [`BLOCK_ROWS`](crate::matrix::row_blocks::BLOCK_ROWS) values per listed column.
+    /// `rows` values per listed column.
     pub vals: CudaSlice<T>,
 }
 
 impl<T: Scalar> DeviceRowBlocks<T> {
     fn upload(gpu: &Gpu, b: &RowBlocks<T>) -> Result<Self> {
         Ok(DeviceRowBlocks {
+            rows: b.rows,
             nblocks: b.ptr.len() - 1,
             ptr: gpu.upload(&b.ptr)?,
             cols: gpu.upload(&b.cols)?,
@@ -236,21 +239,22 @@ impl<T: Scalar> DeviceCsr<T> {
             None
         };
         let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
-        let row_blocks = if stats.blockable() {
-            let b = row_blocks(a.row_ptr(), a.col_idx(), a.values());
-            if b.cols.len() != stats.block_union {
-                return Err(Error::invalid(
-                    "stats",
-                    format!(
-                        "count {} distinct columns over the row blocks, the matrix has {}",
-                        stats.block_union,
-                        b.cols.len()
-                    ),
-                ));
+        let row_blocks = match stats.block_rows(std::mem::size_of::<T>()) {
+            Some(rows) => {
+                let b = row_blocks(a.row_ptr(), a.col_idx(), a.values(), rows)?;
+                if b.cols.len() != stats.union_for(rows) {
+                    return Err(Error::invalid(
+                        "stats",
+                        format!(
+                            "count {} distinct columns over the blocks of {rows} rows, the matrix has {}",
+                            stats.union_for(rows),
+                            b.cols.len()
+                        ),
+                    ));
+                }
+                Some(DeviceRowBlocks::upload(gpu, &b)?)
             }
-            Some(DeviceRowBlocks::upload(gpu, &b)?)
-        } else {
-            None
+            None => None,
         };
         Ok(DeviceCsr {
             nrows: a.nrows(),

@@ -78,7 +78,7 @@ pub fn window_shapes() -> Vec<(u32, u32)> {
 }
 
 /// (column lanes, entry lanes, segments per column lane) of every row-block SpMM kernel
-/// (`ROWBLK_ALL` in spmm.cu).
+/// (`ROWBLK_ALL` in spmm.cu, and `ROWBLK8_ALL` for f32's tall blocks).
 pub const ROWBLK_SHAPES: [(u32, u32, u32); 14] = [
     (1, 1, 1),
     (1, 4, 1),
@@ -96,9 +96,15 @@ pub const ROWBLK_SHAPES: [(u32, u32, u32); 14] = [
     (32, 1, 2),
 ];
 
-/// Name of a row-block SpMM entry point.
-pub fn rowblk_name(ty: &str, cols: u32, ksplit: u32, tiles: u32) -> String {
-    format!("spmm_rowblk_{ty}_c{cols}_k{ksplit}_t{tiles}")
+/// Name of a row-block SpMM entry point over blocks of `rows` rows: `spmm_rowblk_*` for four
+/// rows, `spmm_rowblk8_*` for the tall blocks (`ROWBLK8_ALL`, f32 only).
+pub fn rowblk_name(ty: &str, rows: u32, cols: u32, ksplit: u32, tiles: u32) -> String {
+    let h = if rows == 4 {
+        String::new()
+    } else {
+        rows.to_string()
+    };
+    format!("spmm_rowblk{h}_{ty}_c{cols}_k{ksplit}_t{tiles}")
 }
 
 /// Name of a window SpMM entry point.
@@ -168,7 +174,10 @@ fn spmm_entry_points() -> Vec<String> {
             v.push(window_name(ty, c, k));
         }
         for (c, k, t) in ROWBLK_SHAPES {
-            v.push(rowblk_name(ty, c, k, t));
+            v.push(rowblk_name(ty, 4, c, k, t));
+            if ty == "f32" {
+                v.push(rowblk_name(ty, 8, c, k, t));
+            }
         }
     }
     v

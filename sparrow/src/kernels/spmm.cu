@@ -500,15 +500,14 @@ __device__ __forceinline__ void spmm_window(i64 nrows, int n, const i64* __restr
     WINDOW(T, TNAME, 8, 4) WINDOW(T, TNAME, 16, 1) WINDOW(T, TNAME, 16, 2) WINDOW(T, TNAME, 32, 1)
 
 // ---- Blocks of consecutive rows over the union of their columns ----
-// The upload groups rows in blocks of RB and lists each block's distinct columns once, with
-// RB values per listed column (zero where a row lacks it; matrix/row_blocks.rs, RowBlocks). A group
-// of C * K lanes takes a block: each listed column's row of B is loaded once and feeds the RB
-// rows, where rowvec loads it once per row holding it. Banded and stencil rows share most
-// columns with their neighbours, and there the L1 traffic and the issued loads per product
-// both fall by up to RB (the rowvec kernels wait on L1 with no unit saturated).
-#define RB 4
-
-template <typename T, int C, int K, int TN, bool V>
+// The upload groups rows in blocks of RB (4, or 8 for f32's tall blocks) and lists each
+// block's distinct columns once, with RB values per listed column (zero where a row lacks it;
+// matrix/row_blocks.rs, RowBlocks). A group of C * K lanes takes a block: each listed column's
+// row of B is loaded once and feeds the RB rows, where rowvec loads it once per row holding it.
+// Banded and stencil rows share most columns with their neighbours, and there the L1 traffic
+// and the issued loads per product both fall by up to RB (the rowvec kernels wait on L1 with
+// no unit saturated).
+template <typename T, int RB, int C, int K, int TN, bool V>
 __device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i64* __restrict__ bptr,
                                             const int* __restrict__ bcol, const T* __restrict__ bval,
                                             const T* __restrict__ B, i64 ldb, T* __restrict__ Cm, i64 ldc,
@@ -537,7 +536,8 @@ __device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i6
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 c[u] = __ldg(bcol + p + u * K);
-                ld_stream4(bval + (p + u * K) * RB, a[u]);
+#pragma unroll
+                for (int q = 0; q < RB; q += 4) ld_stream4(bval + (p + u * K) * RB + q, a[u] + q);
             }
             T bv[U][TN][VEC];
 #pragma unroll
@@ -556,7 +556,8 @@ __device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i6
         for (; p < e; p += K) {
             const int c = __ldg(bcol + p);
             T a[RB];
-            ld_stream4(bval + p * RB, a);
+#pragma unroll
+            for (int q = 0; q < RB; q += 4) ld_stream4(bval + p * RB + q, a + q);
 #pragma unroll
             for (int t = 0; t < TN; t++) {
                 T bv[VEC];
@@ -595,19 +596,24 @@ __device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i6
 // blocks for one segment ran up to 26 % slower on most cases, so the other shapes keep plain
 // bounds: a minimum of one block is not the same to the compiler, which then took 70-94
 // registers where plain bounds give 62-66 (f32 two segments 90 against 80).
-#define ROWBLK_KERNEL(T, TNAME, CL, K, TN, BOUNDS)                                                      \
-    extern "C" __global__ void BOUNDS spmm_rowblk_##TNAME##_c##CL##_k##K##_t##TN(                       \
+#define ROWBLK_KERNEL(T, NAME, RBN, CL, K, TN, BOUNDS)                                                 \
+    extern "C" __global__ void BOUNDS NAME##_c##CL##_k##K##_t##TN(                                      \
         i64 nblk, i64 nrows, int n, const i64 *bptr, const int *bcol, const T *bval, const T *B, i64 ldb, \
         T *Cm, i64 ldc, T alpha, T beta, int vec) {                                                    \
         if (vec & 1)                                                                                    \
-            spmm_rowblk<T, CL, K, TN, true>(nblk, nrows, n, bptr, bcol, bval, B, ldb, Cm, ldc, alpha, beta, \
-                                            (vec & 2) != 0);                                            \
+            spmm_rowblk<T, RBN, CL, K, TN, true>(nblk, nrows, n, bptr, bcol, bval, B, ldb, Cm, ldc, alpha, \
+                                                 beta, (vec & 2) != 0);                                 \
         else                                                                                            \
-            spmm_rowblk<T, CL, K, TN, false>(nblk, nrows, n, bptr, bcol, bval, B, ldb, Cm, ldc, alpha, beta, \
-                                             (vec & 2) != 0);                                           \
+            spmm_rowblk<T, RBN, CL, K, TN, false>(nblk, nrows, n, bptr, bcol, bval, B, ldb, Cm, ldc, alpha, \
+                                                  beta, (vec & 2) != 0);                                \
     }
-#define ROWBLK(T, TNAME, CL, K, TN) ROWBLK_KERNEL(T, TNAME, CL, K, TN, __launch_bounds__(256))
-#define ROWBLK3(T, TNAME, CL, K, TN) ROWBLK_KERNEL(T, TNAME, CL, K, TN, __launch_bounds__(256, 3))
+#define ROWBLK(T, TNAME, CL, K, TN) ROWBLK_KERNEL(T, spmm_rowblk_##TNAME, 4, CL, K, TN, __launch_bounds__(256))
+#define ROWBLK3(T, TNAME, CL, K, TN) \
+    ROWBLK_KERNEL(T, spmm_rowblk_##TNAME, 4, CL, K, TN, __launch_bounds__(256, 3))
+// f32's tall blocks of 8 rows (RowStats::block_rows): twice the accumulators a lane, up to
+// about 110 registers at two segments (two blocks a SM), which still ran fastest on banded rows
+// from N = 128.
+#define ROWBLK8(T, TNAME, CL, K, TN) ROWBLK_KERNEL(T, spmm_rowblk8_##TNAME, 8, CL, K, TN, __launch_bounds__(256))
 // T2: the macro for two segments a lane (ROWBLK3 for f64).
 #define ROWBLK_ALL(T, TNAME, T2)                                                                        \
     ROWBLK(T, TNAME, 1, 1, 1) ROWBLK(T, TNAME, 1, 4, 1) ROWBLK(T, TNAME, 2, 1, 1) ROWBLK(T, TNAME, 2, 4, 1) \
@@ -890,6 +896,12 @@ WINDOW_ALL(float, f32)
 WINDOW_ALL(double, f64)
 ROWBLK_ALL(float, f32, ROWBLK)
 ROWBLK_ALL(double, f64, ROWBLK3)
+#define ROWBLK8_ALL(T, TNAME)                                                                           \
+    ROWBLK8(T, TNAME, 1, 1, 1) ROWBLK8(T, TNAME, 1, 4, 1) ROWBLK8(T, TNAME, 2, 1, 1) ROWBLK8(T, TNAME, 2, 4, 1) \
+    ROWBLK8(T, TNAME, 4, 1, 1) ROWBLK8(T, TNAME, 4, 2, 1) ROWBLK8(T, TNAME, 8, 1, 1) ROWBLK8(T, TNAME, 8, 2, 1) \
+    ROWBLK8(T, TNAME, 16, 1, 1) ROWBLK8(T, TNAME, 16, 2, 1) ROWBLK8(T, TNAME, 32, 1, 1)                    \
+    ROWBLK8(T, TNAME, 8, 1, 2) ROWBLK8(T, TNAME, 16, 1, 2) ROWBLK8(T, TNAME, 32, 1, 2)
+ROWBLK8_ALL(float, f32)
 COMBINE(float, f32)
 COMBINE(double, f64)
 FILL(float, f32)

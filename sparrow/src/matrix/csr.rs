@@ -75,6 +75,10 @@ pub struct RowStats {
     /// consecutive rows, summed ([`union_len`](super::row_blocks::union_len)): what the
     /// row-block SpMM kernels load a row of B for, where the row kernels load one per entry.
     pub block_union: usize,
+    /// The same sum over blocks of [`TALL_ROWS`](super::row_blocks::TALL_ROWS) rows, counted
+    /// only where [`RowStats::blockable`] (0 elsewhere, which saves matrices that share no
+    /// columns a second pass).
+    pub tall_union: usize,
 }
 
 /// Widest [`RowStats::window_max`] (columns) at which a matrix's columns count as local: past
@@ -103,6 +107,39 @@ impl RowStats {
     pub fn blockable(&self) -> bool {
         self.nnz > 0
             && self.block_union as f64 <= super::row_blocks::BLOCK_UNION_MAX * self.nnz as f64
+    }
+
+    /// Whether blocks of [`TALL_ROWS`](super::row_blocks::TALL_ROWS) rows share their columns
+    /// so widely, at most [`TALL_UNION_MAX`](super::row_blocks::TALL_UNION_MAX) distinct
+    /// columns per entry, that f32 SpMM takes them ([`RowStats::block_rows`]).
+    pub fn tall(&self) -> bool {
+        self.blockable()
+            && self.tall_union as f64 <= super::row_blocks::TALL_UNION_MAX * self.nnz as f64
+    }
+
+    /// Rows per block of the row blocks the upload builds for values of `elem_bytes` bytes:
+    /// [`TALL_ROWS`](super::row_blocks::TALL_ROWS) for f32 where [`RowStats::tall`],
+    /// [`BLOCK_ROWS`](super::row_blocks::BLOCK_ROWS) where [`RowStats::blockable`], else none.
+    /// f64 keeps four rows: on the H200 its tall blocks, whose lanes hold twice the 8-byte
+    /// accumulators, ran banded rows 1.2x-1.4x slower from N = 64.
+    pub fn block_rows(&self, elem_bytes: usize) -> Option<usize> {
+        if elem_bytes == 4 && self.tall() {
+            Some(super::row_blocks::TALL_ROWS)
+        } else if self.blockable() {
+            Some(super::row_blocks::BLOCK_ROWS)
+        } else {
+            None
+        }
+    }
+
+    /// Distinct columns summed over the blocks of `rows` rows ([`RowStats::block_union`] or
+    /// [`RowStats::tall_union`]).
+    pub fn union_for(&self, rows: usize) -> usize {
+        if rows == super::row_blocks::TALL_ROWS {
+            self.tall_union
+        } else {
+            self.block_union
+        }
     }
 
     /// Whether rows are skewed for SpMV: a long row, a row far above the mean, or mostly empty
@@ -412,8 +449,20 @@ impl<T: Scalar> Csr<T> {
             } else {
                 run_sum as f64 / short_sum as f64
             },
-            block_union: super::row_blocks::union_len(&self.row_ptr, &self.col_idx),
+            block_union: super::row_blocks::union_sum(
+                &self.row_ptr,
+                &self.col_idx,
+                super::row_blocks::BLOCK_ROWS,
+            ),
+            tall_union: 0,
         };
+        if st.blockable() {
+            st.tall_union = super::row_blocks::union_sum(
+                &self.row_ptr,
+                &self.col_idx,
+                super::row_blocks::TALL_ROWS,
+            );
+        }
         st.stream_items = if st.skewed() || st.scattered() {
             super::work::STREAM_ITEMS
         } else {

@@ -1,15 +1,20 @@
-//! Blocks of [`BLOCK_ROWS`] consecutive rows over the union of their columns, for the row-block
-//! SpMM kernels: each distinct column of a block is listed once with one value per row of the
-//! block (zero where the row lacks it), so a kernel loads that column's row of B once for all
-//! the block's rows. Neighbouring rows of banded, stencil and block-diagonal matrices share most
-//! of their columns, and there the union is a fraction of the entries.
+//! Blocks of consecutive rows over the union of their columns, for the row-block SpMM kernels:
+//! each distinct column of a block is listed once with one value per row of the block (zero
+//! where the row lacks it), so a kernel loads that column's row of B once for all the block's
+//! rows. Neighbouring rows of banded, stencil and block-diagonal matrices share most of their
+//! columns, and there the union is a fraction of the entries. Blocks come in [`BLOCK_ROWS`]
+//! rows, or [`TALL_ROWS`] where even that many rows share nearly all their columns.
 
 use rayon::prelude::*;
 
-use crate::Scalar;
+use crate::{Error, Result, Scalar};
 
-/// Rows per block (`RB` in spmm.cu, which reads a block's values as one 4-value vector).
+/// Rows per block (`RB` in spmm.cu, which reads a block's values as 4-value vectors).
 pub const BLOCK_ROWS: usize = 4;
+
+/// Rows per tall block: twice the values a listed column feeds per load of B, for twice the
+/// accumulators a lane ([`RowStats::block_rows`](super::RowStats::block_rows) says where).
+pub const TALL_ROWS: usize = 8;
 
 /// Most distinct columns per entry for the upload to build a matrix's row blocks
 /// ([`RowStats::blockable`](super::RowStats::blockable)): the widest share at which the SpMM
@@ -18,24 +23,34 @@ pub const BLOCK_ROWS: usize = 4;
 /// the build nor the memory (two values per entry at this bound).
 pub const BLOCK_UNION_MAX: f64 = 0.55;
 
+/// Most distinct columns per entry over blocks of [`TALL_ROWS`] for f32 matrices to take tall
+/// blocks ([`RowStats::tall`](super::RowStats::tall)). On the H200 (f32, every shape of
+/// both heights swept) banded rows (0.14 over 8 rows) ran up to 1.4x and dense 32 x 32
+/// blocks (0.125) 1.1x-1.4x faster on tall blocks from N = 8 to 256 (banded at N = 32 9 %
+/// slower), the 3-D stencil (0.42) 1.2x-1.4x slower.
+pub const TALL_UNION_MAX: f64 = 0.3;
+
 /// Blocks per rayon task of the builders.
 const TASK_BLOCKS: usize = 4096;
 
-/// A matrix's row blocks: block `b` covers rows `b * BLOCK_ROWS..` and lists columns
-/// `cols[ptr[b]..ptr[b + 1]]` (sorted), the value of row `b * BLOCK_ROWS + r` at listed column
-/// `i` being `vals[i * BLOCK_ROWS + r]`.
+/// A matrix's row blocks: block `b` covers rows `b * rows..` and lists columns
+/// `cols[ptr[b]..ptr[b + 1]]` (sorted), the value of row `b * rows + r` at listed column `i`
+/// being `vals[i * rows + r]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowBlocks<T> {
-    /// `nrows.div_ceil(BLOCK_ROWS) + 1` offsets into `cols`.
+    /// Rows per block: [`BLOCK_ROWS`] or [`TALL_ROWS`].
+    pub rows: usize,
+    /// `nrows.div_ceil(rows) + 1` offsets into `cols`.
     pub ptr: Vec<i64>,
     /// The distinct columns of each block, ascending.
     pub cols: Vec<i32>,
-    /// `BLOCK_ROWS` values per listed column.
+    /// `rows` values per listed column.
     pub vals: Vec<T>,
 }
 
-/// Calls `visit(column, row in block, entry)` for the entries of rows `r0..r1` in ascending
-/// column order, a column's rows together (each row's columns sorted, as `Csr` holds them).
+/// Calls `visit(column, row in block, entry)` for the entries of rows `r0..r1` (at most
+/// [`TALL_ROWS`]) in ascending column order, a column's rows together (each row's columns
+/// sorted, as `Csr` holds them).
 fn merge(
     row_ptr: &[i64],
     col_idx: &[i32],
@@ -43,8 +58,8 @@ fn merge(
     r1: usize,
     mut visit: impl FnMut(i32, usize, usize),
 ) {
-    let mut head = [0usize; BLOCK_ROWS];
-    let mut end = [0usize; BLOCK_ROWS];
+    let mut head = [0usize; TALL_ROWS];
+    let mut end = [0usize; TALL_ROWS];
     for r in r0..r1 {
         head[r - r0] = row_ptr[r] as usize;
         end[r - r0] = row_ptr[r + 1] as usize;
@@ -71,10 +86,10 @@ fn merge(
     }
 }
 
-/// Distinct columns of block `b`.
-fn block_len(row_ptr: &[i64], col_idx: &[i32], b: usize) -> usize {
+/// Distinct columns of block `b` of `rows` rows.
+fn block_len(row_ptr: &[i64], col_idx: &[i32], rows: usize, b: usize) -> usize {
     let nrows = row_ptr.len() - 1;
-    let (r0, r1) = (b * BLOCK_ROWS, ((b + 1) * BLOCK_ROWS).min(nrows));
+    let (r0, r1) = (b * rows, ((b + 1) * rows).min(nrows));
     let (mut len, mut last) = (0usize, None);
     merge(row_ptr, col_idx, r0, r1, |c, _, _| {
         if last != Some(c) {
@@ -85,27 +100,51 @@ fn block_len(row_ptr: &[i64], col_idx: &[i32], b: usize) -> usize {
     len
 }
 
-/// The summed number of distinct columns over the blocks of [`BLOCK_ROWS`] rows: what the
-/// row-block kernels load a row of B for, against `nnz` for a row kernel.
-pub fn union_len(row_ptr: &[i64], col_idx: &[i32]) -> usize {
-    let nblk = row_ptr.len().saturating_sub(1).div_ceil(BLOCK_ROWS);
+fn check_rows(rows: usize) -> Result<()> {
+    if (1..=TALL_ROWS).contains(&rows) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "rows",
+            format!("row blocks hold 1 to {TALL_ROWS} rows, not {rows}"),
+        ))
+    }
+}
+
+/// The summed number of distinct columns over the blocks of `rows` (1 to [`TALL_ROWS`]; the
+/// kernels take [`BLOCK_ROWS`] and [`TALL_ROWS`]) rows: what the row-block kernels load a row
+/// of B for, against `nnz` for a row kernel.
+pub fn union_len(row_ptr: &[i64], col_idx: &[i32], rows: usize) -> Result<usize> {
+    check_rows(rows)?;
+    Ok(union_sum(row_ptr, col_idx, rows))
+}
+
+/// [`union_len`] for a height the caller knows is in range.
+pub(crate) fn union_sum(row_ptr: &[i64], col_idx: &[i32], rows: usize) -> usize {
+    let nblk = row_ptr.len().saturating_sub(1).div_ceil(rows);
     (0..nblk)
         .into_par_iter()
         .with_min_len(TASK_BLOCKS)
-        .map(|b| block_len(row_ptr, col_idx, b))
+        .map(|b| block_len(row_ptr, col_idx, rows, b))
         .sum()
 }
 
-/// Builds the row blocks of a CSR matrix given by its arrays (rows sorted, unique columns):
-/// the blocks' lengths first, then each task fills its own part of arrays allocated once, so
-/// the build neither grows nor copies vectors.
-pub fn row_blocks<T: Scalar>(row_ptr: &[i64], col_idx: &[i32], values: &[T]) -> RowBlocks<T> {
+/// Builds the blocks of `rows` (1 to [`TALL_ROWS`]) rows of a CSR matrix given
+/// by its arrays (rows sorted, unique columns): the blocks' lengths first, then each task fills
+/// its own part of arrays allocated once, so the build neither grows nor copies vectors.
+pub fn row_blocks<T: Scalar>(
+    row_ptr: &[i64],
+    col_idx: &[i32],
+    values: &[T],
+    rows: usize,
+) -> Result<RowBlocks<T>> {
+    check_rows(rows)?;
     let nrows = row_ptr.len().saturating_sub(1);
-    let nblk = nrows.div_ceil(BLOCK_ROWS);
+    let nblk = nrows.div_ceil(rows);
     let lens: Vec<usize> = (0..nblk)
         .into_par_iter()
         .with_min_len(TASK_BLOCKS)
-        .map(|b| block_len(row_ptr, col_idx, b))
+        .map(|b| block_len(row_ptr, col_idx, rows, b))
         .collect();
     let mut ptr = Vec::with_capacity(nblk + 1);
     ptr.push(0i64);
@@ -114,7 +153,7 @@ pub fn row_blocks<T: Scalar>(row_ptr: &[i64], col_idx: &[i32], values: &[T]) -> 
     }
     let total = *ptr.last().unwrap() as usize;
     let mut cols = vec![0i32; total];
-    let mut vals = vec![T::ZERO; total * BLOCK_ROWS];
+    let mut vals = vec![T::ZERO; total * rows];
     // Cut both arrays at task boundaries, one piece per task of TASK_BLOCKS blocks.
     let mut pieces = Vec::with_capacity(nblk.div_ceil(TASK_BLOCKS));
     let (mut crest, mut vrest) = (&mut cols[..], &mut vals[..]);
@@ -122,23 +161,28 @@ pub fn row_blocks<T: Scalar>(row_ptr: &[i64], col_idx: &[i32], values: &[T]) -> 
         let (b0, b1) = (t * TASK_BLOCKS, ((t + 1) * TASK_BLOCKS).min(nblk));
         let n = (ptr[b1] - ptr[b0]) as usize;
         let (c, cr) = std::mem::take(&mut crest).split_at_mut(n);
-        let (v, vr) = std::mem::take(&mut vrest).split_at_mut(n * BLOCK_ROWS);
+        let (v, vr) = std::mem::take(&mut vrest).split_at_mut(n * rows);
         (crest, vrest) = (cr, vr);
         pieces.push((b0..b1, c, v));
     }
     pieces.into_par_iter().for_each(|(blocks, c, v)| {
         let mut at = 0usize; // listed columns written so far in this piece
         for b in blocks {
-            let (r0, r1) = (b * BLOCK_ROWS, ((b + 1) * BLOCK_ROWS).min(nrows));
+            let (r0, r1) = (b * rows, ((b + 1) * rows).min(nrows));
             let first = at;
             merge(row_ptr, col_idx, r0, r1, |col, r, p| {
                 if at == first || c[at - 1] != col {
                     c[at] = col;
                     at += 1;
                 }
-                v[(at - 1) * BLOCK_ROWS + r] = values[p];
+                v[(at - 1) * rows + r] = values[p];
             });
         }
     });
-    RowBlocks { ptr, cols, vals }
+    Ok(RowBlocks {
+        rows,
+        ptr,
+        cols,
+        vals,
+    })
 }

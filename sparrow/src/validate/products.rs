@@ -92,7 +92,7 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
             Device::Cpu => vec![None],
             Device::Cuda(_) => GpuPath::all()
                 .into_iter()
-                .filter(|p| p.applies(n_for(*p), &st))
+                .filter(|p| p.applies(n_for(*p), &st, std::mem::size_of::<T>()))
                 .map(Some)
                 .collect(),
         };

@@ -133,13 +133,22 @@ pub(crate) fn launch<T: Scalar>(
         let shape = stream_shape(st.nblocks, st.items, std::mem::size_of::<T>())?;
         return gpu.launch(&kernel, shape, &mut args);
     }
-    if let GpuPath::RowBlock { .. } = path {
+    if let GpuPath::RowBlock { rows, .. } = path {
         let rb = a.row_blocks.as_ref().ok_or_else(|| {
             Error::invalid(
                 "path",
                 "the row blocks need a matrix whose neighbouring rows share their columns",
             )
         })?;
+        if rb.rows != rows as usize {
+            return Err(Error::invalid(
+                "path",
+                format!(
+                    "runs blocks of {rows} rows; this matrix's upload built blocks of {}",
+                    rb.rows
+                ),
+            ));
+        }
         let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
         let mut args = Args::new();
         args.i64(rb.nblocks as i64)

@@ -13,7 +13,7 @@ pub use plan::GpuPath;
 
 use super::{Backend, Plan};
 use crate::device::{DeviceCsr, DeviceDense, Gpu};
-use crate::matrix::row_blocks::BLOCK_ROWS;
+use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
 use crate::matrix::{Csr, Dense, RowStats};
 use crate::{Device, Error, Result, Scalar};
 
@@ -154,11 +154,12 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
     } else {
         0
     };
-    let blocks = if st.blockable() {
-        8 * (a.nrows().div_ceil(BLOCK_ROWS) + 1) as u64
-            + (4 + s * BLOCK_ROWS as u64) * st.block_union as u64
-    } else {
-        0
+    let blocks = match st.block_rows(s as usize) {
+        Some(rows) => {
+            8 * (a.nrows().div_ceil(rows) + 1) as u64
+                + (4 + s * rows as u64) * st.union_for(rows) as u64
+        }
+        None => 0,
     };
     a_bytes
         + long
@@ -196,21 +197,33 @@ pub(crate) fn gpu_path<T: Scalar>(
     if stats.nrows == 0 || n == 0 {
         return Ok(None);
     }
+    let elem = std::mem::size_of::<T>();
     match force {
         Some(p) if !p.supports(n) => Err(Error::invalid(
             "path",
             format!("forced path {p:?} cannot compute N = {n} columns"),
         )),
-        Some(p @ plan::GpuPath::RowBlock { .. }) if !p.applies(n, stats) => Err(Error::invalid(
-            "path",
-            format!(
-                "forced path {p:?} needs blocks of {BLOCK_ROWS} rows sharing their columns, at most {} distinct columns per entry; these have {} for {} entries",
-                crate::matrix::row_blocks::BLOCK_UNION_MAX,
-                stats.block_union,
-                stats.nnz
-            ),
-        )),
-        Some(p) if !p.applies(n, stats) => Err(Error::invalid(
+        Some(p @ plan::GpuPath::RowBlock { rows, .. }) if !p.applies(n, stats, elem) => {
+            Err(Error::invalid(
+                "path",
+                format!(
+                    "forced path {p:?} needs {}; these have {} distinct columns over blocks of {BLOCK_ROWS} rows and {} over {TALL_ROWS} for {} entries, so the upload builds {}",
+                    if rows as usize == TALL_ROWS {
+                        format!("f32 values and blocks of {TALL_ROWS} rows sharing their columns, at most {TALL_UNION_MAX} distinct columns per entry")
+                    } else {
+                        format!("blocks of {BLOCK_ROWS} rows sharing their columns, at most {BLOCK_UNION_MAX} distinct columns per entry, and not the tall blocks of f32")
+                    },
+                    stats.block_union,
+                    stats.tall_union,
+                    stats.nnz,
+                    match stats.block_rows(elem) {
+                        Some(r) => format!("blocks of {r} rows"),
+                        None => "no row blocks".to_string(),
+                    }
+                ),
+            ))
+        }
+        Some(p) if !p.applies(n, stats, elem) => Err(Error::invalid(
             "path",
             format!(
                 "forced path {p:?} needs every SpMV work block within {} columns; one spans {}",
@@ -219,7 +232,7 @@ pub(crate) fn gpu_path<T: Scalar>(
             ),
         )),
         Some(p) => Ok(Some((p, format!("path forced to {p:?}")))),
-        None => Ok(Some(plan::choose(stats, n, std::mem::size_of::<T>()))),
+        None => Ok(Some(plan::choose(stats, n, elem))),
     }
 }
 

@@ -34,7 +34,7 @@ use crate::kernels::{
     avec_name, fill_name, packed_name, rowblk_name, rowvec_name, rowvec_shapes, spmv_avec_name,
     stream_name, window_name, window_shapes, AVEC_SPLITS, ROWBLK_SHAPES,
 };
-use crate::matrix::row_blocks::BLOCK_ROWS;
+use crate::matrix::row_blocks::{BLOCK_ROWS, TALL_ROWS};
 use crate::matrix::{RowStats, LEN_CLASSES, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
@@ -142,10 +142,12 @@ pub enum GpuPath {
         /// `L / lane_entries` entry lanes rounded down to a power of two (1 to `32 / cols`).
         lane_entries: u32,
     },
-    /// The row-vector lanes over blocks of [`BLOCK_ROWS`] consecutive rows and the union of
-    /// their columns, each listed column's row of B loaded once for the block's rows (the row
-    /// blocks the upload builds where [`RowStats::blockable`]). Long rows are not split.
+    /// The row-vector lanes over blocks of consecutive rows and the union of their columns,
+    /// each listed column's row of B loaded once for the block's rows (the row blocks the
+    /// upload builds, [`RowStats::block_rows`]). Long rows are not split.
     RowBlock {
+        /// Rows per block: [`BLOCK_ROWS`], or [`TALL_ROWS`] (f32 only).
+        rows: u32,
         /// Lanes that own 16-byte column segments of B.
         cols: u32,
         /// Lanes that split a block's listed columns.
@@ -190,10 +192,11 @@ impl GpuPath {
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
             GpuPath::Sorted { cols, .. } => rowvec_name(ty, cols, 1, 1),
             GpuPath::RowBlock {
+                rows,
                 cols,
                 ksplit,
                 tiles,
-            } => rowblk_name(ty, cols, ksplit, tiles),
+            } => rowblk_name(ty, rows, cols, ksplit, tiles),
         }
     }
 
@@ -286,13 +289,16 @@ impl GpuPath {
         }
     }
 
-    /// Whether this path computes N columns of a matrix with these statistics: the packed
-    /// blocks need a packable matrix, the row blocks a blockable one.
-    pub fn applies(&self, n: usize, stats: &RowStats) -> bool {
+    /// Whether this path computes N columns of a matrix with these statistics and values of
+    /// `elem_bytes` bytes: the packed blocks need a packable matrix, the row blocks the height
+    /// the upload builds ([`RowStats::block_rows`]).
+    pub fn applies(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> bool {
         self.supports(n)
-            && match self {
+            && match *self {
                 GpuPath::Packed => stats.packable(),
-                GpuPath::RowBlock { .. } => stats.blockable(),
+                GpuPath::RowBlock { rows, .. } => {
+                    stats.block_rows(elem_bytes) == Some(rows as usize)
+                }
                 _ => true,
             }
     }
@@ -323,9 +329,11 @@ impl GpuPath {
             );
         }
         v.extend(
-            ROWBLK_SHAPES
-                .iter()
-                .map(|&(cols, ksplit, tiles)| GpuPath::RowBlock {
+            [BLOCK_ROWS as u32, TALL_ROWS as u32]
+                .into_iter()
+                .flat_map(|rows| ROWBLK_SHAPES.iter().map(move |&s| (rows, s)))
+                .map(|(rows, (cols, ksplit, tiles))| GpuPath::RowBlock {
+                    rows,
                     cols,
                     ksplit,
                     tiles,
@@ -355,9 +363,11 @@ impl GpuPath {
                     k => b.count.div_ceil((BLOCK / (cols * k)) as usize),
                 })
                 .sum(),
-            GpuPath::RowBlock { cols, ksplit, .. } => stats
+            GpuPath::RowBlock {
+                rows, cols, ksplit, ..
+            } => stats
                 .nrows
-                .div_ceil(BLOCK_ROWS)
+                .div_ceil(rows as usize)
                 .div_ceil((BLOCK / (cols * ksplit)) as usize),
         };
         let blocks = u32::try_from(blocks).map_err(|_| {
@@ -534,13 +544,16 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
         && stats.window_reuse >= WINDOW_REUSE
         && stats.window_max <= WINDOW_SPAN * WINDOW_ROWS
         && stats.window_max <= window_cap(cols);
-    let shared = stats.block_union as f64 / stats.nnz.max(1) as f64;
-    // The upload builds blocks up to BLOCK_UNION_MAX, the widest share f32 takes from N = 64.
-    if stats.blockable()
-        && stats.long_rows == 0
-        && (shared <= ROWBLK_SHARED || (elem_bytes == 4 && n >= 64))
+    // The upload builds blocks of four rows up to BLOCK_UNION_MAX, the widest share f32 takes
+    // from N = 64; tall ones (f32) only where they share nearly all columns, and they win there.
+    if let Some(rows) = stats
+        .block_rows(elem_bytes)
+        .filter(|_| stats.long_rows == 0)
     {
-        return choose_rowblk(n, shared, elem_bytes);
+        let shared = stats.union_for(rows) as f64 / stats.nnz as f64;
+        if rows == TALL_ROWS || shared <= ROWBLK_SHARED || (elem_bytes == 4 && n >= 64) {
+            return choose_rowblk(n, rows, shared, elem_bytes);
+        }
     }
     if window {
         let ksplit = ksplit.max(8 / cols);
@@ -606,7 +619,7 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
 /// stencil rows): one pass over N where the shapes allow; N <= 8 four lanes split a block's
 /// columns with one or two column lanes, wider N one or two segments per column lane (f32 up
 /// to 32 columns one, above two; f64 two above 8).
-fn choose_rowblk(n: usize, shared: f64, elem_bytes: usize) -> (GpuPath, String) {
+fn choose_rowblk(n: usize, rows: usize, shared: f64, elem_bytes: usize) -> (GpuPath, String) {
     let vec = 16 / elem_bytes;
     let segs = n.div_ceil(vec).next_power_of_two();
     let (cols, ksplit, tiles) = if n <= 8 {
@@ -618,11 +631,12 @@ fn choose_rowblk(n: usize, shared: f64, elem_bytes: usize) -> (GpuPath, String) 
     };
     let per_pass = cols as usize * vec * tiles as usize;
     let why = format!(
-        "N = {n}: blocks of {BLOCK_ROWS} rows share their columns ({shared:.2} distinct columns per entry), so each block loads a listed column's row of B once for its rows; {cols} lanes own {tiles} {vec}-column segment(s) each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each block's columns",
+        "N = {n}: blocks of {rows} rows share their columns ({shared:.2} distinct columns per entry), so each block loads a listed column's row of B once for its rows; {cols} lanes own {tiles} {vec}-column segment(s) each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each block's columns",
         n.div_ceil(per_pass)
     );
     (
         GpuPath::RowBlock {
+            rows: rows as u32,
             cols,
             ksplit,
             tiles,
