@@ -27,7 +27,9 @@
 //! - N > 1 where neighbouring rows share most of their columns (banded, dense diagonal blocks,
 //!   and in f32 from N = 64 the 3-D stencil): `rowblk`, a group of lanes per block of
 //!   [`BLOCK_ROWS`] rows over the union of their columns (built on upload), so a row of B is
-//!   loaded once for the block's rows instead of once per row ([`ROWBLK_SHARED`]).
+//!   loaded once for the block's rows instead of once per row ([`ROWBLK_SHARED`]); in f32,
+//!   where even [`TALL_ROWS`] rows share nearly all their columns (banded rows, dense diagonal
+//!   blocks), blocks of that many rows ([`RowStats::tall`]).
 
 use crate::device::LaunchShape;
 use crate::kernels::{
@@ -451,7 +453,7 @@ fn pow2_floor(x: f64) -> u32 {
 /// rows ran 11 %, 9 % and 8 % faster packed; packed f64 blocks still lost to the row lanes on
 /// even rows (2-D stencil 29.4 against 27.4 us, FEM-like 81.3 against 80.9). SpMM on rows whose
 /// blocks of [`BLOCK_ROWS`] share most columns takes the row blocks ([`ROWBLK_SHARED`]) ahead of
-/// the window and row kernels.
+/// the window and row kernels, and f32 the tall blocks wherever the upload built them.
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
