@@ -399,6 +399,11 @@ fn row_blocks_are_built_where_neighbouring_rows_share_columns() {
     // ... and eight rows the same 32: tall. Banded rows of 64 list at most 71 over eight.
     assert_eq!(bd.tall_union, 40 * 32);
     assert!(bd.tall());
+    assert_eq!(
+        (bd.union_for(4), bd.union_for(8), bd.union_for(3)),
+        (bd.block_union, bd.tall_union, 0)
+    );
+    assert_eq!((bd.block_rows(4), bd.block_rows(8)), (Some(8), Some(4)));
     assert!(banded.tall_union <= 500 * 71 && banded.tall());
     // Random columns share almost none.
     let uni = gen::uniform::<f64>(4_000, 100_000, 16, 3)

@@ -132,13 +132,15 @@ impl RowStats {
         }
     }
 
-    /// Distinct columns summed over the blocks of `rows` rows ([`RowStats::block_union`] or
-    /// [`RowStats::tall_union`]).
+    /// Distinct columns summed over the blocks of `rows` rows, for the heights
+    /// [`RowStats::block_rows`] returns: [`RowStats::block_union`] for
+    /// [`BLOCK_ROWS`](super::row_blocks::BLOCK_ROWS), [`RowStats::tall_union`] for
+    /// [`TALL_ROWS`](super::row_blocks::TALL_ROWS); the statistics count no other height (0).
     pub fn union_for(&self, rows: usize) -> usize {
-        if rows == super::row_blocks::TALL_ROWS {
-            self.tall_union
-        } else {
-            self.block_union
+        match rows {
+            super::row_blocks::BLOCK_ROWS => self.block_union,
+            super::row_blocks::TALL_ROWS => self.tall_union,
+            _ => 0,
         }
     }
 

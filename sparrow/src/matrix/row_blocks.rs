@@ -38,7 +38,7 @@ const TASK_BLOCKS: usize = 4096;
 /// being `vals[i * rows + r]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowBlocks<T> {
-    /// Rows per block: [`BLOCK_ROWS`] or [`TALL_ROWS`].
+    /// Rows per block: 1 to [`TALL_ROWS`] (the kernels take [`BLOCK_ROWS`] and [`TALL_ROWS`]).
     pub rows: usize,
     /// `nrows.div_ceil(rows) + 1` offsets into `cols`.
     pub ptr: Vec<i64>,
