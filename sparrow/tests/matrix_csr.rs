@@ -417,3 +417,29 @@ fn row_blocks_are_built_where_neighbouring_rows_share_columns() {
         .row_stats()
         .blockable());
 }
+
+/// The upload's row blocks: the height the statistics name for the value type (f32 tall blocks
+/// on banded rows, f64 blocks of four, none on random columns), and statistics whose count is
+/// not the matrix's refused rather than built on.
+#[test]
+fn upload_builds_the_height_the_statistics_name_and_refuses_foreign_counts() {
+    use sparrow::matrix::gen;
+    use sparrow::matrix::row_blocks::for_upload;
+    let b32 = gen::banded::<f32>(1_001, 64, 7).unwrap();
+    let b64 = gen::banded::<f64>(1_001, 64, 7).unwrap();
+    let (s32, s64) = (b32.row_stats(), b64.row_stats());
+    let t = for_upload(&b32, &s32).unwrap().unwrap();
+    assert_eq!((t.rows, t.cols.len()), (8, s32.tall_union));
+    let f = for_upload(&b64, &s64).unwrap().unwrap();
+    assert_eq!((f.rows, f.cols.len()), (4, s64.block_union));
+    let u = gen::uniform::<f32>(1_001, 1_001, 16, 8).unwrap();
+    assert!(for_upload(&u, &u.row_stats()).unwrap().is_none());
+    let mut off = s32;
+    off.tall_union += 1;
+    let e = for_upload(&b32, &off).unwrap_err().to_string();
+    assert!(e.contains("stats") && e.contains("blocks of 8 rows"), "{e}");
+    let mut off = s64;
+    off.block_union -= 1;
+    let e = for_upload(&b64, &off).unwrap_err().to_string();
+    assert!(e.contains("stats") && e.contains("blocks of 4 rows"), "{e}");
+}

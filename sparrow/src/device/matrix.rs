@@ -3,7 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::row_blocks::{row_blocks, RowBlocks};
+use crate::matrix::row_blocks::{for_upload, RowBlocks};
 use crate::matrix::work::{
     pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
 };
@@ -239,23 +239,9 @@ impl<T: Scalar> DeviceCsr<T> {
             None
         };
         let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
-        let row_blocks = match stats.block_rows(std::mem::size_of::<T>()) {
-            Some(rows) => {
-                let b = row_blocks(a.row_ptr(), a.col_idx(), a.values(), rows)?;
-                if b.cols.len() != stats.union_for(rows) {
-                    return Err(Error::invalid(
-                        "stats",
-                        format!(
-                            "count {} distinct columns over the blocks of {rows} rows, the matrix has {}",
-                            stats.union_for(rows),
-                            b.cols.len()
-                        ),
-                    ));
-                }
-                Some(DeviceRowBlocks::upload(gpu, &b)?)
-            }
-            None => None,
-        };
+        let row_blocks = for_upload(a, &stats)?
+            .map(|b| DeviceRowBlocks::upload(gpu, &b))
+            .transpose()?;
         Ok(DeviceCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),

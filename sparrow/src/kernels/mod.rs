@@ -78,7 +78,7 @@ pub fn window_shapes() -> Vec<(u32, u32)> {
 }
 
 /// (column lanes, entry lanes, segments per column lane) of every row-block SpMM kernel
-/// (`ROWBLK_ALL` in spmm.cu, and `ROWBLK8_ALL` for f32's tall blocks).
+/// (`ROWBLK_ALL` in spmm.cu, for blocks of four rows and f32's tall blocks).
 pub const ROWBLK_SHAPES: [(u32, u32, u32); 14] = [
     (1, 1, 1),
     (1, 4, 1),
@@ -97,7 +97,7 @@ pub const ROWBLK_SHAPES: [(u32, u32, u32); 14] = [
 ];
 
 /// Name of a row-block SpMM entry point over blocks of `rows` rows: `spmm_rowblk_*` for four
-/// rows, `spmm_rowblk8_*` for the tall blocks (`ROWBLK8_ALL`, f32 only).
+/// rows, `spmm_rowblk8_*` for the tall blocks (`ROWBLK8`, f32 only).
 pub fn rowblk_name(ty: &str, rows: u32, cols: u32, ksplit: u32, tiles: u32) -> String {
     let h = if rows == 4 {
         String::new()

@@ -614,12 +614,13 @@ __device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i6
 // about 110 registers at two segments (two blocks a SM), which still ran fastest on banded rows
 // from N = 128.
 #define ROWBLK8(T, TNAME, CL, K, TN) ROWBLK_KERNEL(T, spmm_rowblk8_##TNAME, 8, CL, K, TN, __launch_bounds__(256))
-// T2: the macro for two segments a lane (ROWBLK3 for f64).
-#define ROWBLK_ALL(T, TNAME, T2)                                                                        \
-    ROWBLK(T, TNAME, 1, 1, 1) ROWBLK(T, TNAME, 1, 4, 1) ROWBLK(T, TNAME, 2, 1, 1) ROWBLK(T, TNAME, 2, 4, 1) \
-    ROWBLK(T, TNAME, 4, 1, 1) ROWBLK(T, TNAME, 4, 2, 1) ROWBLK(T, TNAME, 8, 1, 1) ROWBLK(T, TNAME, 8, 2, 1) \
-    ROWBLK(T, TNAME, 16, 1, 1) ROWBLK(T, TNAME, 16, 2, 1) ROWBLK(T, TNAME, 32, 1, 1)                    \
-    T2(T, TNAME, 8, 1, 2) T2(T, TNAME, 16, 1, 2) T2(T, TNAME, 32, 1, 2)
+// Every row-block shape (ROWBLK_SHAPES on the host): M1 builds the one-segment shapes, M2 the
+// two-segment ones (ROWBLK3 for f64).
+#define ROWBLK_ALL(T, TNAME, M1, M2)                                                                    \
+    M1(T, TNAME, 1, 1, 1) M1(T, TNAME, 1, 4, 1) M1(T, TNAME, 2, 1, 1) M1(T, TNAME, 2, 4, 1)             \
+    M1(T, TNAME, 4, 1, 1) M1(T, TNAME, 4, 2, 1) M1(T, TNAME, 8, 1, 1) M1(T, TNAME, 8, 2, 1)             \
+    M1(T, TNAME, 16, 1, 1) M1(T, TNAME, 16, 2, 1) M1(T, TNAME, 32, 1, 1)                                \
+    M2(T, TNAME, 8, 1, 2) M2(T, TNAME, 16, 1, 2) M2(T, TNAME, 32, 1, 2)
 
 // C[rows[i], j] = beta * C[rows[i], j] (0 when beta == 0, which never reads C) for the nitems
 // rows of the list `rows`: the empty rows of a sorted launch, which in a row kernel would take
@@ -894,14 +895,9 @@ AVEC_ALL(double, f64)
 SPMV_AVEC_ALL(float, f32)
 WINDOW_ALL(float, f32)
 WINDOW_ALL(double, f64)
-ROWBLK_ALL(float, f32, ROWBLK)
-ROWBLK_ALL(double, f64, ROWBLK3)
-#define ROWBLK8_ALL(T, TNAME)                                                                           \
-    ROWBLK8(T, TNAME, 1, 1, 1) ROWBLK8(T, TNAME, 1, 4, 1) ROWBLK8(T, TNAME, 2, 1, 1) ROWBLK8(T, TNAME, 2, 4, 1) \
-    ROWBLK8(T, TNAME, 4, 1, 1) ROWBLK8(T, TNAME, 4, 2, 1) ROWBLK8(T, TNAME, 8, 1, 1) ROWBLK8(T, TNAME, 8, 2, 1) \
-    ROWBLK8(T, TNAME, 16, 1, 1) ROWBLK8(T, TNAME, 16, 2, 1) ROWBLK8(T, TNAME, 32, 1, 1)                    \
-    ROWBLK8(T, TNAME, 8, 1, 2) ROWBLK8(T, TNAME, 16, 1, 2) ROWBLK8(T, TNAME, 32, 1, 2)
-ROWBLK8_ALL(float, f32)
+ROWBLK_ALL(float, f32, ROWBLK, ROWBLK)
+ROWBLK_ALL(double, f64, ROWBLK, ROWBLK3)
+ROWBLK_ALL(float, f32, ROWBLK8, ROWBLK8)
 COMBINE(float, f32)
 COMBINE(double, f64)
 FILL(float, f32)

@@ -7,6 +7,7 @@
 
 use rayon::prelude::*;
 
+use super::{Csr, RowStats};
 use crate::{Error, Result, Scalar};
 
 /// Rows per block (`RB` in spmm.cu, which reads a block's values as 4-value vectors).
@@ -185,4 +186,25 @@ pub fn row_blocks<T: Scalar>(
         cols,
         vals,
     })
+}
+
+/// The row blocks an upload of `a` with statistics `stats` builds for values of `T`
+/// ([`RowStats::block_rows`]), or none. Statistics whose count of distinct columns for that
+/// height is not this matrix's are refused, naming `stats`, before the blocks reach a device.
+pub fn for_upload<T: Scalar>(a: &Csr<T>, stats: &RowStats) -> Result<Option<RowBlocks<T>>> {
+    let Some(rows) = stats.block_rows(std::mem::size_of::<T>()) else {
+        return Ok(None);
+    };
+    let b = row_blocks(a.row_ptr(), a.col_idx(), a.values(), rows)?;
+    if b.cols.len() != stats.union_for(rows) {
+        return Err(Error::invalid(
+            "stats",
+            format!(
+                "count {} distinct columns over the blocks of {rows} rows, the matrix has {}",
+                stats.union_for(rows),
+                b.cols.len()
+            ),
+        ));
+    }
+    Ok(Some(b))
 }

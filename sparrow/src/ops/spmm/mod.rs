@@ -204,22 +204,23 @@ pub(crate) fn gpu_path<T: Scalar>(
             format!("forced path {p:?} cannot compute N = {n} columns"),
         )),
         Some(p @ plan::GpuPath::RowBlock { rows, .. }) if !p.applies(n, stats, elem) => {
+            let built = match stats.block_rows(elem) {
+                Some(r) => format!("blocks of {r} rows"),
+                None => "no row blocks".to_string(),
+            };
+            // The tall count exists only where blocks of four are built (RowStats::tall_union).
+            let tall = if stats.blockable() {
+                format!(" and {} over {TALL_ROWS}", stats.tall_union)
+            } else {
+                String::new()
+            };
             Err(Error::invalid(
                 "path",
                 format!(
-                    "forced path {p:?} needs {}; these have {} distinct columns over blocks of {BLOCK_ROWS} rows and {} over {TALL_ROWS} for {} entries, so the upload builds {}",
-                    if rows as usize == TALL_ROWS {
-                        format!("f32 values and blocks of {TALL_ROWS} rows sharing their columns, at most {TALL_UNION_MAX} distinct columns per entry")
-                    } else {
-                        format!("blocks of {BLOCK_ROWS} rows sharing their columns, at most {BLOCK_UNION_MAX} distinct columns per entry, and not the tall blocks of f32")
-                    },
+                    "forced path {p:?} runs blocks of {rows} rows, but for {} values of this matrix the upload builds {built}: {} distinct columns over blocks of {BLOCK_ROWS} rows{tall} for {} entries (blocks of {BLOCK_ROWS} up to {BLOCK_UNION_MAX} distinct columns per entry, of {TALL_ROWS} for f32 up to {TALL_UNION_MAX})",
+                    T::NAME,
                     stats.block_union,
-                    stats.tall_union,
-                    stats.nnz,
-                    match stats.block_rows(elem) {
-                        Some(r) => format!("blocks of {r} rows"),
-                        None => "no row blocks".to_string(),
-                    }
+                    stats.nnz
                 ),
             ))
         }
@@ -285,6 +286,61 @@ pub(crate) fn plan_for<T: Scalar>(
                 shape: Some(path.shape(stats, std::mem::size_of::<T>())?),
                 reason,
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::gen;
+
+    fn refusal<T: Scalar>(a: &Csr<T>, rows: u32) -> String {
+        let p = GpuPath::RowBlock {
+            rows,
+            cols: 8,
+            ksplit: 1,
+            tiles: 2,
+        };
+        match gpu_path::<T>(Some(p), &a.row_stats(), 64) {
+            Err(e) => e.to_string(),
+            Ok(r) => panic!("{p:?} accepted: {r:?}"),
+        }
+    }
+
+    /// A forced row-block path runs only on the height the upload builds for the matrix and
+    /// value type, and the refusal names both counts and what is built.
+    #[test]
+    fn forced_row_blocks_of_a_height_not_built_are_refused() {
+        let (b32, b64) = (
+            gen::banded::<f32>(2_001, 64, 41).unwrap(),
+            gen::banded::<f64>(2_001, 64, 41).unwrap(),
+        );
+        let ok = |p| matches!(gpu_path::<f32>(Some(p), &b32.row_stats(), 64), Ok(Some(_)));
+        assert!(ok(GpuPath::RowBlock {
+            rows: 8,
+            cols: 8,
+            ksplit: 1,
+            tiles: 2
+        }));
+        let e = refusal(&b32, 4);
+        assert!(
+            e.contains("forced path") && e.contains("distinct columns"),
+            "{e}"
+        );
+        assert!(
+            e.contains("builds blocks of 8 rows") && e.contains("f32"),
+            "{e}"
+        );
+        let e = refusal(&b64, 8);
+        assert!(
+            e.contains("builds blocks of 4 rows") && e.contains("f64"),
+            "{e}"
+        );
+        let u = gen::uniform::<f32>(2_001, 2_001, 16, 43).unwrap();
+        for rows in [4, 8] {
+            let e = refusal(&u, rows);
+            assert!(e.contains("no row blocks") && !e.contains(" over 8"), "{e}");
         }
     }
 }
