@@ -461,6 +461,7 @@ fn small_cluster_launch_and_refused_shapes() {
         cols: 8,
         ksplit: 4,
         tiles: 1,
+        deep: false,
     };
     let name = path.kernel_name("f32");
     let k = g.kernel(&SPMM, &name).unwrap();

@@ -231,6 +231,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
         cols,
         ksplit,
         tiles,
+        deep: false,
     };
     // SpMV: f32 rows shorter than 32 on average take the planned blocks; other even rows one
     // column lane, reading A as vectors for f32 and for f64 rows of 12 entries or more (about 6
@@ -505,7 +506,10 @@ fn sorted_bins_cover_the_row_list_with_each_rows_lanes() {
     assert!(st.long_rows > 0 && st.len_classes[0] >= pl.nrows() / 7);
     let order = sparrow::matrix::work::rows_by_length(a.row_ptr());
     for path in GpuPath::all() {
-        let GpuPath::Sorted { cols, lane_entries } = path else {
+        let GpuPath::Sorted {
+            cols, lane_entries, ..
+        } = path
+        else {
             assert!(path.sorted_bins(&st, true).is_empty());
             continue;
         };
@@ -548,7 +552,8 @@ fn gpu_policy_sorts_uneven_rows() {
         path,
         GpuPath::Sorted {
             cols: 8,
-            lane_entries: 32
+            lane_entries: 32,
+            deep: false
         }
     );
     assert!(why.contains("sorted by length"), "{why}");
@@ -556,7 +561,8 @@ fn gpu_policy_sorts_uneven_rows() {
         plan::choose(&st, 8, 4).0,
         GpuPath::Sorted {
             cols: 2,
-            lane_entries: 8
+            lane_entries: 8,
+            deep: false
         }
     );
     // SpMV keeps the planned blocks (packed: 40,000 columns); even rows and small matrices
@@ -882,4 +888,56 @@ fn gpu_policy_row_block_bounds() {
     assert_eq!(plan::choose(&tall, 9, 4).0, tb(4, 1, 1));
     assert_eq!(plan::choose(&tall, 32, 4).0, tb(8, 1, 1));
     assert_eq!(plan::choose(&tall, 33, 4).0, tb(8, 1, 2));
+}
+
+/// f32 rows of scattered columns with at least `DEEP_MEAN` entries on average take the deep row
+/// kernels (sorted or not, at every N > 1); rows of 4 random columns beside long rows, local
+/// columns and f64 keep four entries in flight.
+#[test]
+fn gpu_policy_takes_deep_row_kernels_on_scattered_rows() {
+    let deep = |p: GpuPath| match p {
+        GpuPath::RowVec { deep, .. } | GpuPath::Sorted { deep, .. } => deep,
+        _ => false,
+    };
+    let un = gen::uniform::<f32>(20_000, 1_000_000, 16, 9)
+        .unwrap()
+        .row_stats();
+    assert!(un.scattered());
+    for n in [2, 8, 32, 64, 128, 256] {
+        let (p, why) = plan::choose(&un, n, 4);
+        assert!(
+            matches!(p, GpuPath::RowVec { tiles: 1, .. }) && deep(p),
+            "{p:?}"
+        );
+        assert!(p.kernel_name("f32").ends_with("_u8"), "{p:?}");
+        assert!(why.contains("8 entries in flight"), "{why}");
+        assert!(!deep(plan::choose(&un, n, 8).0));
+    }
+    // SpMV keeps its own paths.
+    assert!(!deep(plan::choose(&un, 1, 4).0));
+    let pl = gen::power_law::<f32>(40_000, 1_000_000, 16.0, 3_000, 1.5, 9).unwrap();
+    let st = pl.row_stats();
+    let (p, _) = plan::choose(&st, 32, 4);
+    assert!(matches!(p, GpuPath::Sorted { .. }) && deep(p), "{p:?}");
+    let kernels = p.kernels("f32", 32, &st, true);
+    assert!(kernels
+        .iter()
+        .all(|k| k.ends_with("_u8") || k.starts_with("spmm_fill")));
+    // At the bound: DEEP_MEAN takes them, just below does not; nor local columns.
+    let mean = st.nnz as f64 / (st.nrows - st.empty_rows) as f64;
+    assert!(plan::deep_rows(&st, mean, 4));
+    assert!(plan::deep_rows(&st, plan::DEEP_MEAN, 4));
+    assert!(!plan::deep_rows(&st, plan::DEEP_MEAN - 1e-9, 4));
+    assert!(!plan::deep_rows(&st, mean, 8));
+    let lr = gen::long_rows::<f32>(40_000, 1_000_000, 2, 20_000, 4, 16)
+        .unwrap()
+        .row_stats();
+    assert!(lr.scattered());
+    assert!(!deep(plan::choose(&lr, 32, 4).0));
+    let fem = gen::fem_like::<f32>(40_000, 60_000, 9).unwrap().row_stats();
+    assert!(!fem.scattered());
+    assert!(!deep(plan::choose(&fem, 32, 4).0));
+    // Deep paths apply to f32 only.
+    let p = plan::choose(&un, 32, 4).0;
+    assert!(p.applies(32, &un, 4) && !p.applies(32, &un, 8));
 }

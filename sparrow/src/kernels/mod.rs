@@ -61,9 +61,27 @@ pub fn rowvec_chunk_shapes() -> Vec<(u32, u32)> {
     v
 }
 
-/// Name of a row-vector SpMM entry point.
-pub fn rowvec_name(ty: &str, cols: u32, ksplit: u32, tiles: u32) -> String {
-    format!("spmm_rowvec_{ty}_c{cols}_k{ksplit}_t{tiles}")
+/// Name of a row-vector SpMM entry point; `deep` names the build with eight entries in flight
+/// per lane (`_u8`, f32 one-segment shapes only: [`deep_exists`]).
+pub fn rowvec_name(ty: &str, cols: u32, ksplit: u32, tiles: u32, deep: bool) -> String {
+    format!(
+        "spmm_rowvec_{ty}_c{cols}_k{ksplit}_t{tiles}{}",
+        deep_suffix(deep)
+    )
+}
+
+/// Whether spmm.cu builds the deep row kernels (`ROWVEC_DEEP_ALL`) for this value type and
+/// segments per lane.
+pub fn deep_exists(ty: &str, tiles: u32) -> bool {
+    ty == "f32" && tiles == 1
+}
+
+fn deep_suffix(deep: bool) -> &'static str {
+    if deep {
+        "_u8"
+    } else {
+        ""
+    }
 }
 
 /// (column lanes, entry lanes) of every window SpMM kernel (`WINDOW_ALL` in spmm.cu): at least
@@ -126,9 +144,12 @@ pub fn spmv_avec_name(ty: &str, ksplit: u32) -> String {
     format!("spmv_avec_{ty}_k{ksplit}")
 }
 
-/// Name of the long-row chunk kernel with a main path's column shape.
-pub fn chunks_name(ty: &str, cols: u32, tiles: u32) -> String {
-    format!("spmm_chunks_rowvec_{ty}_c{cols}_t{tiles}")
+/// Name of the long-row chunk kernel with a main path's column shape (and depth).
+pub fn chunks_name(ty: &str, cols: u32, tiles: u32, deep: bool) -> String {
+    format!(
+        "spmm_chunks_rowvec_{ty}_c{cols}_t{tiles}{}",
+        deep_suffix(deep)
+    )
 }
 
 /// Name of the kernel that combines long rows' chunk partials.
@@ -155,14 +176,20 @@ fn spmm_entry_points() -> Vec<String> {
     let mut v = Vec::new();
     for ty in ["f32", "f64"] {
         for (c, t) in rowvec_chunk_shapes() {
-            v.push(chunks_name(ty, c, t));
+            v.push(chunks_name(ty, c, t, false));
+            if deep_exists(ty, t) {
+                v.push(chunks_name(ty, c, t, true));
+            }
         }
         v.push(combine_name(ty));
         v.push(fill_name(ty));
         v.push(stream_name(ty));
         v.push(packed_name(ty));
         for (c, k, t) in rowvec_shapes() {
-            v.push(rowvec_name(ty, c, k, t));
+            v.push(rowvec_name(ty, c, k, t, false));
+            if deep_exists(ty, t) {
+                v.push(rowvec_name(ty, c, k, t, true));
+            }
         }
         for k in AVEC_SPLITS {
             v.push(avec_name(ty, k));

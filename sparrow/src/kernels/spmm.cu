@@ -3,8 +3,9 @@
 //   rowvec:  a group of G = CK lanes per row: C column lanes each own VEC = 16 / sizeof(T)
 //            consecutive columns of B (one 16-byte load per entry, TN such segments per
 //            pass), and K entry lanes split the row's entries, summed by shuffles at the end.
-//            Each lane keeps several rows of B in flight, so the kernel is bound by the
-//            memory system rather than by instruction issue. Launch flag `vec`: bit 0 says B,
+//            Each lane keeps several rows of B in flight (U: 4 with one segment, 2 with more;
+//            8 in the f32 `_u8` builds for rows of scattered columns), so the kernel is bound
+//            by the memory system rather than by instruction issue. Launch flag `vec`: bit 0 says B,
 //            bit 1 says C, is 16-byte aligned with a leading dimension of whole 16-byte
 //            segments; without it the kernel reads (writes) that matrix an element at a time.
 //   avec:    one column lane whose K entry lanes read A's indices and values as aligned
@@ -245,7 +246,7 @@ __device__ __forceinline__ void spmm_c1(i64 nrows, int n, const i64* __restrict_
                                                       ldc, alpha, beta, vc);
 }
 
-template <typename T, int C, int K, int TN, bool CHUNKS, bool V>
+template <typename T, int C, int K, int TN, bool CHUNKS, bool V, int U = (TN == 1 ? 4 : 2)>
 __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restrict__ row_ptr,
                                             const i64* __restrict__ ends, i64 long_len,
                                             const int* __restrict__ col, const T* __restrict__ val,
@@ -254,7 +255,6 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
     constexpr int VEC = VecOf<T>::N;
     constexpr int G = C * K;
     constexpr int W = C * VEC * TN;  // columns per pass
-    constexpr int U = TN == 1 ? 4 : 2;  // entries in flight per lane
     const int lane = threadIdx.x % G, cl = lane % C, kl = lane / C;
     const i64 item = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
     i64 s, e, row;
@@ -328,6 +328,23 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
         else                                                                                            \
             spmm_rowvec<T, C, K, TN, false, false>(SPMM_PASS);                                          \
     }
+// Deep (f32, one segment a lane): U = 8 entries in flight per lane instead of 4. On rows of
+// scattered columns, whose gathers of B wait on L2 and DRAM, more loads in flight beat the
+// occupancy the extra registers cost; on local columns (stencils, FEM-like rows) they lose.
+#define ROWVEC_DEEP(T, TNAME, C, K)                                                                     \
+    extern "C" __global__ void __launch_bounds__(256) spmm_rowvec_##TNAME##_c##C##_k##K##_t1_u8(SPMM_ARGS(T)) { \
+        if (vec & 1)                                                                                    \
+            spmm_rowvec<T, C, K, 1, false, true, 8>(SPMM_PASS);                                         \
+        else                                                                                            \
+            spmm_rowvec<T, C, K, 1, false, false, 8>(SPMM_PASS);                                        \
+    }
+#define ROWVEC_CHUNKS_DEEP(T, TNAME, C)                                                                  \
+    extern "C" __global__ void __launch_bounds__(256) spmm_chunks_rowvec_##TNAME##_c##C##_t1_u8(SPMM_ARGS(T)) { \
+        if (vec & 1)                                                                                     \
+            spmm_rowvec<T, C, 32 / C, 1, true, true, 8>(SPMM_PASS);                                      \
+        else                                                                                             \
+            spmm_rowvec<T, C, 32 / C, 1, true, false, 8>(SPMM_PASS);                                     \
+    }
 #define ROWVEC_CHUNKS(T, TNAME, C, TN)                                                                   \
     extern "C" __global__ void __launch_bounds__(256) spmm_chunks_rowvec_##TNAME##_c##C##_t##TN(SPMM_ARGS(T)) { \
         if (vec & 1)                                                                                     \
@@ -366,6 +383,17 @@ __device__ __forceinline__ void spmm_rowvec(i64 nrows, int n, const i64* __restr
     ROWVEC(T, TNAME, 8, 1, 1) ROWVEC(T, TNAME, 8, 2, 1) ROWVEC(T, TNAME, 8, 4, 1) \
     ROWVEC(T, TNAME, 16, 1, 1) ROWVEC(T, TNAME, 16, 2, 1) ROWVEC(T, TNAME, 32, 1, 1) \
     ROWVEC(T, TNAME, 32, 1, 2) ROWVEC(T, TNAME, 32, 1, 4) ROWVEC(T, TNAME, 8, 1, 2) ROWVEC(T, TNAME, 8, 1, 4)
+// The deep kernels: every one-segment shape of ROWVEC_ALL, and a chunk kernel per column lanes.
+#define ROWVEC_DEEP_ALL(T, TNAME)                                                                        \
+    ROWVEC_DEEP(T, TNAME, 1, 1) ROWVEC_DEEP(T, TNAME, 1, 2) ROWVEC_DEEP(T, TNAME, 1, 4)                  \
+    ROWVEC_DEEP(T, TNAME, 1, 8) ROWVEC_DEEP(T, TNAME, 1, 16) ROWVEC_DEEP(T, TNAME, 1, 32)                \
+    ROWVEC_DEEP(T, TNAME, 2, 1) ROWVEC_DEEP(T, TNAME, 2, 2) ROWVEC_DEEP(T, TNAME, 2, 4)                  \
+    ROWVEC_DEEP(T, TNAME, 2, 8) ROWVEC_DEEP(T, TNAME, 2, 16) ROWVEC_DEEP(T, TNAME, 4, 1)                 \
+    ROWVEC_DEEP(T, TNAME, 4, 2) ROWVEC_DEEP(T, TNAME, 4, 4) ROWVEC_DEEP(T, TNAME, 4, 8)                  \
+    ROWVEC_DEEP(T, TNAME, 8, 1) ROWVEC_DEEP(T, TNAME, 8, 2) ROWVEC_DEEP(T, TNAME, 8, 4)                  \
+    ROWVEC_DEEP(T, TNAME, 16, 1) ROWVEC_DEEP(T, TNAME, 16, 2) ROWVEC_DEEP(T, TNAME, 32, 1)               \
+    ROWVEC_CHUNKS_DEEP(T, TNAME, 1) ROWVEC_CHUNKS_DEEP(T, TNAME, 2) ROWVEC_CHUNKS_DEEP(T, TNAME, 4)      \
+    ROWVEC_CHUNKS_DEEP(T, TNAME, 8) ROWVEC_CHUNKS_DEEP(T, TNAME, 16) ROWVEC_CHUNKS_DEEP(T, TNAME, 32)
 #define ROWVEC_CHUNKS_ALL(T, TNAME)                                                                      \
     ROWVEC_C(T, TNAME, 1) ROWVEC_C(T, TNAME, 2) ROWVEC_C(T, TNAME, 4) ROWVEC_C(T, TNAME, 8)               \
     ROWVEC_C(T, TNAME, 16) ROWVEC_C(T, TNAME, 32) ROWVEC_CHUNKS(T, TNAME, 32, 2) ROWVEC_CHUNKS(T, TNAME, 32, 4) \
@@ -515,7 +543,10 @@ __device__ __forceinline__ void spmm_rowblk(i64 nblk, i64 nrows, int n, const i6
     constexpr int VEC = VecOf<T>::N;
     constexpr int G = C * K;
     constexpr int W = C * VEC * TN;  // columns per pass
-    constexpr int U = 2;             // listed columns in flight per lane
+    // Listed columns in flight per lane: 4 with one segment and one entry lane (banded rows
+    // at N = 32 ran 1.44x faster on the H200 than with 2), else 2 (dense 32 x 32 blocks at N = 8,
+    // four entry lanes, ran 1.26x slower with 4).
+    constexpr int U = TN == 1 && K == 1 ? 4 : 2;
     const int lane = threadIdx.x % G, cl = lane % C, kl = lane / C;
     const i64 item = (i64)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
     const bool active = item < nblk;
@@ -889,6 +920,7 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, Cols c
 ROWVEC_ALL(float, f32)
 ROWVEC_ALL(double, f64)
 ROWVEC_CHUNKS_ALL(float, f32)
+ROWVEC_DEEP_ALL(float, f32)
 ROWVEC_CHUNKS_ALL(double, f64)
 AVEC_ALL(float, f32)
 AVEC_ALL(double, f64)

@@ -170,6 +170,7 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                         cols: 1,
                         ksplit,
                         tiles: 1,
+                        deep: false,
                     })
                 }));
                 v

@@ -11,11 +11,12 @@ use crate::{Error, Result, Scalar};
 /// stream path chunks its long rows itself.
 pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
     match path {
-        GpuPath::RowVec { cols, tiles, .. } => Some(chunks_name(ty, cols, tiles)),
-        GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => {
-            Some(chunks_name(ty, cols, 1))
-        }
-        GpuPath::AVec { .. } => Some(chunks_name(ty, 1, 1)),
+        GpuPath::RowVec {
+            cols, tiles, deep, ..
+        } => Some(chunks_name(ty, cols, tiles, deep)),
+        GpuPath::Sorted { cols, deep, .. } => Some(chunks_name(ty, cols, 1, deep)),
+        GpuPath::Window { cols, .. } => Some(chunks_name(ty, cols, 1, false)),
+        GpuPath::AVec { .. } => Some(chunks_name(ty, 1, 1, false)),
         GpuPath::Stream | GpuPath::Packed | GpuPath::RowBlock { .. } => None,
     }
 }
@@ -172,7 +173,7 @@ pub(crate) fn launch<T: Scalar>(
     }
     let long = a.long_rows.as_ref().filter(|_| split);
     let rows = gpu.ptr(&a.row_ptr);
-    if let GpuPath::Sorted { cols, .. } = path {
+    if let GpuPath::Sorted { cols, deep, .. } = path {
         // One launch per bin; the row list leaves out the long rows when they are split.
         let list = gpu.ptr(&a.sorted_rows);
         for bin in path.sorted_bins(&a.stats, split) {
@@ -192,7 +193,7 @@ pub(crate) fn launch<T: Scalar>(
                 gpu.launch(&kernel, shape, &mut args)?;
                 continue;
             }
-            let kernel = gpu.kernel(&SPMM, &rowvec_name(T::NAME, cols, bin.ksplit, 1))?;
+            let kernel = gpu.kernel(&SPMM, &rowvec_name(T::NAME, cols, bin.ksplit, 1, deep))?;
             let mut args = rowvec_args(
                 gpu,
                 a,

@@ -224,13 +224,26 @@ pub(crate) fn gpu_path<T: Scalar>(
                 ),
             ))
         }
-        Some(p) if !p.applies(n, stats, elem) => Err(Error::invalid(
+        Some(
+            p @ (plan::GpuPath::RowVec { deep: true, .. } | plan::GpuPath::Sorted { deep: true, .. }),
+        ) if !p.applies(n, stats, elem) => Err(Error::invalid(
+            "path",
+            format!(
+                "forced path {p:?} keeps eight entries in flight per lane, a build for f32 values only (one segment a lane); these values are {}",
+                T::NAME
+            ),
+        )),
+        Some(p @ plan::GpuPath::Packed) if !p.applies(n, stats, elem) => Err(Error::invalid(
             "path",
             format!(
                 "forced path {p:?} needs every SpMV work block within {} columns; one spans {}",
                 plan::PACKED_SPAN,
                 stats.stream_span
             ),
+        )),
+        Some(p) if !p.applies(n, stats, elem) => Err(Error::invalid(
+            "path",
+            format!("forced path {p:?} does not apply to this matrix"),
         )),
         Some(p) => Ok(Some((p, format!("path forced to {p:?}")))),
         None => Ok(Some(plan::choose(stats, n, elem))),
@@ -341,6 +354,39 @@ mod tests {
         for rows in [4, 8] {
             let e = refusal(&u, rows);
             assert!(e.contains("no row blocks") && !e.contains(" over 8"), "{e}");
+        }
+    }
+
+    /// The deep row kernels exist for f32 only: forced on f64 values, refused by name.
+    #[test]
+    fn forced_deep_row_kernels_take_f32_only() {
+        let u32s = gen::uniform::<f32>(2_001, 2_001, 16, 43).unwrap();
+        let u64s = gen::uniform::<f64>(2_001, 2_001, 16, 43).unwrap();
+        let deep = [
+            GpuPath::RowVec {
+                cols: 8,
+                ksplit: 1,
+                tiles: 1,
+                deep: true,
+            },
+            GpuPath::Sorted {
+                cols: 8,
+                lane_entries: 32,
+                deep: true,
+            },
+        ];
+        for p in deep {
+            assert!(matches!(
+                gpu_path::<f32>(Some(p), &u32s.row_stats(), 32),
+                Ok(Some(_))
+            ));
+            let e = gpu_path::<f64>(Some(p), &u64s.row_stats(), 32)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("path") && e.contains("f32 values only") && e.contains("f64"),
+                "{e}"
+            );
         }
     }
 }

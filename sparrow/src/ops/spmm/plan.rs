@@ -13,7 +13,9 @@
 //!   16-byte segments of B's columns (`tiles` segments each per pass), `ksplit` entry lanes
 //!   split the row's entries; each lane keeps several rows of B in flight. The column lanes
 //!   cover N up to a pass width and the entry lanes get many entries each (see [`choose`]),
-//!   so a warp holds several rows: on the H200 that beat more lanes per row.
+//!   so a warp holds several rows: on the H200 that beat more lanes per row. f32 rows of
+//!   scattered columns keep eight entries in flight per lane instead of four (`deep`,
+//!   [`DEEP_MEAN`]).
 //! - SpMV on even rows: `avec`, one column lane whose entry lanes read A's indices and values
 //!   as aligned 4-entry vectors (f32 rows of 32 entries or more, in a build of its own for
 //!   N = 1, and f64 rows of 12 or more), else `rowvec`.
@@ -33,8 +35,8 @@
 
 use crate::device::LaunchShape;
 use crate::kernels::{
-    avec_name, fill_name, packed_name, rowblk_name, rowvec_name, rowvec_shapes, spmv_avec_name,
-    stream_name, window_name, window_shapes, AVEC_SPLITS, ROWBLK_SHAPES,
+    avec_name, deep_exists, fill_name, packed_name, rowblk_name, rowvec_name, rowvec_shapes,
+    spmv_avec_name, stream_name, window_name, window_shapes, AVEC_SPLITS, ROWBLK_SHAPES,
 };
 use crate::matrix::row_blocks::{BLOCK_ROWS, TALL_ROWS};
 use crate::matrix::{RowStats, LEN_CLASSES, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
@@ -90,6 +92,15 @@ pub const SHORT_MEAN: f64 = 8.0;
 /// every N (up to 1.24x slower at N = 256).
 pub const ROWBLK_SHARED: f64 = 0.3;
 
+/// Least mean row length (non-empty rows) at which f32 rows of scattered columns take the deep
+/// row kernels (eight entries in flight per lane instead of four, 60-odd registers against 48).
+/// On the H200 (cold, every f32 case of the panel in a build with every one-segment row kernel
+/// deep): the power-law rows (15.5 a row) ran 2-7 % faster at N = 8 to 256, the uniform rows (16)
+/// 1-7 %, the 90 %-empty rows (32) 0-2 %; the long-row matrix's rows of 4 random columns (5.2 on
+/// average) 5-14 % slower, and the local matrices (stencils, FEM-like rows) 5-26 % slower, their
+/// loads served by L1 and L2 at a latency that more warps hide better than more loads a warp.
+pub const DEEP_MEAN: f64 = 8.0;
+
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
 /// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
 pub const SORT_SPREAD: f64 = 2.0;
@@ -114,6 +125,8 @@ pub enum GpuPath {
         ksplit: u32,
         /// Segments per column lane per pass over the row.
         tiles: u32,
+        /// Eight entries in flight per lane instead of four (f32, one segment a lane).
+        deep: bool,
     },
     /// SpMV over the planned work blocks (N = 1 only).
     Stream,
@@ -143,6 +156,8 @@ pub enum GpuPath {
         /// Entries per entry lane a bin's rows get at least: a row of `L` entries takes
         /// `L / lane_entries` entry lanes rounded down to a power of two (1 to `32 / cols`).
         lane_entries: u32,
+        /// Eight entries in flight per lane instead of four (f32 only).
+        deep: bool,
     },
     /// The row-vector lanes over blocks of consecutive rows and the union of their columns,
     /// each listed column's row of B loaded once for the block's rows (the row blocks the
@@ -187,12 +202,13 @@ impl GpuPath {
                 cols,
                 ksplit,
                 tiles,
-            } => rowvec_name(ty, cols, ksplit, tiles),
+                deep,
+            } => rowvec_name(ty, cols, ksplit, tiles, deep),
             GpuPath::Stream => stream_name(ty),
             GpuPath::Packed => packed_name(ty),
             GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
-            GpuPath::Sorted { cols, .. } => rowvec_name(ty, cols, 1, 1),
+            GpuPath::Sorted { cols, deep, .. } => rowvec_name(ty, cols, 1, 1, deep),
             GpuPath::RowBlock {
                 rows,
                 cols,
@@ -215,12 +231,12 @@ impl GpuPath {
     /// launch order (the long rows' chunk kernels aside).
     pub fn kernels(&self, ty: &str, n: usize, stats: &RowStats, split: bool) -> Vec<String> {
         match *self {
-            GpuPath::Sorted { cols, .. } => self
+            GpuPath::Sorted { cols, deep, .. } => self
                 .sorted_bins(stats, split)
                 .iter()
                 .map(|b| match b.ksplit {
                     0 => fill_name(ty),
-                    k => rowvec_name(ty, cols, k, 1),
+                    k => rowvec_name(ty, cols, k, 1, deep),
                 })
                 .collect(),
             _ => vec![self.kernel_for(ty, n)],
@@ -232,7 +248,10 @@ impl GpuPath {
     /// first, the rows over [`LONG_ROW`](crate::matrix::LONG_ROW) at its head: `split` leaves
     /// them to the chunk kernels.
     pub fn sorted_bins(&self, stats: &RowStats, split: bool) -> Vec<SortedBin> {
-        let GpuPath::Sorted { cols, lane_entries } = *self else {
+        let GpuPath::Sorted {
+            cols, lane_entries, ..
+        } = *self
+        else {
             return Vec::new();
         };
         // Rows of at least t entries (t a power of two), rows over LONG_ROW aside.
@@ -293,13 +312,16 @@ impl GpuPath {
 
     /// Whether this path computes N columns of a matrix with these statistics and values of
     /// `elem_bytes` bytes: the packed blocks need a packable matrix, the row blocks the height
-    /// the upload builds ([`RowStats::block_rows`]).
+    /// the upload builds ([`RowStats::block_rows`]), the deep row kernels f32 values.
     pub fn applies(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> bool {
         self.supports(n)
             && match *self {
                 GpuPath::Packed => stats.packable(),
                 GpuPath::RowBlock { rows, .. } => {
                     stats.block_rows(elem_bytes) == Some(rows as usize)
+                }
+                GpuPath::RowVec { deep, .. } | GpuPath::Sorted { deep, .. } => {
+                    !deep || elem_bytes == 4
                 }
                 _ => true,
             }
@@ -309,10 +331,18 @@ impl GpuPath {
     pub fn all() -> Vec<GpuPath> {
         let mut v: Vec<GpuPath> = rowvec_shapes()
             .into_iter()
-            .map(|(cols, ksplit, tiles)| GpuPath::RowVec {
-                cols,
-                ksplit,
-                tiles,
+            .flat_map(|(cols, ksplit, tiles)| {
+                let deeps: &[bool] = if deep_exists("f32", tiles) {
+                    &[false, true]
+                } else {
+                    &[false]
+                };
+                deeps.iter().map(move |&deep| GpuPath::RowVec {
+                    cols,
+                    ksplit,
+                    tiles,
+                    deep,
+                })
             })
             .collect();
         v.push(GpuPath::Stream);
@@ -324,11 +354,17 @@ impl GpuPath {
                 .map(|(cols, ksplit)| GpuPath::Window { cols, ksplit }),
         );
         for cols in SORTED_COLS {
-            v.extend(
-                SORTED_LANE_ENTRIES
-                    .iter()
-                    .map(|&lane_entries| GpuPath::Sorted { cols, lane_entries }),
-            );
+            for deep in [false, true] {
+                v.extend(
+                    SORTED_LANE_ENTRIES
+                        .iter()
+                        .map(|&lane_entries| GpuPath::Sorted {
+                            cols,
+                            lane_entries,
+                            deep,
+                        }),
+                );
+            }
         }
         v.extend(
             [BLOCK_ROWS as u32, TALL_ROWS as u32]
@@ -527,6 +563,7 @@ fn choose_spmv(stats: &RowStats, mean: f64, elem_bytes: usize) -> (GpuPath, Stri
             cols: 1,
             ksplit,
             tiles: 1,
+            deep: false,
         },
         format!(
             "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row",
@@ -567,15 +604,31 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
         );
         return (GpuPath::Window { cols, ksplit }, why);
     }
+    let deep = deep_rows(stats, mean, elem_bytes);
+    let depth = if deep {
+        format!(
+            "; columns scattered over windows up to {} and rows of {mean:.1} on average: 8 entries in flight per lane",
+            stats.window_max
+        )
+    } else {
+        String::new()
+    };
     if stats.spread >= SORT_SPREAD && stats.nrows >= SORT_ROWS {
         let lane_entries = if n <= 8 { 8 } else { 32 };
         let why = format!(
-            "N = {n}: rows of uneven length side by side (runs of {SPREAD_RUN} rows take {:.1}x the lane time of their entries) run sorted by length, a launch per bin of rows with one entry lane per {lane_entries} entries (up to {}); {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns)",
+            "N = {n}: rows of uneven length side by side (runs of {SPREAD_RUN} rows take {:.1}x the lane time of their entries) run sorted by length, a launch per bin of rows with one entry lane per {lane_entries} entries (up to {}); {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns){depth}",
             stats.spread,
             32 / cols,
             n.div_ceil(per_pass)
         );
-        return (GpuPath::Sorted { cols, lane_entries }, why);
+        return (
+            GpuPath::Sorted {
+                cols,
+                lane_entries,
+                deep,
+            },
+            why,
+        );
     }
     // The row kernels' passes, from the H200 sweeps of every path (f32 and f64, N 32 to 256):
     // from 9 to 64 columns a pass covers at most 32 columns (16 in f64 up to N = 32), so a
@@ -603,8 +656,10 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
     };
     let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
     let per_pass = cols as usize * vec * tiles as usize;
+    let deep = deep && tiles == 1;
+    let depth = if deep { depth.as_str() } else { "" };
     let why = format!(
-        "N = {n}: {cols} lanes own {tiles} {vec}-column segment(s) of B each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1})",
+        "N = {n}: {cols} lanes own {tiles} {vec}-column segment(s) of B each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1}){depth}",
         n.div_ceil(per_pass)
     );
     (
@@ -612,9 +667,17 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
             cols,
             ksplit,
             tiles,
+            deep,
         },
         why,
     )
+}
+
+/// Whether the row kernels keep eight entries in flight per lane ([`GpuPath::RowVec`]'s and
+/// [`GpuPath::Sorted`]'s `deep`): f32 rows of scattered columns ([`RowStats::scattered`]) with
+/// at least [`DEEP_MEAN`] entries on average.
+pub fn deep_rows(stats: &RowStats, mean: f64, elem_bytes: usize) -> bool {
+    elem_bytes == 4 && stats.scattered() && mean >= DEEP_MEAN
 }
 
 /// The row-block shape for N columns, from the H200 sweeps (banded, block-diagonal and 3-D

@@ -281,15 +281,25 @@ impl<'a> Solver<'a> {
         // Window blocks and sorted bins may split rows over entry lanes, so their column
         // shape runs on the row kernel instead.
         let path = match choose(&dm.stats, chunk, 8).0 {
-            GpuPath::RowVec { cols, tiles, .. } => GpuPath::RowVec {
+            GpuPath::RowVec {
+                cols, tiles, deep, ..
+            } => GpuPath::RowVec {
                 cols,
                 ksplit: 1,
                 tiles,
+                deep,
             },
-            GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => GpuPath::RowVec {
+            GpuPath::Sorted { cols, deep, .. } => GpuPath::RowVec {
                 cols,
                 ksplit: 1,
                 tiles: 1,
+                deep,
+            },
+            GpuPath::Window { cols, .. } => GpuPath::RowVec {
+                cols,
+                ksplit: 1,
+                tiles: 1,
+                deep: false,
             },
             other => other,
         };
