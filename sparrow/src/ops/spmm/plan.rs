@@ -97,8 +97,9 @@ pub const ROWBLK_SHARED: f64 = 0.3;
 /// On the H200 (cold, every f32 case of the panel in a build with every one-segment row kernel
 /// deep): the power-law rows (15.5 a row) ran 2-7 % faster at N = 8 to 256, the uniform rows (16)
 /// 1-7 %, the 90 %-empty rows (32) 0-2 %; the long-row matrix's rows of 4 random columns (5.2 on
-/// average) 5-14 % slower, and the local matrices (stencils, FEM-like rows) 5-26 % slower, their
-/// loads served by L1 and L2 at a latency that more warps hide better than more loads a warp.
+/// average) 5-14 % slower, and the local matrices (stencils, FEM-like rows) up to 26 % slower,
+/// their loads served by L1 and L2 at a latency that more warps hide better than more loads a
+/// warp (`bench/results/2026-12-04-h200-spmm-deep-lanes.txt`, round 3).
 pub const DEEP_MEAN: f64 = 8.0;
 
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
