@@ -229,7 +229,7 @@ pub(crate) fn gpu_path<T: Scalar>(
         ) if !p.applies(n, stats, elem) => Err(Error::invalid(
             "path",
             format!(
-                "forced path {p:?} keeps eight entries in flight per lane, a build for f32 values only (one segment a lane); these values are {}",
+                "forced path {p:?} keeps eight entries in flight per lane, a build for f32 values only, one segment a lane; these values are {}",
                 T::NAME
             ),
         )),
@@ -388,5 +388,15 @@ mod tests {
                 "{e}"
             );
         }
+        let two = GpuPath::RowVec {
+            cols: 8,
+            ksplit: 1,
+            tiles: 2,
+            deep: true,
+        };
+        let e = gpu_path::<f32>(Some(two), &u32s.row_stats(), 128)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("one segment a lane"), "{e}");
     }
 }

@@ -313,7 +313,8 @@ impl GpuPath {
 
     /// Whether this path computes N columns of a matrix with these statistics and values of
     /// `elem_bytes` bytes: the packed blocks need a packable matrix, the row blocks the height
-    /// the upload builds ([`RowStats::block_rows`]), the deep row kernels f32 values.
+    /// the upload builds ([`RowStats::block_rows`]), the deep row kernels f32 values and one
+    /// segment a lane.
     pub fn applies(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> bool {
         self.supports(n)
             && match *self {
@@ -321,9 +322,10 @@ impl GpuPath {
                 GpuPath::RowBlock { rows, .. } => {
                     stats.block_rows(elem_bytes) == Some(rows as usize)
                 }
-                GpuPath::RowVec { deep, .. } | GpuPath::Sorted { deep, .. } => {
-                    !deep || elem_bytes == 4
+                GpuPath::RowVec { deep, tiles, .. } => {
+                    !deep || (elem_bytes == 4 && deep_exists("f32", tiles))
                 }
+                GpuPath::Sorted { deep, .. } => !deep || elem_bytes == 4,
                 _ => true,
             }
     }
@@ -490,7 +492,8 @@ fn pow2_floor(x: f64) -> u32 {
 /// rows ran 11 %, 9 % and 8 % faster packed; packed f64 blocks still lost to the row lanes on
 /// even rows (2-D stencil 29.4 against 27.4 us, FEM-like 81.3 against 80.9). SpMM on rows whose
 /// blocks of [`BLOCK_ROWS`] share most columns takes the row blocks ([`ROWBLK_SHARED`]) ahead of
-/// the window and row kernels, and f32 the tall blocks wherever the upload built them.
+/// the window and row kernels, and f32 the tall blocks wherever the upload built them. f32 rows
+/// of scattered columns with at least [`DEEP_MEAN`] entries on average run the deep row kernels.
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
