@@ -671,53 +671,41 @@ fn small_row_blocks_policy_and_refusal() {
     banded_policy::<f32>(&device, "spmm_rowblk8_f32_c8_k1_t2");
     banded_policy::<f64>(&device, "spmm_rowblk_f64_c16_k1_t2");
 
-    let rb = |rows| GpuPath::RowBlock {
+    let u = gen::uniform::<f32>(2_001, 2_001, 16, 43).unwrap();
+    assert!(!u.row_stats().blockable());
+    for rows in [4, 8] {
+        let e = refused_height(&device, &u, rows);
+        assert!(e.contains("no row blocks"), "{e}");
+    }
+    // f32 banded rows get tall blocks only, f64 blocks of four only.
+    let e = refused_height(&device, &gen::banded::<f32>(2_001, 64, 41).unwrap(), 4);
+    assert!(e.contains("builds blocks of 8 rows"), "{e}");
+    let e = refused_height(&device, &gen::banded::<f64>(2_001, 64, 41).unwrap(), 8);
+    assert!(e.contains("builds blocks of 4 rows"), "{e}");
+}
+
+/// Row blocks of `rows` rows forced on `a` (2,001 columns) at N = 64: the refusal's message,
+/// checked to name the forced path and the distinct columns, with C left as it was (NaN).
+fn refused_height<T: Scalar>(device: &Device, a: &Csr<T>, rows: u32) -> String {
+    let b = gen::dense::<T>(2_001, 64, 64, 42).unwrap();
+    let mut c = Dense::filled(a.nrows(), 64, 64, T::from_f64(f64::NAN)).unwrap();
+    let path = GpuPath::RowBlock {
         rows,
         cols: 8,
         ksplit: 1,
         tiles: 2,
     };
-    let refused = |err: sparrow::Error| {
-        let e = err.to_string();
-        assert!(
-            e.contains("distinct columns") && e.contains("forced path"),
-            "{e}"
-        );
-        e
-    };
-    let b = gen::dense::<f32>(2_001, 64, 64, 42).unwrap();
-    let mut c = Dense::filled(2_001, 64, 64, f32::NAN).unwrap();
-    let u = gen::uniform::<f32>(2_001, 2_001, 16, 43).unwrap();
-    assert!(!u.row_stats().blockable());
-    for rows in [4, 8] {
-        let e = refused(
-            Spmm::new()
-                .force_path(rb(rows))
-                .run(&device, &u, &b, &mut c)
-                .unwrap_err(),
-        );
-        assert!(e.contains("no row blocks"), "{e}");
-    }
-    // f32 banded rows get tall blocks only, f64 blocks of four only.
-    let a = gen::banded::<f32>(2_001, 64, 41).unwrap();
-    let e = refused(
-        Spmm::new()
-            .force_path(rb(4))
-            .run(&device, &a, &b, &mut c)
-            .unwrap_err(),
+    let e = Spmm::new()
+        .force_path(path)
+        .run(device, a, &b, &mut c)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("distinct columns") && e.contains("forced path"),
+        "{e}"
     );
-    assert!(e.contains("builds blocks of 8 rows"), "{e}");
-    let a64 = gen::banded::<f64>(2_001, 64, 41).unwrap();
-    let b64 = gen::dense::<f64>(2_001, 64, 64, 42).unwrap();
-    let mut c64 = Dense::filled(2_001, 64, 64, f64::NAN).unwrap();
-    let e = refused(
-        Spmm::new()
-            .force_path(rb(8))
-            .run(&device, &a64, &b64, &mut c64)
-            .unwrap_err(),
-    );
-    assert!(e.contains("builds blocks of 4 rows"), "{e}");
-    assert!(c.data().iter().all(|v| v.is_nan()) && c64.data().iter().all(|v| v.is_nan()));
+    assert!(c.data().iter().all(|v| v.to_f64().is_nan()));
+    e
 }
 
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty

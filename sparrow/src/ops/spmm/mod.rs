@@ -13,7 +13,6 @@ pub use plan::GpuPath;
 
 use super::{Backend, Plan};
 use crate::device::{DeviceCsr, DeviceDense, Gpu};
-use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
 use crate::matrix::{Csr, Dense, RowStats};
 use crate::{Device, Error, Result, Scalar};
 
@@ -199,53 +198,10 @@ pub(crate) fn gpu_path<T: Scalar>(
     }
     let elem = std::mem::size_of::<T>();
     match force {
-        Some(p) if !p.supports(n) => Err(Error::invalid(
-            "path",
-            format!("forced path {p:?} cannot compute N = {n} columns"),
-        )),
-        Some(p @ plan::GpuPath::RowBlock { rows, .. }) if !p.applies(n, stats, elem) => {
-            let built = match stats.block_rows(elem) {
-                Some(r) => format!("blocks of {r} rows"),
-                None => "no row blocks".to_string(),
-            };
-            // The tall count exists only where blocks of four are built (RowStats::tall_union).
-            let tall = if stats.blockable() {
-                format!(" and {} over {TALL_ROWS}", stats.tall_union)
-            } else {
-                String::new()
-            };
-            Err(Error::invalid(
-                "path",
-                format!(
-                    "forced path {p:?} runs blocks of {rows} rows, but for {} values of this matrix the upload builds {built}: {} distinct columns over blocks of {BLOCK_ROWS} rows{tall} for {} entries (blocks of {BLOCK_ROWS} up to {BLOCK_UNION_MAX} distinct columns per entry, of {TALL_ROWS} for f32 up to {TALL_UNION_MAX})",
-                    T::NAME,
-                    stats.block_union,
-                    stats.nnz
-                ),
-            ))
-        }
-        Some(
-            p @ (plan::GpuPath::RowVec { deep: true, .. } | plan::GpuPath::Sorted { deep: true, .. }),
-        ) if !p.applies(n, stats, elem) => Err(Error::invalid(
-            "path",
-            format!(
-                "forced path {p:?} keeps eight entries in flight per lane, a build for f32 values only, one segment a lane; these values are {}",
-                T::NAME
-            ),
-        )),
-        Some(p @ plan::GpuPath::Packed) if !p.applies(n, stats, elem) => Err(Error::invalid(
-            "path",
-            format!(
-                "forced path {p:?} needs every SpMV work block within {} columns; one spans {}",
-                plan::PACKED_SPAN,
-                stats.stream_span
-            ),
-        )),
-        Some(p) if !p.applies(n, stats, elem) => Err(Error::invalid(
-            "path",
-            format!("forced path {p:?} does not apply to this matrix"),
-        )),
-        Some(p) => Ok(Some((p, format!("path forced to {p:?}")))),
+        Some(p) => match p.why_not(n, stats, elem) {
+            Some(why) => Err(Error::invalid("path", format!("forced path {p:?} {why}"))),
+            None => Ok(Some((p, format!("path forced to {p:?}")))),
+        },
         None => Ok(Some(plan::choose(stats, n, elem))),
     }
 }

@@ -38,7 +38,7 @@ use crate::kernels::{
     avec_name, deep_exists, fill_name, packed_name, rowblk_name, rowvec_name, rowvec_shapes,
     spmv_avec_name, stream_name, window_name, window_shapes, AVEC_SPLITS, ROWBLK_SHAPES,
 };
-use crate::matrix::row_blocks::{BLOCK_ROWS, TALL_ROWS};
+use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
 use crate::matrix::{RowStats, LEN_CLASSES, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
@@ -109,6 +109,11 @@ pub const SORT_SPREAD: f64 = 2.0;
 /// Least rows for the policy to sort them: below, the extra launches cost more than idle
 /// lanes.
 pub const SORT_ROWS: usize = 1 << 14;
+
+/// Why a forced deep row path cannot run on values of type `ty`.
+fn deep_refusal(ty: &str) -> String {
+    format!("keeps eight entries in flight per lane, a build for f32 values only, one segment a lane; these values are {ty}")
+}
 
 /// Rows of B a window block with `cols` column lanes can stage.
 pub fn window_cap(cols: u32) -> usize {
@@ -312,22 +317,49 @@ impl GpuPath {
     }
 
     /// Whether this path computes N columns of a matrix with these statistics and values of
-    /// `elem_bytes` bytes: the packed blocks need a packable matrix, the row blocks the height
-    /// the upload builds ([`RowStats::block_rows`]), the deep row kernels f32 values and one
-    /// segment a lane.
+    /// `elem_bytes` bytes ([`GpuPath::why_not`] says why not).
     pub fn applies(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> bool {
-        self.supports(n)
-            && match *self {
-                GpuPath::Packed => stats.packable(),
-                GpuPath::RowBlock { rows, .. } => {
-                    stats.block_rows(elem_bytes) == Some(rows as usize)
-                }
-                GpuPath::RowVec { deep, tiles, .. } => {
-                    !deep || (elem_bytes == 4 && deep_exists("f32", tiles))
-                }
-                GpuPath::Sorted { deep, .. } => !deep || elem_bytes == 4,
-                _ => true,
+        self.why_not(n, stats, elem_bytes).is_none()
+    }
+
+    /// Why this path cannot compute N columns of a matrix with these statistics and values of
+    /// `elem_bytes` bytes, or None when it can: the planned blocks compute N = 1 only, the
+    /// packed ones need a packable matrix, the row blocks the height the upload builds
+    /// ([`RowStats::block_rows`]), the deep row kernels f32 values and one segment a lane.
+    pub fn why_not(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> Option<String> {
+        let ty = if elem_bytes == 4 { "f32" } else { "f64" };
+        if !self.supports(n) {
+            return Some(format!("cannot compute N = {n} columns"));
+        }
+        match *self {
+            GpuPath::Packed if !stats.packable() => Some(format!(
+                "needs every SpMV work block within {PACKED_SPAN} columns; one spans {}",
+                stats.stream_span
+            )),
+            GpuPath::RowBlock { rows, .. }
+                if stats.block_rows(elem_bytes) != Some(rows as usize) =>
+            {
+                let built = match stats.block_rows(elem_bytes) {
+                    Some(r) => format!("blocks of {r} rows"),
+                    None => "no row blocks".to_string(),
+                };
+                // The tall count exists only where blocks of four are built (RowStats::tall_union).
+                let tall = if stats.blockable() {
+                    format!(" and {} over {TALL_ROWS}", stats.tall_union)
+                } else {
+                    String::new()
+                };
+                Some(format!(
+                    "runs blocks of {rows} rows, but for {ty} values of this matrix the upload builds {built}: {} distinct columns over blocks of {BLOCK_ROWS} rows{tall} for {} entries (blocks of {BLOCK_ROWS} up to {BLOCK_UNION_MAX} distinct columns per entry, of {TALL_ROWS} for f32 up to {TALL_UNION_MAX})",
+                    stats.block_union, stats.nnz
+                ))
             }
+            GpuPath::RowVec {
+                deep: true, tiles, ..
+            } if !deep_exists(ty, tiles) => Some(deep_refusal(ty)),
+            GpuPath::Sorted { deep: true, .. } if !deep_exists(ty, 1) => Some(deep_refusal(ty)),
+            _ => None,
+        }
     }
 
     /// Every path there is, for tests that force each one.
