@@ -85,7 +85,7 @@ pub const SHORT_MEAN: f64 = 8.0;
 /// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.35x-1.7x in f64 than the row kernels at N = 8
 /// to 256, the dense 32 x 32 blocks (0.25) 1.15x-1.8x faster in f32 than their window path and
 /// 1.2x-1.65x in f64. f32 from N = 64 takes them on any matrix that has them (up to
-/// [`BLOCK_UNION_MAX`](crate::matrix::row_blocks::BLOCK_UNION_MAX)): the 3-D stencil (0.50) ran
+/// [`BLOCK_UNION_MAX`]): the 3-D stencil (0.50) ran
 /// 3 %, 7 % and 19 % faster at N = 64, 128 and 256, and 13-16 % slower at N = 8 and 32; the 2-D
 /// stencil (0.70) and the FEM-like rows (0.75) ran slower at every N. f64's blocks, at 80
 /// registers with two segments a lane against the row kernels' 48, lost on the 3-D stencil at
