@@ -708,6 +708,114 @@ fn refused_height<T: Scalar>(device: &Device, a: &Csr<T>, rows: u32) -> String {
     e
 }
 
+/// SpMV over rows that repeat one pattern of diagonals: the identity (runs capped at
+/// `STREAM_MAX_ROWS` rows), a band of 64 (runs capped by their entries, 63 edge rows listed),
+/// a 2-D stencil whose edge rows fill three blocks of the other rows' list, and a band with
+/// every third row empty. The upload's runs equal the host's plan; the policy takes the path
+/// and names it (not on the band with empty rows, whose runs hold two rows); y = 0.5 A x - 2 y and y = A x over NaN match the oracle, bit for bit on a
+/// second call; forced on rows with no pattern, or at N = 2, the path is refused.
+fn diagonal_runs<T: Scalar>() {
+    use sparrow::matrix::diagonals::{find, DiagWork, REST_ROWS};
+    use sparrow::matrix::work::STREAM_MAX_ROWS;
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    let n = 2 * STREAM_MAX_ROWS + 301;
+    let (r, v): (Vec<usize>, Vec<T>) = (
+        (0..n).collect(),
+        (0..n).map(|i| T::from_f64(i as f64 / 7.0 - 3.0)).collect(),
+    );
+    let mats: Vec<Csr<T>> = vec![
+        Csr::from_triplets(n, n, &r, &r, &v).unwrap(),
+        gen::banded(5_003, 64, 51).unwrap(),
+        gen::stencil_2d(300, 41, 52).unwrap(),
+        banded_with_gaps(16),
+    ];
+    for (i, a) in mats.iter().enumerate() {
+        let st = a.row_stats();
+        assert!(st.diagonals > 0, "matrix {i}: {st:?}");
+        let off = find(a.row_ptr(), a.col_idx()).unwrap();
+        let w = DiagWork::plan(a.row_ptr(), a.col_idx(), &off, st.stream_items);
+        match i {
+            0 => assert_eq!(w.nruns(), n.div_ceil(STREAM_MAX_ROWS)),
+            2 => assert_eq!(w.rest.len().div_ceil(REST_ROWS), 3),
+            _ => {}
+        }
+        let da = DeviceCsr::upload(&g, a).unwrap();
+        let dd = da.diag.as_ref().expect("the upload builds the runs");
+        assert_eq!(g.download(&dd.runs, w.runs.len()).unwrap(), w.runs);
+        assert_eq!(g.download(&dd.rest, w.rest.len()).unwrap(), w.rest);
+        assert_eq!(g.download(&dd.offsets, off.len()).unwrap(), off);
+        let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
+        let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
+        let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
+        let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, a, &x, m2, &y0);
+        let mut first: Option<Vec<T>> = None;
+        for _ in 0..2 {
+            let mut y = y0.clone();
+            let plan = Spmv::new()
+                .alpha(half)
+                .beta(m2)
+                .run(&device, a, &x, &mut y)
+                .unwrap();
+            // Runs of two rows between the empty ones: the policy keeps other blocks there.
+            let diag = format!("spmv_diag_{}", T::NAME);
+            assert_eq!(
+                plan.kernel.as_deref() == Some(&*diag),
+                i != 3,
+                "{:?}",
+                plan.kernel
+            );
+            let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
+            let cmp = compare(&got, &want, &scale, tolerance::<T>());
+            assert!(cmp.pass, "matrix {i} {}: {cmp:?}", T::NAME);
+            match &first {
+                None => first = Some(y),
+                Some(f) => assert!(f
+                    .iter()
+                    .zip(&y)
+                    .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())),
+            }
+        }
+        let mut y = vec![T::from_f64(f64::NAN); a.nrows()];
+        let (want, scale) = sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, &x, T::ZERO, &y);
+        Spmv::new()
+            .force_path(GpuPath::Diag)
+            .run(&device, a, &x, &mut y)
+            .unwrap();
+        let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
+        let cmp = compare(&got, &want, &scale, tolerance::<T>());
+        assert!(cmp.pass, "matrix {i} {} over NaN: {cmp:?}", T::NAME);
+        if i == 1 {
+            let b = gen::dense::<T>(a.ncols(), 2, 2, 7).unwrap();
+            let mut c = Dense::filled(a.nrows(), 2, 2, T::from_f64(f64::NAN)).unwrap();
+            let e = Spmm::new()
+                .force_path(GpuPath::Diag)
+                .run(&device, a, &b, &mut c)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("path") && e.contains("N = 2"), "{e}");
+            assert!(c.data().iter().all(|v| v.to_f64().is_nan()));
+        }
+    }
+    let u = gen::uniform::<T>(2_001, 2_001, 16, 53).unwrap();
+    assert_eq!(u.row_stats().diagonals, 0);
+    let x = gen::dense::<T>(2_001, 1, 1, 5).unwrap().into_data();
+    let mut y = vec![T::from_f64(f64::NAN); 2_001];
+    let e = Spmv::new()
+        .force_path(GpuPath::Diag)
+        .run(&device, &u, &x, &mut y)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("path") && e.contains("diagonals"), "{e}");
+    assert!(y.iter().all(|v| v.to_f64().is_nan()));
+}
+
+#[test]
+fn small_spmv_diagonal_runs() {
+    diagonal_runs::<f32>();
+    diagonal_runs::<f64>();
+}
+
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty
 /// rows), whose row bounds take several rounds of loads, in both value types.
 fn stream_row_capped_blocks<T: Scalar>() {

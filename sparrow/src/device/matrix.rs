@@ -3,6 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
+use crate::matrix::diagonals::{find, DiagWork};
 use crate::matrix::row_blocks::{for_upload, RowBlocks};
 use crate::matrix::work::{
     pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
@@ -123,6 +124,38 @@ impl PackedCols {
     }
 }
 
+/// A matrix's runs of rows over one pattern of diagonals ([`DiagWork`]) on the GPU.
+pub struct DeviceDiag {
+    /// Diagonals in the pattern.
+    pub ndiag: usize,
+    /// The pattern's column offsets from the row.
+    pub offsets: CudaSlice<i32>,
+    /// Runs of rows that follow it.
+    pub nruns: usize,
+    /// Four i64 per run.
+    pub runs: CudaSlice<i64>,
+    /// Rows that do not follow it.
+    pub nrest: usize,
+    /// Their indices.
+    pub rest: CudaSlice<i64>,
+    /// Blocks of the launch.
+    pub blocks: usize,
+}
+
+impl DeviceDiag {
+    fn upload(gpu: &Gpu, w: &DiagWork) -> Result<Self> {
+        Ok(DeviceDiag {
+            ndiag: w.offsets.len(),
+            offsets: gpu.upload(&w.offsets)?,
+            nruns: w.nruns(),
+            runs: gpu.upload(&w.runs)?,
+            nrest: w.rest.len(),
+            rest: gpu.upload(&w.rest)?,
+            blocks: w.blocks(),
+        })
+    }
+}
+
 /// A matrix's row blocks ([`RowBlocks`]) on the GPU.
 pub struct DeviceRowBlocks<T> {
     /// Rows per block.
@@ -173,6 +206,9 @@ pub struct DeviceCsr<T> {
     /// The columns packed over the work blocks, when the statistics say they fit
     /// ([`RowStats::packable`]).
     pub packed: Option<PackedCols>,
+    /// The runs of rows over one pattern of diagonals, when the statistics found one
+    /// ([`RowStats::diagonals`]).
+    pub diag: Option<DeviceDiag>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
     /// The row blocks, when the statistics say neighbouring rows share enough columns
@@ -238,6 +274,23 @@ impl<T: Scalar> DeviceCsr<T> {
         } else {
             None
         };
+        let diag = if stats.diagonals > 0 {
+            let off = find(a.row_ptr(), a.col_idx())
+                .filter(|o| o.len() == stats.diagonals)
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "stats",
+                        format!(
+                            "say the rows repeat {} diagonals, but the matrix has no such pattern",
+                            stats.diagonals
+                        ),
+                    )
+                })?;
+            let w = DiagWork::plan(a.row_ptr(), a.col_idx(), &off, stats.stream_items);
+            Some(DeviceDiag::upload(gpu, &w)?)
+        } else {
+            None
+        };
         let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
         let row_blocks = for_upload(a, &stats)?
             .map(|b| DeviceRowBlocks::upload(gpu, &b))
@@ -252,6 +305,7 @@ impl<T: Scalar> DeviceCsr<T> {
             long_rows,
             stream,
             packed,
+            diag,
             sorted_rows,
             row_blocks,
             analysis_ms: t.elapsed().as_secs_f64() * 1e3,

@@ -13,7 +13,9 @@ use std::sync::Arc;
 pub use gpu::{device_count, driver_present, driver_version, CompileStats, Gpu};
 pub use launch::{Args, Kernel, LaunchShape};
 pub use limits::Limits;
-pub use matrix::{DeviceCsr, DeviceDense, DeviceRowBlocks, LongRows, PackedCols, StreamWork};
+pub use matrix::{
+    DeviceCsr, DeviceDense, DeviceDiag, DeviceRowBlocks, LongRows, PackedCols, StreamWork,
+};
 
 use crate::{Error, Result};
 

@@ -172,6 +172,11 @@ pub fn packed_name(ty: &str) -> String {
     format!("spmv_packed_{ty}")
 }
 
+/// Name of the SpMV kernel over rows that repeat one pattern of diagonals.
+pub fn diag_name(ty: &str) -> String {
+    format!("spmv_diag_{ty}")
+}
+
 fn spmm_entry_points() -> Vec<String> {
     let mut v = Vec::new();
     for ty in ["f32", "f64"] {
@@ -185,6 +190,7 @@ fn spmm_entry_points() -> Vec<String> {
         v.push(fill_name(ty));
         v.push(stream_name(ty));
         v.push(packed_name(ty));
+        v.push(diag_name(ty));
         for (c, k, t) in rowvec_shapes() {
             v.push(rowvec_name(ty, c, k, t, false));
             if deep_exists(ty, t) {

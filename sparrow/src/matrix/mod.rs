@@ -3,6 +3,7 @@
 
 mod csr;
 mod dense;
+pub mod diagonals;
 pub mod gen;
 pub mod io;
 mod rng;

@@ -44,6 +44,10 @@ fn matrices<T: Scalar>() -> Result<Vec<(&'static str, Csr<T>)>> {
             "banded 20000x20000, 48 per row (windows of B fit in shared memory)",
             gen::banded(20_000, 48, 103)?,
         ),
+        (
+            "2-D stencil on a 150 x 130 grid (rows repeat 5 diagonals)",
+            gen::stencil_2d(150, 130, 104)?,
+        ),
     ])
 }
 
@@ -162,8 +166,12 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
             Device::Cpu => vec![None],
             Device::Cuda(_) => {
                 let mut v = vec![None, Some(GpuPath::Stream)];
-                if a.row_stats().packable() {
+                let st = a.row_stats();
+                if st.packable() {
                     v.push(Some(GpuPath::Packed));
+                }
+                if st.diagonals > 0 {
+                    v.push(Some(GpuPath::Diag));
                 }
                 v.extend([1, 4, 32].map(|ksplit| {
                     Some(GpuPath::RowVec {

@@ -35,9 +35,11 @@
 
 use crate::device::LaunchShape;
 use crate::kernels::{
-    avec_name, deep_exists, fill_name, packed_name, rowblk_name, rowvec_name, rowvec_shapes,
-    spmv_avec_name, stream_name, window_name, window_shapes, AVEC_SPLITS, ROWBLK_SHAPES,
+    avec_name, deep_exists, diag_name, fill_name, packed_name, rowblk_name, rowvec_name,
+    rowvec_shapes, spmv_avec_name, stream_name, window_name, window_shapes, AVEC_SPLITS,
+    ROWBLK_SHAPES,
 };
+use crate::matrix::diagonals::{DIAG_MAX, DIAG_SHARE};
 use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
 use crate::matrix::{RowStats, LEN_CLASSES, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
@@ -92,6 +94,10 @@ pub const SHORT_MEAN: f64 = 8.0;
 /// every N (up to 1.24x slower at N = 256).
 pub const ROWBLK_SHARED: f64 = 0.3;
 
+/// Least rows per run of the rows that repeat a pattern of diagonals for SpMV to take the
+/// diagonal blocks: shorter runs leave a block of 256 threads a few rows.
+pub const DIAG_RUN_ROWS: f64 = 16.0;
+
 /// Least mean row length (non-empty rows) at which f32 rows of scattered columns take the deep
 /// row kernels (eight entries in flight per lane instead of four, 60-odd registers against 48).
 /// On the H200 (cold, every f32 case of the panel in a build with every one-segment row kernel
@@ -140,6 +146,10 @@ pub enum GpuPath {
     /// first column and 16-bit row ends (N = 1, and only matrices
     /// [`RowStats::packable`] describes).
     Packed,
+    /// SpMV over rows that repeat one pattern of diagonals ([`RowStats::diagonals`]): the
+    /// planned blocks over runs of such rows compute each entry's column from its position
+    /// and read only the values; the other rows take one thread each (N = 1 only).
+    Diag,
     /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
     /// 4-entry vectors.
     AVec {
@@ -212,6 +222,7 @@ impl GpuPath {
             } => rowvec_name(ty, cols, ksplit, tiles, deep),
             GpuPath::Stream => stream_name(ty),
             GpuPath::Packed => packed_name(ty),
+            GpuPath::Diag => diag_name(ty),
             GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
             GpuPath::Sorted { cols, deep, .. } => rowvec_name(ty, cols, 1, 1, deep),
@@ -312,7 +323,7 @@ impl GpuPath {
             | GpuPath::Window { .. }
             | GpuPath::Sorted { .. }
             | GpuPath::RowBlock { .. } => true,
-            GpuPath::Stream | GpuPath::Packed => n == 1,
+            GpuPath::Stream | GpuPath::Packed | GpuPath::Diag => n == 1,
         }
     }
 
@@ -335,6 +346,10 @@ impl GpuPath {
             GpuPath::Packed if !stats.packable() => Some(format!(
                 "needs every SpMV work block within {PACKED_SPAN} columns; one spans {}",
                 stats.stream_span
+            )),
+            GpuPath::Diag if stats.diagonals == 0 => Some(format!(
+                "needs rows that repeat one pattern of at most {DIAG_MAX} diagonals in {:.0} % of the entries; this matrix has none",
+                100.0 * DIAG_SHARE
             )),
             GpuPath::RowBlock { rows, .. }
                 if stats.block_rows(elem_bytes) != Some(rows as usize) =>
@@ -382,6 +397,7 @@ impl GpuPath {
             .collect();
         v.push(GpuPath::Stream);
         v.push(GpuPath::Packed);
+        v.push(GpuPath::Diag);
         v.extend(AVEC_SPLITS.iter().map(|&ksplit| GpuPath::AVec { ksplit }));
         v.extend(
             window_shapes()
@@ -426,6 +442,9 @@ impl GpuPath {
             GpuPath::Stream | GpuPath::Packed => {
                 return stream_shape(stats.stream_blocks, stats.stream_items, elem_bytes)
             }
+            GpuPath::Diag => {
+                return stream_shape(stats.diag_blocks(), stats.stream_items, elem_bytes)
+            }
             GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
             GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
             GpuPath::Sorted { cols, .. } => self
@@ -458,7 +477,7 @@ impl GpuPath {
     pub fn pass_width(&self, elem_bytes: usize) -> usize {
         let vec = 16 / elem_bytes;
         match *self {
-            GpuPath::Stream | GpuPath::Packed => 1,
+            GpuPath::Stream | GpuPath::Packed | GpuPath::Diag => 1,
             GpuPath::RowVec { cols, tiles, .. } | GpuPath::RowBlock { cols, tiles, .. } => {
                 cols as usize * vec * tiles as usize
             }
@@ -534,6 +553,20 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
         stats.nnz as f64 / filled as f64
     };
     if n == 1 {
+        if stats.diagonals > 0 && stats.diag_run_rows() >= DIAG_RUN_ROWS {
+            return (
+                GpuPath::Diag,
+                format!(
+                    "N = 1, {} of {} rows repeat one pattern of {} diagonals, {:.0} rows a run: {} blocks, runs of those rows (up to {} entries each) computing each entry's column from its position, so only the values are read, then the other rows one a thread",
+                    stats.nrows - stats.diag_rest,
+                    stats.nrows,
+                    stats.diagonals,
+                    stats.diag_run_rows(),
+                    stats.diag_blocks(),
+                    stats.stream_items
+                ),
+            );
+        }
         let (path, why) = choose_spmv(stats, mean, elem_bytes);
         if path == GpuPath::Stream && stats.packable() {
             return (
