@@ -708,18 +708,16 @@ fn refused_height<T: Scalar>(device: &Device, a: &Csr<T>, rows: u32) -> String {
     e
 }
 
-/// SpMV over rows that repeat one pattern of diagonals: the identity (runs capped at
-/// `STREAM_MAX_ROWS` rows), a band of 64 (runs capped by their entries, 63 edge rows listed),
-/// a 2-D stencil whose edge rows fill three blocks of the other rows' list, and a band with
-/// every third row empty. The upload's runs equal the host's plan; the policy takes the path
-/// and names it (not on the band with empty rows, whose runs hold two rows); y = 0.5 A x - 2 y and y = A x over NaN match the oracle, bit for bit on a
-/// second call; forced on rows with no pattern, or at N = 2, the path is refused.
-fn diagonal_runs<T: Scalar>() {
-    use sparrow::matrix::diagonals::{find, DiagWork, REST_ROWS};
-    use sparrow::matrix::work::STREAM_MAX_ROWS;
+/// SpMV over rows that repeat one pattern of diagonals: the identity, a band of 64 (63 edge
+/// rows off the pattern), a 2-D stencil on a ragged grid and a band with every third row empty.
+/// The upload's bits equal the host's; the policy takes the path on the stencil and the
+/// identity and names it; y = 0.5 A x - 2 y and y = A x over NaN match the oracle, bit for bit
+/// on a second call; forced on rows with no pattern, or at N = 2, the path is refused.
+fn diagonal_rows<T: Scalar>() {
+    use sparrow::matrix::diagonals::{find, follow_bits};
     let g = gpu();
     let device = Device::Cuda(g.clone());
-    let n = 2 * STREAM_MAX_ROWS + 301;
+    let n = 5_001;
     let (r, v): (Vec<usize>, Vec<T>) = (
         (0..n).collect(),
         (0..n).map(|i| T::from_f64(i as f64 / 7.0 - 3.0)).collect(),
@@ -727,23 +725,17 @@ fn diagonal_runs<T: Scalar>() {
     let mats: Vec<Csr<T>> = vec![
         Csr::from_triplets(n, n, &r, &r, &v).unwrap(),
         gen::banded(5_003, 64, 51).unwrap(),
-        gen::stencil_2d(300, 41, 52).unwrap(),
+        gen::stencil_2d(301, 41, 52).unwrap(),
         banded_with_gaps(16),
     ];
     for (i, a) in mats.iter().enumerate() {
         let st = a.row_stats();
         assert!(st.diagonals > 0, "matrix {i}: {st:?}");
         let off = find(a.row_ptr(), a.col_idx()).unwrap();
-        let w = DiagWork::plan(a.row_ptr(), a.col_idx(), &off, st.stream_items);
-        match i {
-            0 => assert_eq!(w.nruns(), n.div_ceil(STREAM_MAX_ROWS)),
-            2 => assert_eq!(w.rest.len().div_ceil(REST_ROWS), 3),
-            _ => {}
-        }
+        let (bits, _) = follow_bits(a.row_ptr(), a.col_idx(), &off);
         let da = DeviceCsr::upload(&g, a).unwrap();
-        let dd = da.diag.as_ref().expect("the upload builds the runs");
-        assert_eq!(g.download(&dd.runs, w.runs.len()).unwrap(), w.runs);
-        assert_eq!(g.download(&dd.rest, w.rest.len()).unwrap(), w.rest);
+        let dd = da.diag.as_ref().expect("the upload keeps the pattern");
+        assert_eq!(g.download(&dd.bits, bits.len()).unwrap(), bits);
         assert_eq!(g.download(&dd.offsets, off.len()).unwrap(), off);
         let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
         let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
@@ -757,11 +749,16 @@ fn diagonal_runs<T: Scalar>() {
                 .beta(m2)
                 .run(&device, a, &x, &mut y)
                 .unwrap();
-            // Runs of two rows between the empty ones: the policy keeps other blocks there.
             let diag = format!("spmv_diag_{}", T::NAME);
+            let most = if T::NAME == "f32" {
+                sparrow::ops::spmm::plan::DIAG_THREAD_MAX
+            } else {
+                sparrow::ops::spmm::plan::DIAG_THREAD_MAX_F64
+            };
+            let takes = st.diagonals <= most;
             assert_eq!(
                 plan.kernel.as_deref() == Some(&*diag),
-                i != 3,
+                takes,
                 "{:?}",
                 plan.kernel
             );
@@ -811,9 +808,9 @@ fn diagonal_runs<T: Scalar>() {
 }
 
 #[test]
-fn small_spmv_diagonal_runs() {
-    diagonal_runs::<f32>();
-    diagonal_runs::<f64>();
+fn small_spmv_diagonal_rows() {
+    diagonal_rows::<f32>();
+    diagonal_rows::<f64>();
 }
 
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty

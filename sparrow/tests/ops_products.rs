@@ -227,8 +227,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
         block_union: (mean * (1000 - empty) as f64) as usize,
         tall_union: 0,
         diagonals: 0,
-        diag_runs: 0,
-        diag_rest: 0,
+        diag_rows: 0,
     };
     let rv = |cols, ksplit, tiles| GpuPath::RowVec {
         cols,
@@ -388,8 +387,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         block_union: (mean * 1000.0) as usize,
         tall_union: 0,
         diagonals: 0,
-        diag_runs: 0,
-        diag_rest: 0,
+        diag_rows: 0,
     };
     let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
     let blocks = stats(32.0, 32, 32.0);
@@ -825,8 +823,7 @@ fn gpu_policy_row_block_bounds() {
         block_union: union,
         tall_union: tall,
         diagonals: 0,
-        diag_runs: 0,
-        diag_rest: 0,
+        diag_rows: 0,
     };
     let stats = |union: usize| with(union, 64_000);
     let is_rb = |p: GpuPath| matches!(p, GpuPath::RowBlock { rows: 4, .. });
@@ -951,55 +948,50 @@ fn gpu_policy_takes_deep_row_kernels_on_scattered_rows() {
     assert!(p.applies(32, &un, 4) && !p.applies(32, &un, 8));
 }
 
-/// SpMV takes the diagonal blocks on rows that repeat one pattern of diagonals in long runs
-/// (banded rows, the 2-D and 3-D stencils, in both value types), at exactly
-/// `DIAG_RUN_ROWS` rows a run and not below; never at N > 1 nor on rows without a pattern,
-/// where a forced diagonal path says why. Its launch has a block per run and per 256 other
-/// rows, and the device memory counts the runs, the other rows and the offsets.
+/// SpMV takes the diagonal path on rows that repeat one pattern of up to `DIAG_THREAD_MAX`
+/// diagonals in f32 (the 2-D and 3-D stencils) and `DIAG_THREAD_MAX_F64` in f64 (the 2-D
+/// stencil), never at N > 1, on a band of 64
+/// nor on rows without a pattern, where a forced diagonal path says why. Its launch has a
+/// thread a row, and the device memory counts the offsets and a bit a row.
 #[test]
-fn gpu_policy_takes_diagonal_blocks_for_spmv() {
-    use sparrow::matrix::diagonals::REST_ROWS;
+fn gpu_policy_takes_diagonal_path_for_spmv() {
     let mats = [
-        gen::banded::<f32>(5_000, 64, 1).unwrap(),
         gen::stencil_2d::<f32>(300, 41, 2).unwrap(),
         gen::stencil_3d::<f32>(30, 3).unwrap(),
+        gen::banded::<f32>(5_000, 64, 1).unwrap(),
     ];
-    for (a, d) in mats.iter().zip([64, 5, 27]) {
+    for (a, d) in mats.iter().zip([5, 27, 64]) {
         let st = a.row_stats();
         assert_eq!(st.diagonals, d);
-        assert!(st.diag_run_rows() >= plan::DIAG_RUN_ROWS, "{st:?}");
+        assert!(st.diag_rows * 10 > st.nrows * 7, "{st:?}");
         for bytes in [4, 8] {
             let (path, why) = plan::choose(&st, 1, bytes);
-            assert_eq!(path, GpuPath::Diag, "{d} diagonals, {bytes}-byte values");
-            assert!(why.contains(&format!("{d} diagonals")), "{why}");
+            let most = if bytes == 4 {
+                plan::DIAG_THREAD_MAX
+            } else {
+                plan::DIAG_THREAD_MAX_F64
+            };
+            assert_eq!(
+                path == GpuPath::Diag,
+                d <= most,
+                "{d} diagonals, {bytes} bytes"
+            );
+            if path == GpuPath::Diag {
+                assert!(why.contains(&format!("{d} diagonals")), "{why}");
+            }
             assert_ne!(plan::choose(&st, 8, bytes).0, GpuPath::Diag);
         }
+        assert!(GpuPath::Diag.applies(1, &st, 4), "forced, it runs");
         assert_eq!(GpuPath::Diag.kernel_for("f64", 1), "spmv_diag_f64");
         let why = GpuPath::Diag.why_not(8, &st, 4).unwrap();
         assert!(why.contains("N = 8"), "{why}");
         let shape = GpuPath::Diag.shape(&st, 4).unwrap();
-        assert_eq!(
-            shape.grid[0] as usize,
-            st.diag_runs + st.diag_rest.div_ceil(REST_ROWS)
-        );
+        assert_eq!(shape.grid[0] as usize, a.nrows().div_ceil(256));
         let mut none = st;
         none.diagonals = 0;
         let extra = sparrow::ops::spmm::device_bytes(a, &st, 0, 1)
             - sparrow::ops::spmm::device_bytes(a, &none, 0, 1);
-        assert_eq!(
-            extra,
-            4 * d as u64 + 32 * st.diag_runs as u64 + 8 * st.diag_rest as u64
-        );
-        // The runs' bound: DIAG_RUN_ROWS rows a run takes the path, one run more does not.
-        let mut at = st;
-        at.diag_rest = 0;
-        at.diag_runs = (at.nrows as f64 / plan::DIAG_RUN_ROWS) as usize;
-        assert!(at.diag_run_rows() >= plan::DIAG_RUN_ROWS);
-        assert_eq!(plan::choose(&at, 1, 4).0, GpuPath::Diag);
-        at.diag_runs += 1;
-        assert!(at.diag_run_rows() < plan::DIAG_RUN_ROWS);
-        assert_ne!(plan::choose(&at, 1, 4).0, GpuPath::Diag);
-        assert!(GpuPath::Diag.applies(1, &at, 4), "forced, it still runs");
+        assert_eq!(extra, 4 * (d + a.nrows().div_ceil(32)) as u64);
     }
     for a in [
         gen::uniform::<f32>(5_000, 5_000, 16, 4).unwrap(),
@@ -1007,7 +999,7 @@ fn gpu_policy_takes_diagonal_blocks_for_spmv() {
         gen::block_diagonal::<f32>(100, 32, 6).unwrap(),
     ] {
         let st = a.row_stats();
-        assert_eq!((st.diagonals, st.diag_runs, st.diag_rest), (0, 0, 0));
+        assert_eq!((st.diagonals, st.diag_rows), (0, 0));
         assert_ne!(plan::choose(&st, 1, 4).0, GpuPath::Diag);
         let why = GpuPath::Diag.why_not(1, &st, 4).unwrap();
         assert!(why.contains("diagonals"), "{why}");

@@ -3,7 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::diagonals::{find, DiagWork};
+use crate::matrix::diagonals::{find, follow_bits};
 use crate::matrix::row_blocks::{for_upload, RowBlocks};
 use crate::matrix::work::{
     pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
@@ -124,36 +124,15 @@ impl PackedCols {
     }
 }
 
-/// A matrix's runs of rows over one pattern of diagonals ([`DiagWork`]) on the GPU.
+/// A matrix's pattern of diagonals and the bits of the rows that follow it
+/// ([`follow_bits`]) on the GPU.
 pub struct DeviceDiag {
     /// Diagonals in the pattern.
     pub ndiag: usize,
-    /// The pattern's column offsets from the row.
+    /// Their column offsets from the row.
     pub offsets: CudaSlice<i32>,
-    /// Runs of rows that follow it.
-    pub nruns: usize,
-    /// Four i64 per run.
-    pub runs: CudaSlice<i64>,
-    /// Rows that do not follow it.
-    pub nrest: usize,
-    /// Their indices.
-    pub rest: CudaSlice<i64>,
-    /// Blocks of the launch.
-    pub blocks: usize,
-}
-
-impl DeviceDiag {
-    fn upload(gpu: &Gpu, w: &DiagWork) -> Result<Self> {
-        Ok(DeviceDiag {
-            ndiag: w.offsets.len(),
-            offsets: gpu.upload(&w.offsets)?,
-            nruns: w.nruns(),
-            runs: gpu.upload(&w.runs)?,
-            nrest: w.rest.len(),
-            rest: gpu.upload(&w.rest)?,
-            blocks: w.blocks(),
-        })
-    }
+    /// One bit a row.
+    pub bits: CudaSlice<u32>,
 }
 
 /// A matrix's row blocks ([`RowBlocks`]) on the GPU.
@@ -206,7 +185,7 @@ pub struct DeviceCsr<T> {
     /// The columns packed over the work blocks, when the statistics say they fit
     /// ([`RowStats::packable`]).
     pub packed: Option<PackedCols>,
-    /// The runs of rows over one pattern of diagonals, when the statistics found one
+    /// The pattern of diagonals most rows repeat, when the statistics found one
     /// ([`RowStats::diagonals`]).
     pub diag: Option<DeviceDiag>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
@@ -286,8 +265,12 @@ impl<T: Scalar> DeviceCsr<T> {
                         ),
                     )
                 })?;
-            let w = DiagWork::plan(a.row_ptr(), a.col_idx(), &off, stats.stream_items);
-            Some(DeviceDiag::upload(gpu, &w)?)
+            let (bits, _) = follow_bits(a.row_ptr(), a.col_idx(), &off);
+            Some(DeviceDiag {
+                ndiag: off.len(),
+                offsets: gpu.upload(&off)?,
+                bits: gpu.upload(&bits)?,
+            })
         } else {
             None
         };

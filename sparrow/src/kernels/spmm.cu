@@ -1,5 +1,5 @@
 // CSR times dense: C = alpha * A * B + beta * C, B and C row-major with leading dimensions.
-// Row pointers are 64-bit, column indices 32-bit. Five families:
+// Row pointers are 64-bit, column indices 32-bit. Six families:
 //   rowvec:  a group of G = CK lanes per row: C column lanes each own VEC = 16 / sizeof(T)
 //            consecutive columns of B (one 16-byte load per entry, TN such segments per
 //            pass), and K entry lanes split the row's entries, summed by shuffles at the end.
@@ -20,9 +20,9 @@
 //            group of lanes), or one chunk of a long row (a block-wide sum; the last chunk of
 //            a row to finish adds the row's partials in chunk order, so the result does not
 //            depend on timing). spmv_packed is the same kernel over 16-bit column offsets and
-//            row ends (PackedCols), fewer bytes an entry where every block's columns allow;
-//            spmv_diag runs the same blocks over rows that repeat one pattern of diagonals,
-//            computing each entry's column from its position (DiagCols), so only values move.
+//            row ends (PackedCols), fewer bytes an entry where every block's columns allow.
+//   diag:    SpMV over rows that repeat one pattern of diagonals, a thread a row computing the
+//            columns instead of reading them.
 // Long rows in rowvec: a row longer than long_len would keep one group busy long after the
 // rest of the grid is done, so the row kernels skip it; the chunk entry points (CHUNKS = true)
 // process the long rows' entries in fixed chunks, one chunk per warp, writing partial sums
@@ -769,17 +769,21 @@ struct PackedCols {
     }
 };
 
-// One block of short rows r0..r1 over entries p0..p1.
 template <typename T, typename Cols>
-__device__ __forceinline__ void spmv_run(i64 r0, i64 r1, i64 p0, i64 p1, Cols cs, const T* __restrict__ val,
-                                         const T* __restrict__ x, i64 ldx, T* __restrict__ y, i64 ldy,
-                                         T alpha, T beta) {
+__device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, Cols cs, const T* __restrict__ val,
+                                            const T* __restrict__ x, i64 ldx, T* __restrict__ y, i64 ldy,
+                                            T alpha, T beta, T* partial, u32* counters) {
     // The block's products: the launch gives the partition's capacity (at most STREAM_ITEMS),
     // so blocks of the skewed rows' 2048 entries keep the shared memory they had.
     extern __shared__ __align__(16) unsigned char stream_smem[];
     T* prod = reinterpret_cast<T*>(stream_smem);
     __shared__ int rp[STREAM_MAX_ROWS + 1];
-    {
+    __shared__ T wsum[STREAM_BLOCK / 32];
+    __shared__ int last;
+    const i64* w = work + 6 * (i64)blockIdx.x;
+    const i64 r0 = w[0], r1 = w[1], p0 = w[2], p1 = w[3], first = w[4], count = w[5];
+    cs.init(blockIdx.x);
+    if (count == 0) {
         const int m = (int)(p1 - p0);
         const int nr = (int)(r1 - r0);
         // The entries as aligned 4-entry vectors from the one holding p0 (the device copies are
@@ -859,20 +863,6 @@ __device__ __forceinline__ void spmv_run(i64 r0, i64 r1, i64 p0, i64 p1, Cols cs
             for (int off = V / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
             if (g < nr && lane == 0) axpby_store(y + (r0 + g) * ldy, s, alpha, beta);
         }
-    }
-}
-
-template <typename T, typename Cols>
-__device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, Cols cs, const T* __restrict__ val,
-                                            const T* __restrict__ x, i64 ldx, T* __restrict__ y, i64 ldy,
-                                            T alpha, T beta, T* partial, u32* counters) {
-    __shared__ T wsum[STREAM_BLOCK / 32];
-    __shared__ int last;
-    const i64* w = work + 6 * (i64)blockIdx.x;
-    const i64 r0 = w[0], r1 = w[1], p0 = w[2], p1 = w[3], first = w[4], count = w[5];
-    cs.init(blockIdx.x);
-    if (count == 0) {
-        spmv_run<T>(r0, r1, p0, p1, cs, val, x, ldx, y, ldy, alpha, beta);
         return;
     }
     T s = T(0);
@@ -929,57 +919,55 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, Cols c
                        counters);                                                                      \
     }
 
-// Rows that repeat one pattern of d diagonals (DiagCols): row r holds columns r + off[k], so
-// the entry at position e of a run of such rows (from the run's first entry, which the run's
-// first row starts) is row e / d of the run and takes diagonal e % d. Only the values are
-// read. The division is a multiply by magic = 2^32 / d + 1 and a shift, exact for the
-// positions of a block (below 2^32 / d, diagonals.rs).
-struct DiagCols {
-    const int* __restrict__ off;
-    u64 magic;
-    int d;
-    i64 r0;
-    i64 p0;
-    static constexpr int W = 1;
-    // The position of the vector's first entry from the run's first entry (as u32: the vector
-    // holding p0 starts up to 3 before it, and those entries' columns are never asked).
-    __device__ __forceinline__ void load4(i64 p, u32* w) const { w[0] = (u32)(p - p0); }
-    __device__ __forceinline__ int at(const u32* w, int u) const {
-        const u32 e = w[0] + (u32)u;
-        const u32 g = (u32)(((u64)e * magic) >> 32);
-        return (int)(r0 + g) + __ldg(off + (e - g * (u32)d));
-    }
-    __device__ __forceinline__ int bound(i64, int g, i64) const { return g * d; }
-};
-
-// SpMV over a pattern of diagonals: blocks 0..nruns take a run of rows that follow it (four
-// i64 each: first row, end row, first entry, end entry), the rest one listed row a thread,
-// whose columns they read, in entry order.
+// SpMV over rows that repeat one pattern of d diagonals: row r holds columns r + off[k] where
+// bit r of `bits` is set. A thread a row: such a row reads its values and gathers x at the
+// pattern's offsets (the same for the whole warp, from shared memory), so no column index
+// moves and the warp's gathers are its rows' neighbours; the other rows read their columns.
+// A warp whose 32 rows all follow the pattern reads one row pointer (its rows then hold d
+// entries each), so a row moves only its values. Entries are summed in row order, U of them
+// in flight per thread.
+#define DIAG_MAX 128
 template <typename T>
-__device__ __forceinline__ void spmv_diag(const i64* __restrict__ runs, i64 nruns, const i64* __restrict__ rest,
-                                          i64 nrest, const i64* __restrict__ row_ptr, const int* __restrict__ col,
-                                          const int* __restrict__ off, int d, u64 magic, const T* __restrict__ val,
-                                          const T* __restrict__ x, i64 ldx, T* __restrict__ y, i64 ldy, T alpha,
-                                          T beta) {
-    if ((i64)blockIdx.x < nruns) {
-        const i64* w = runs + 4 * (i64)blockIdx.x;
-        const i64 r0 = w[0], p0 = w[2];
-        spmv_run<T>(r0, w[1], p0, w[3], DiagCols{off, magic, d, r0, p0}, val, x, ldx, y, ldy, alpha, beta);
-        return;
-    }
-    const i64 i = ((i64)blockIdx.x - nruns) * STREAM_BLOCK + threadIdx.x;
-    if (i >= nrest) return;
-    const i64 r = rest[i];
+__device__ __forceinline__ void spmv_diag(i64 nrows, const i64* __restrict__ row_ptr, const int* __restrict__ col,
+                                          const T* __restrict__ val, const u32* __restrict__ bits,
+                                          const int* __restrict__ off, int d, const T* __restrict__ x, i64 ldx,
+                                          T* __restrict__ y, i64 ldy, T alpha, T beta) {
+    constexpr int U = sizeof(T) == 4 ? 8 : 4;
+    __shared__ int so[DIAG_MAX];
+    for (int k = threadIdx.x; k < d; k += blockDim.x) so[k] = off[k];
+    __syncthreads();
+    const i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= nrows) return;
+    // The warp's word: the grid's blocks are whole warps of rows from a multiple of 32.
+    const u32 word = __ldg(bits + (r >> 5));
+    const i64 p = word == 0xffffffffu ? __ldg(row_ptr + (r & ~(i64)31)) + (r & 31) * d : row_ptr[r];
     T s = T(0);
-    for (i64 k = row_ptr[r]; k < row_ptr[r + 1]; k++) s += ld_stream(val + k) * __ldg(x + (i64)ld_stream(col + k) * ldx);
+    if ((word >> (r & 31)) & 1u) {
+        const T* v = val + p;
+        const T* xr = x + r * ldx;
+        for (int k0 = 0; k0 < d; k0 += U) {
+            T a[U], b[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int k = k0 + u;
+                a[u] = k < d ? __ldg(v + k) : T(0);
+                b[u] = k < d ? __ldg(xr + (i64)so[k < d ? k : 0] * ldx) : T(0);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (k0 + u < d) s += a[u] * b[u];
+        }
+    } else {
+        const i64 e = row_ptr[r + 1];
+        for (i64 k = p; k < e; k++) s += __ldg(val + k) * __ldg(x + (i64)__ldg(col + k) * ldx);
+    }
     axpby_store(y + r * ldy, s, alpha, beta);
 }
 #define DIAG(T, TNAME)                                                                                \
-    extern "C" __global__ void __launch_bounds__(STREAM_BLOCK)                                        \
-        spmv_diag_##TNAME(const i64 *runs, i64 nruns, const i64 *rest, i64 nrest, const i64 *row_ptr,  \
-                          const int *col, const int *off, int d, u64 magic, const T *val, const T *x,  \
-                          i64 ldx, T *y, i64 ldy, T alpha, T beta) {                                   \
-        spmv_diag<T>(runs, nruns, rest, nrest, row_ptr, col, off, d, magic, val, x, ldx, y, ldy, alpha, beta); \
+    extern "C" __global__ void __launch_bounds__(256)                                                 \
+        spmv_diag_##TNAME(i64 nrows, const i64 *row_ptr, const int *col, const T *val, const u32 *bits,  \
+                          const int *off, int d, const T *x, i64 ldx, T *y, i64 ldy, T alpha, T beta) { \
+        spmv_diag<T>(nrows, row_ptr, col, val, bits, off, d, x, ldx, y, ldy, alpha, beta);             \
     }
 
 ROWVEC_ALL(float, f32)

@@ -82,11 +82,8 @@ pub struct RowStats {
     /// Diagonals in the pattern that most rows repeat ([`diagonals::find`](super::diagonals::find)),
     /// 0 when there is none.
     pub diagonals: usize,
-    /// Runs of rows that follow that pattern in the SpMV launch over it
-    /// ([`DiagWork`](super::diagonals::DiagWork)), 0 without one.
-    pub diag_runs: usize,
-    /// Rows that do not follow the pattern.
-    pub diag_rest: usize,
+    /// Rows that follow that pattern (0 without one).
+    pub diag_rows: usize,
 }
 
 /// Widest [`RowStats::window_max`] (columns) at which a matrix's columns count as local: past
@@ -101,22 +98,6 @@ impl RowStats {
     /// vector-A lanes: 4 a row; planned blocks: [`STREAM_ITEMS`](super::work::STREAM_ITEMS)).
     pub fn scattered(&self) -> bool {
         self.window_max > SCATTER_WINDOW
-    }
-
-    /// Blocks of the SpMV launch over the pattern of diagonals
-    /// ([`DiagWork::blocks`](super::diagonals::DiagWork::blocks)).
-    pub fn diag_blocks(&self) -> usize {
-        self.diag_runs + self.diag_rest.div_ceil(super::diagonals::REST_ROWS)
-    }
-
-    /// Rows per run of the rows that follow the pattern of diagonals, on average (0 without
-    /// one).
-    pub fn diag_run_rows(&self) -> f64 {
-        if self.diag_runs == 0 {
-            0.0
-        } else {
-            (self.nrows - self.diag_rest) as f64 / self.diag_runs as f64
-        }
     }
 
     /// Whether every SpMV work block's columns lie within [`PACKED_SPAN`](super::work::PACKED_SPAN),
@@ -482,8 +463,7 @@ impl<T: Scalar> Csr<T> {
             ),
             tall_union: 0,
             diagonals: 0,
-            diag_runs: 0,
-            diag_rest: 0,
+            diag_rows: 0,
         };
         if st.blockable() {
             st.tall_union = super::row_blocks::union_sum(
@@ -505,15 +485,8 @@ impl<T: Scalar> Csr<T> {
         });
         st.stream_span = span;
         if let Some(off) = super::diagonals::find(&self.row_ptr, &self.col_idx) {
-            let w = super::diagonals::DiagWork::plan(
-                &self.row_ptr,
-                &self.col_idx,
-                &off,
-                st.stream_items,
-            );
             st.diagonals = off.len();
-            st.diag_runs = w.nruns();
-            st.diag_rest = w.rest.len();
+            st.diag_rows = super::diagonals::follow_bits(&self.row_ptr, &self.col_idx, &off).1;
         }
         st
     }

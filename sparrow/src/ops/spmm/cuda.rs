@@ -4,7 +4,6 @@
 use super::plan::{fill_blocks, stream_shape, GpuPath, BLOCK};
 use crate::device::{Args, DeviceCsr, DeviceDense, Gpu, LaunchShape};
 use crate::kernels::{chunks_name, combine_name, fill_name, rowvec_name, SPMM};
-use crate::matrix::diagonals::magic;
 use crate::matrix::LONG_ROW;
 use crate::{Error, Result, Scalar};
 
@@ -101,34 +100,31 @@ pub(crate) fn launch<T: Scalar>(
         if n != 1 {
             return Err(Error::invalid(
                 "path",
-                format!("the diagonal blocks compute SpMV only, not N = {n}"),
+                format!("the diagonal path computes SpMV only, not N = {n}"),
             ));
         }
         let dg = a.diag.as_ref().ok_or_else(|| {
             Error::invalid(
                 "path",
-                "the diagonal blocks need a matrix whose rows repeat one pattern of diagonals",
+                "the diagonal path needs a matrix whose rows repeat one pattern of diagonals",
             )
         })?;
         let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
         let mut args = Args::new();
-        args.ptr(gpu.ptr(&dg.runs))
-            .i64(dg.nruns as i64)
-            .ptr(gpu.ptr(&dg.rest))
-            .i64(dg.nrest as i64)
+        args.i64(a.nrows as i64)
             .ptr(gpu.ptr(&a.row_ptr))
             .ptr(gpu.ptr(&a.col_idx))
+            .ptr(gpu.ptr(&a.values))
+            .ptr(gpu.ptr(&dg.bits))
             .ptr(gpu.ptr(&dg.offsets))
             .i32(dg.ndiag as i32)
-            .i64(magic(dg.ndiag) as i64)
-            .ptr(gpu.ptr(&a.values))
             .ptr(b)
             .i64(ldb as i64)
             .ptr(c)
             .i64(ldc as i64)
             .scalar(alpha)
             .scalar(beta);
-        let shape = stream_shape(dg.blocks, a.stream.items, std::mem::size_of::<T>())?;
+        let shape = blocks(a.nrows, BLOCK as usize)?;
         return gpu.launch(&kernel, shape, &mut args);
     }
     if matches!(path, GpuPath::Stream | GpuPath::Packed) {

@@ -141,8 +141,8 @@ impl<T: Scalar> Spmm<T> {
 }
 
 /// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
-/// work blocks (and packed columns), the runs over a pattern of diagonals, rows sorted by
-/// length, row blocks, `dense_elems` elements
+/// work blocks (and packed columns), a pattern of diagonals with its rows' bits, rows sorted
+/// by length, row blocks, `dense_elems` elements
 /// of B and C, and the long rows' partial sums for N columns.
 pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
@@ -155,7 +155,7 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
         0
     };
     let diag = if st.diagonals > 0 {
-        4 * st.diagonals as u64 + 32 * st.diag_runs as u64 + 8 * st.diag_rest as u64
+        4 * (st.diagonals + st.nrows.div_ceil(32)) as u64
     } else {
         0
     };

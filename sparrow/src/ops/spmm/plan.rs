@@ -94,9 +94,14 @@ pub const SHORT_MEAN: f64 = 8.0;
 /// every N (up to 1.24x slower at N = 256).
 pub const ROWBLK_SHARED: f64 = 0.3;
 
-/// Least rows per run of the rows that repeat a pattern of diagonals for SpMV to take the
-/// diagonal blocks: shorter runs leave a block of 256 threads a few rows.
-pub const DIAG_RUN_ROWS: f64 = 16.0;
+/// Most diagonals of a pattern for f32 SpMV to take the diagonal path (a thread a row): on the
+/// H200 (cold) the 2-D stencil (5) ran 18.5 us against 19.6 packed, the 3-D stencil (27) 51.9
+/// against 70.4, the banded rows (64) 27.6 against 14.5 on the vector-A lanes.
+pub const DIAG_THREAD_MAX: usize = 32;
+
+/// The same bound for f64: the 2-D stencil ran 23.6 us against 26.7 on the row lanes, the 3-D
+/// stencil 105.5 against 103.3 on the vector-A lanes.
+pub const DIAG_THREAD_MAX_F64: usize = 8;
 
 /// Least mean row length (non-empty rows) at which f32 rows of scattered columns take the deep
 /// row kernels (eight entries in flight per lane instead of four, 60-odd registers against 48).
@@ -146,9 +151,9 @@ pub enum GpuPath {
     /// first column and 16-bit row ends (N = 1, and only matrices
     /// [`RowStats::packable`] describes).
     Packed,
-    /// SpMV over rows that repeat one pattern of diagonals ([`RowStats::diagonals`]): the
-    /// planned blocks over runs of such rows compute each entry's column from its position
-    /// and read only the values; the other rows take one thread each (N = 1 only).
+    /// SpMV over rows that repeat one pattern of diagonals ([`RowStats::diagonals`]): a thread
+    /// a row, which computes the columns of a row that follows the pattern instead of reading
+    /// them (N = 1 only).
     Diag,
     /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
     /// 4-entry vectors.
@@ -442,9 +447,7 @@ impl GpuPath {
             GpuPath::Stream | GpuPath::Packed => {
                 return stream_shape(stats.stream_blocks, stats.stream_items, elem_bytes)
             }
-            GpuPath::Diag => {
-                return stream_shape(stats.diag_blocks(), stats.stream_items, elem_bytes)
-            }
+            GpuPath::Diag => stats.nrows.div_ceil(BLOCK as usize),
             GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
             GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
             GpuPath::Sorted { cols, .. } => self
@@ -553,17 +556,19 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
         stats.nnz as f64 / filled as f64
     };
     if n == 1 {
-        if stats.diagonals > 0 && stats.diag_run_rows() >= DIAG_RUN_ROWS {
+        let most = if elem_bytes == 4 {
+            DIAG_THREAD_MAX
+        } else {
+            DIAG_THREAD_MAX_F64
+        };
+        if stats.diagonals > 0 && stats.diagonals <= most {
             return (
                 GpuPath::Diag,
                 format!(
-                    "N = 1, {} of {} rows repeat one pattern of {} diagonals, {:.0} rows a run: {} blocks, runs of those rows (up to {} entries each) computing each entry's column from its position, so only the values are read, then the other rows one a thread",
-                    stats.nrows - stats.diag_rest,
+                    "N = 1, {} of {} rows repeat one pattern of {} diagonals: a thread a row walks the pattern, computing the columns instead of reading them",
+                    stats.diag_rows,
                     stats.nrows,
                     stats.diagonals,
-                    stats.diag_run_rows(),
-                    stats.diag_blocks(),
-                    stats.stream_items
                 ),
             );
         }
