@@ -236,8 +236,9 @@ fn gpu_policy_picks_by_n_and_row_length() {
         deep: false,
     };
     // SpMV: f32 rows shorter than 32 on average take the planned blocks; other even rows one
-    // column lane, reading A as vectors for f32 and for f64 rows of 12 entries or more (about 6
-    // entries per entry lane, at most 4 lanes), else one entry at a time (about 8 per lane).
+    // column lane, reading A as vectors for f32 and for f64 rows of 24 entries or more on local
+    // columns, 12 on scattered ones (about 6 entries per entry lane, at most 4 lanes), else one
+    // entry at a time (about 8 per lane).
     assert_eq!(plan::choose(&stats(3.0, 0), 1, 4).0, GpuPath::Stream);
     assert_eq!(plan::choose(&stats(31.0, 0), 1, 4).0, GpuPath::Stream);
     assert_eq!(
@@ -253,8 +254,8 @@ fn gpu_policy_picks_by_n_and_row_length() {
         "spmm_avec_f32_k4"
     );
     assert_eq!(plan::choose(&stats(3.0, 0), 1, 8).0, rv(1, 1, 1));
-    // f64 vector-A lanes: local columns about 6 entries a lane, 2 lanes from rows of 48 on;
-    // scattered columns (windows wider than SCATTER_WINDOW) about 4 entries a lane.
+    // f64 vector-A lanes: local columns from rows of F64_AVEC_LOCAL_MEAN, about 6 entries a
+    // lane; scattered columns (windows wider than SCATTER_WINDOW) from 12, about 4 a lane.
     assert_eq!(
         plan::choose(&stats(32.0, 0), 1, 8).0,
         GpuPath::AVec { ksplit: 4 }
@@ -264,13 +265,18 @@ fn gpu_policy_picks_by_n_and_row_length() {
         GpuPath::AVec { ksplit: 4 }
     );
     assert_eq!(
-        plan::choose(&stats(48.0, 0), 1, 8).0,
-        GpuPath::AVec { ksplit: 2 }
+        plan::choose(&stats(64.0, 0), 1, 8).0,
+        GpuPath::AVec { ksplit: 4 }
     );
     assert_eq!(
-        plan::choose(&stats(16.0, 0), 1, 8).0,
-        GpuPath::AVec { ksplit: 2 }
+        plan::choose(&stats(plan::F64_AVEC_LOCAL_MEAN, 0), 1, 8).0,
+        GpuPath::AVec { ksplit: 4 }
     );
+    assert_eq!(
+        plan::choose(&stats(plan::F64_AVEC_LOCAL_MEAN - 0.1, 0), 1, 8).0,
+        rv(1, 2, 1)
+    );
+    assert_eq!(plan::choose(&stats(16.0, 0), 1, 8).0, rv(1, 2, 1));
     let scattered = |mean: f64, window_max: usize| {
         let mut s = stats(mean, 0);
         s.window_max = window_max;
@@ -278,7 +284,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
     };
     assert_eq!(
         scattered(16.0, sparrow::matrix::SCATTER_WINDOW).0,
-        GpuPath::AVec { ksplit: 2 }
+        rv(1, 2, 1)
     );
     let (path, why) = scattered(16.0, sparrow::matrix::SCATTER_WINDOW + 1);
     assert_eq!(path, GpuPath::AVec { ksplit: 4 });

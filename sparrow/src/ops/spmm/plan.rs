@@ -18,7 +18,7 @@
 //!   [`DEEP_MEAN`]).
 //! - SpMV on even rows: `avec`, one column lane whose entry lanes read A's indices and values
 //!   as aligned 4-entry vectors (f32 rows of 32 entries or more, in a build of its own for
-//!   N = 1, and f64 rows of 12 or more), else `rowvec`.
+//!   N = 1, and f64 rows of 24 or more on local columns, 12 on scattered ones), else `rowvec`.
 //! - N > 1 on rows of uneven length side by side (power-law rows, mostly empty rows):
 //!   `sorted`, the rowvec kernels over the rows sorted by length (the row list each uploaded
 //!   matrix keeps), one launch per bin of rows that take the same number of entry lanes, so
@@ -68,10 +68,14 @@ pub const WINDOW_SPAN: usize = 2;
 /// block-diagonal rows (64 and 32).
 pub const STREAM_MEAN_F32: f64 = 32.0;
 
-/// f64 SpMV on local columns with rows this long on average or longer takes 2 entry lanes a
-/// row: on the H200 the banded rows (64 a row) ran 0.0145-0.0149 ms at 2 lanes and
-/// 0.0158-0.0162 at 4 in two sweeps (block-diagonal rows of 32 kept 4: 0.053 against 0.058).
-pub const F64_LONG_MEAN: f64 = 48.0;
+/// f64 SpMV on local columns takes the vector-A lanes from rows this long on average (on
+/// scattered columns from 12), shorter rows the row lanes reading one entry at a time. On the
+/// H200, cold, in two sweeps: the FEM-like rows (16.7 a row) ran 0.083 ms on 2 row lanes against
+/// 0.092 on 2 vector-A lanes (cuSPARSE 0.090); the 3-D stencil (27) 0.103 on 4 vector-A lanes
+/// against 0.114 on 2 row lanes. Local rows of 24 or more take about 6 entries a vector-A lane,
+/// at most 4: the banded rows (64) ran 0.018 ms at 4 lanes against 0.0235 at 2 (warm sweeps had
+/// favoured 2: 0.0145 against 0.0158), the dense 32 x 32 blocks 0.056 at 4.
+pub const F64_AVEC_LOCAL_MEAN: f64 = 24.0;
 
 /// SpMM above N = 64 on even rows shorter than this on average takes eight column lanes of
 /// several segments each (four rows a warp) instead of wider lanes of one segment: on the H200
@@ -537,10 +541,10 @@ fn pow2_floor(x: f64) -> u32 {
 /// takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
 /// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
 /// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
-/// lanes a row (f32, and f64 rows of 12 entries or more; f64 takes about 4 entries a lane on
-/// scattered columns, [`RowStats::scattered`], and 2 lanes on long local rows,
-/// [`F64_LONG_MEAN`]), or one entry at a time with about 8 per lane (f64 short rows, where the vectors' unaligned ends and the kernel's 56-62
-/// registers against 48 lost 10 %). The f64 planned blocks hold 62 registers against f32's 40
+/// lanes a row (f32, and f64 rows of [`F64_AVEC_LOCAL_MEAN`] entries or more on local columns,
+/// 12 or more on scattered ones, [`RowStats::scattered`], where f64 takes about 4 entries a
+/// lane), or one entry at a time with about 8 per lane (shorter f64 rows, where the vectors'
+/// unaligned ends and the kernel's 56-62 registers against 48 lost 10 %). The f64 planned blocks hold 62 registers against f32's 40
 /// and lost to the row lanes on even rows. Planned blocks over packed columns where the matrix
 /// packs ([`RowStats::packable`]): on the H200 the f32 2-D stencil, 3-D stencil and FEM-like
 /// rows ran 11 %, 9 % and 8 % faster packed; packed f64 blocks still lost to the row lanes on
@@ -607,14 +611,13 @@ fn choose_spmv(stats: &RowStats, mean: f64, elem_bytes: usize) -> (GpuPath, Stri
             ),
         );
     }
-    if elem_bytes == 4 || mean >= 12.0 {
+    let scattered = stats.scattered();
+    let f64_avec = if scattered { 12.0 } else { F64_AVEC_LOCAL_MEAN };
+    if elem_bytes == 4 || mean >= f64_avec {
         // f64 on the H200: uniform random rows (16 a row, scattered) 0.147 ms at 2 lanes a
-        // row, 0.127 at 4; the FEM-like rows (17 a row, local) 0.081 at 2, 0.086 at 4.
-        let scattered = stats.scattered();
+        // row, 0.127 at 4.
         let ksplit = if elem_bytes == 8 && scattered {
             pow2_floor(mean / 4.0).min(4)
-        } else if elem_bytes == 8 && mean >= F64_LONG_MEAN {
-            2
         } else {
             pow2_floor(mean / 6.0).min(4)
         };
