@@ -378,6 +378,12 @@ fn small_upload_refuses_foreign_statistics() {
     }
     let d = DeviceCsr::upload_with_stats(&g, &a, a.row_stats()).unwrap();
     assert_eq!(d.stream.items, a.row_stats().stream_items);
+    // Statistics that name a pattern of diagonals the matrix does not repeat.
+    let mut st = a.row_stats();
+    assert_eq!(st.diagonals, 5);
+    st.diagonals = 6;
+    let e = err(DeviceCsr::upload_with_stats(&g, &a, st));
+    assert!(e.contains("stats") && e.contains("6 diagonals"), "{e}");
     // Statistics of a matrix of the same size but another layout (one long row, skewed: fewer,
     // smaller work blocks) pass those checks; the planned-block SpMV then runs over the
     // partition the upload built, every block of it, and still gives the oracle's answer.

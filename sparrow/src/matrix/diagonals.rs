@@ -5,7 +5,9 @@
 //! stay where CSR keeps them; the upload adds only the offsets and one bit a row that says
 //! whether the row follows the pattern.
 
-/// Most diagonals a pattern may hold.
+/// Most diagonals a pattern may hold (`DIAG_MAX` in spmm.cu, the shared memory the kernel
+/// keeps the offsets in), and most entries of any row where a pattern is found: a thread walks
+/// each row.
 pub const DIAG_MAX: usize = 128;
 
 /// Least share of the entries in rows that follow the pattern; the rest take a slower loop.
@@ -22,15 +24,13 @@ pub fn follows(row_ptr: &[i64], col_idx: &[i32], r: usize, offsets: &[i32]) -> b
 }
 
 /// The pattern of diagonals that at least [`DIAG_SHARE`] of the entries follow; None when no
-/// such pattern exists, a row holds more than [`DIAG_MAX`] entries (a thread walks each row)
-/// or the rows pass `i32::MAX`. The
-/// candidates are the patterns of a few rows of the most common length (up to [`DIAG_MAX`])
-/// spread over the matrix, so the edge rows of a grid or band do not hide it.
+/// such pattern exists or a row holds more than [`DIAG_MAX`] entries. The candidates are the
+/// patterns of a few rows of the most common length spread over the matrix, so the edge rows of
+/// a grid or band do not hide it.
 pub fn find(row_ptr: &[i64], col_idx: &[i32]) -> Option<Vec<i32>> {
     let nrows = row_ptr.len().saturating_sub(1);
     let nnz = *row_ptr.last()? as usize;
-    // The kernel adds offsets to rows in 32 bits.
-    if nrows == 0 || nnz == 0 || nrows > i32::MAX as usize {
+    if nrows == 0 || nnz == 0 {
         return None;
     }
     let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as usize;

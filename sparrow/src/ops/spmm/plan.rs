@@ -1,6 +1,9 @@
 //! Every path SpMM can take, and the rule that picks one.
 //!
 //! On the CPU there is one backend. On a GPU:
+//! - N = 1 (SpMV) on rows that repeat one pattern of diagonals (stencils; [`DIAG_THREAD_MAX`]
+//!   diagonals at most in f32, [`DIAG_THREAD_MAX_F64`] in f64): `diag`, a thread a row that
+//!   computes the columns of a row that follows the pattern instead of reading them.
 //! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
 //!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
 //!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows with
@@ -99,12 +102,13 @@ pub const SHORT_MEAN: f64 = 8.0;
 pub const ROWBLK_SHARED: f64 = 0.3;
 
 /// Most diagonals of a pattern for f32 SpMV to take the diagonal path (a thread a row): on the
-/// H200 (cold) the 2-D stencil (5) ran 18.5 us against 19.6 packed, the 3-D stencil (27) 51.9
-/// against 70.4, the banded rows (64) 27.6 against 14.5 on the vector-A lanes.
+/// H200 (cold) the 2-D stencil (5) ran 17.3 us against 19.9 on the packed blocks, the 3-D
+/// stencil (27) 52.7 against 69.8; the banded rows (64) 27.6 against 14.5 on the vector-A lanes
+/// (`bench/results/2026-12-04-h200-spmv-diagonals.txt`, rounds 5 and 6).
 pub const DIAG_THREAD_MAX: usize = 32;
 
-/// The same bound for f64: the 2-D stencil ran 23.6 us against 26.7 on the row lanes, the 3-D
-/// stencil 105.5 against 103.3 on the vector-A lanes.
+/// The same bound for f64: the 2-D stencil ran 22.8 us against 27.1 on the row lanes, the 3-D
+/// stencil 105.1 against 103.1 on the vector-A lanes.
 pub const DIAG_THREAD_MAX_F64: usize = 8;
 
 /// Least mean row length (non-empty rows) at which f32 rows of scattered columns take the deep
@@ -343,8 +347,9 @@ impl GpuPath {
     }
 
     /// Why this path cannot compute N columns of a matrix with these statistics and values of
-    /// `elem_bytes` bytes, or None when it can: the planned blocks compute N = 1 only, the
-    /// packed ones need a packable matrix, the row blocks the height the upload builds
+    /// `elem_bytes` bytes, or None when it can: the planned blocks and the diagonal path compute
+    /// N = 1 only, the packed blocks need a packable matrix, the diagonal path a pattern of
+    /// diagonals ([`RowStats::diagonals`]), the row blocks the height the upload builds
     /// ([`RowStats::block_rows`]), the deep row kernels f32 values and one segment a lane.
     pub fn why_not(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> Option<String> {
         let ty = if elem_bytes == 4 { "f32" } else { "f64" };
@@ -537,8 +542,9 @@ fn pow2_floor(x: f64) -> u32 {
 /// H200: more rows per warp beat more lanes per row, so one pass covers at most 32 columns up
 /// to N = 64 (16 in f64 up to N = 32), and above that 64 in f32 (128 when the mean row has 32
 /// entries or more) and 128 in f64, two segments per lane; each entry lane gets about 32
-/// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV
-/// takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
+/// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV on
+/// rows that repeat a pattern of at most [`DIAG_THREAD_MAX`] diagonals ([`DIAG_THREAD_MAX_F64`]
+/// in f64) takes the diagonal path; otherwise it takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
 /// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
 /// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
 /// lanes a row (f32, and f64 rows of [`F64_AVEC_LOCAL_MEAN`] entries or more on local columns,
