@@ -384,6 +384,11 @@ fn small_upload_refuses_foreign_statistics() {
     st.diagonals = 6;
     let e = err(DeviceCsr::upload_with_stats(&g, &a, st));
     assert!(e.contains("stats") && e.contains("6 diagonals"), "{e}");
+    // ... or count another number of rows following it.
+    let mut st = a.row_stats();
+    st.diag_rows -= 1;
+    let e = err(DeviceCsr::upload_with_stats(&g, &a, st));
+    assert!(e.contains("stats") && e.contains("5 diagonals"), "{e}");
     // Statistics of a matrix of the same size but another layout (one long row, skewed: fewer,
     // smaller work blocks) pass those checks; the planned-block SpMV then runs over the
     // partition the upload built, every block of it, and still gives the oracle's answer.

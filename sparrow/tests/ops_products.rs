@@ -228,6 +228,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
         tall_union: 0,
         diagonals: 0,
         diag_rows: 0,
+        diag_row: 0,
     };
     let rv = |cols, ksplit, tiles| GpuPath::RowVec {
         cols,
@@ -394,6 +395,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         tall_union: 0,
         diagonals: 0,
         diag_rows: 0,
+        diag_row: 0,
     };
     let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
     let blocks = stats(32.0, 32, 32.0);
@@ -830,6 +832,7 @@ fn gpu_policy_row_block_bounds() {
         tall_union: tall,
         diagonals: 0,
         diag_rows: 0,
+        diag_row: 0,
     };
     let stats = |union: usize| with(union, 64_000);
     let is_rb = |p: GpuPath| matches!(p, GpuPath::RowBlock { rows: 4, .. });
@@ -998,6 +1001,15 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
         let extra = sparrow::ops::spmm::device_bytes(a, &st, 0, 1)
             - sparrow::ops::spmm::device_bytes(a, &none, 0, 1);
         assert_eq!(extra, 4 * (d + a.nrows().div_ceil(32)) as u64);
+    }
+    // At the bounds: DIAG_THREAD_MAX diagonals in f32 and DIAG_THREAD_MAX_F64 in f64 take the
+    // path, one more does not.
+    let mut st = mats[0].row_stats();
+    for (bytes, most) in [(4, plan::DIAG_THREAD_MAX), (8, plan::DIAG_THREAD_MAX_F64)] {
+        st.diagonals = most;
+        assert_eq!(plan::choose(&st, 1, bytes).0, GpuPath::Diag, "{bytes}");
+        st.diagonals = most + 1;
+        assert_ne!(plan::choose(&st, 1, bytes).0, GpuPath::Diag, "{bytes}");
     }
     for a in [
         gen::uniform::<f32>(5_000, 5_000, 16, 4).unwrap(),

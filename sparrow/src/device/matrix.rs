@@ -3,7 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::diagonals::{find, follow_bits};
+use crate::matrix::diagonals::{follow_bits, offsets_at};
 use crate::matrix::row_blocks::{for_upload, RowBlocks};
 use crate::matrix::work::{
     pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
@@ -254,18 +254,24 @@ impl<T: Scalar> DeviceCsr<T> {
             None
         };
         let diag = if stats.diagonals > 0 {
-            let off = find(a.row_ptr(), a.col_idx())
-                .filter(|o| o.len() == stats.diagonals)
-                .ok_or_else(|| {
-                    Error::invalid(
-                        "stats",
-                        format!(
-                            "say the rows repeat {} diagonals, but the matrix has no such pattern",
-                            stats.diagonals
-                        ),
-                    )
-                })?;
-            let (bits, _) = follow_bits(a.row_ptr(), a.col_idx(), &off);
+            // The pattern off the row the statistics name, checked against the rows they count.
+            let off = (stats.diag_row < a.nrows())
+                .then(|| offsets_at(a.row_ptr(), a.col_idx(), stats.diag_row))
+                .flatten()
+                .filter(|o| o.len() == stats.diagonals);
+            let (bits, count) = match &off {
+                Some(o) => follow_bits(a.row_ptr(), a.col_idx(), o),
+                None => (Vec::new(), 0),
+            };
+            let Some(off) = off.filter(|_| count == stats.diag_rows) else {
+                return Err(Error::invalid(
+                    "stats",
+                    format!(
+                        "say {} rows repeat {} diagonals (those of row {}), but the matrix has no such pattern",
+                        stats.diag_rows, stats.diagonals, stats.diag_row
+                    ),
+                ));
+            };
             Some(DeviceDiag {
                 ndiag: off.len(),
                 offsets: gpu.upload(&off)?,

@@ -84,6 +84,8 @@ pub struct RowStats {
     pub diagonals: usize,
     /// Rows that follow that pattern (0 without one).
     pub diag_rows: usize,
+    /// A row whose columns give the pattern ([`diagonals::find_row`](super::diagonals::find_row)).
+    pub diag_row: usize,
 }
 
 /// Widest [`RowStats::window_max`] (columns) at which a matrix's columns count as local: past
@@ -464,6 +466,7 @@ impl<T: Scalar> Csr<T> {
             tall_union: 0,
             diagonals: 0,
             diag_rows: 0,
+            diag_row: 0,
         };
         if st.blockable() {
             st.tall_union = super::row_blocks::union_sum(
@@ -484,8 +487,9 @@ impl<T: Scalar> Csr<T> {
             }
         });
         st.stream_span = span;
-        if let Some(off) = super::diagonals::find(&self.row_ptr, &self.col_idx) {
+        if let Some((row, off)) = super::diagonals::find_row(&self.row_ptr, &self.col_idx) {
             st.diagonals = off.len();
+            st.diag_row = row;
             st.diag_rows = super::diagonals::follow_bits(&self.row_ptr, &self.col_idx, &off).1;
         }
         st

@@ -28,6 +28,21 @@ pub fn follows(row_ptr: &[i64], col_idx: &[i32], r: usize, offsets: &[i32]) -> b
 /// patterns of a few rows of the most common length spread over the matrix, so the edge rows of
 /// a grid or band do not hide it.
 pub fn find(row_ptr: &[i64], col_idx: &[i32]) -> Option<Vec<i32>> {
+    find_row(row_ptr, col_idx).map(|(_, offsets)| offsets)
+}
+
+/// Row `r`'s columns as offsets from `r` (None when one does not fit 32 bits).
+pub fn offsets_at(row_ptr: &[i64], col_idx: &[i32], r: usize) -> Option<Vec<i32>> {
+    let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
+    col_idx[s..e]
+        .iter()
+        .map(|&c| i32::try_from(c as i64 - r as i64).ok())
+        .collect()
+}
+
+/// [`find`], with the row whose columns give the pattern ([`offsets_at`]), so the upload
+/// reads the pattern off that row instead of searching again.
+pub fn find_row(row_ptr: &[i64], col_idx: &[i32]) -> Option<(usize, Vec<i32>)> {
     let nrows = row_ptr.len().saturating_sub(1);
     let nnz = *row_ptr.last()? as usize;
     if nrows == 0 || nnz == 0 {
@@ -53,12 +68,9 @@ pub fn find(row_ptr: &[i64], col_idx: &[i32]) -> Option<Vec<i32>> {
         let Some(r) = (from..nrows).chain(0..from).find(|&r| len(r) == modal) else {
             continue;
         };
-        let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
-        let offsets: Option<Vec<i32>> = col_idx[s..e]
-            .iter()
-            .map(|&c| i32::try_from(c as i64 - r as i64).ok())
-            .collect();
-        let Some(offsets) = offsets else { continue };
+        let Some(offsets) = offsets_at(row_ptr, col_idx, r) else {
+            continue;
+        };
         if tried.contains(&offsets) {
             continue;
         }
@@ -67,7 +79,7 @@ pub fn find(row_ptr: &[i64], col_idx: &[i32]) -> Option<Vec<i32>> {
             .map(len)
             .sum();
         if covered as f64 >= DIAG_SHARE * nnz as f64 {
-            return Some(offsets);
+            return Some((r, offsets));
         }
         tried.push(offsets);
     }
@@ -139,6 +151,30 @@ mod tests {
         let off = find(id.row_ptr(), id.col_idx()).unwrap();
         assert_eq!(off, vec![0]);
         check_bits(&id, &off, 0);
+    }
+
+    /// The bounds: a row of DIAG_MAX entries beside the pattern rows keeps the pattern, one more
+    /// entry loses it; exactly DIAG_SHARE of the entries in pattern rows finds it, one fewer not.
+    /// The row `find_row` names gives the pattern.
+    #[test]
+    fn pattern_bounds() {
+        for (long, found) in [(DIAG_MAX, true), (DIAG_MAX + 1, false)] {
+            let mut rows: Vec<Vec<i32>> = (0..1000).map(|r| vec![r]).collect();
+            rows[3] = (0..long as i32).collect();
+            let a = from_rows(1000, &rows);
+            assert_eq!(find(a.row_ptr(), a.col_idx()).is_some(), found, "{long}");
+        }
+        for (follow, found) in [(300, true), (299, false)] {
+            let rows: Vec<Vec<i32>> = (0..400)
+                .map(|r| vec![if r < follow { r } else { (r + 1) % 400 }])
+                .collect();
+            let a = from_rows(400, &rows);
+            assert_eq!(find(a.row_ptr(), a.col_idx()).is_some(), found, "{follow}");
+        }
+        let s = gen::stencil_2d::<f32>(70, 50, 2).unwrap();
+        let (row, off) = find_row(s.row_ptr(), s.col_idx()).unwrap();
+        assert_eq!(offsets_at(s.row_ptr(), s.col_idx(), row).unwrap(), off);
+        assert!(follows(s.row_ptr(), s.col_idx(), row, &off));
     }
 
     #[test]
