@@ -721,9 +721,11 @@ fn refused_height<T: Scalar>(device: &Device, a: &Csr<T>, rows: u32) -> String {
 
 /// SpMV over rows that repeat one pattern of diagonals: the identity, a band of 64 (63 edge
 /// rows off the pattern), a 2-D stencil on a ragged grid and a band with every third row empty.
-/// The upload's bits equal the host's; the policy takes the path on the stencil and the
-/// identity and names it; y = 0.5 A x - 2 y and y = A x over NaN match the oracle, bit for bit
-/// on a second call; forced on rows with no pattern, or at N = 2, the path is refused.
+/// The upload's bits equal the host's; the policy takes a thread a row on the stencil and the
+/// identity and the lanes on the wider bands (the band of 33 starts its rows off the 16-byte
+/// grid); y = 0.5 A x - 2 y and y = A x over NaN match the oracle, bit for bit on a second
+/// call, with every lane count forced (rows of more vectors than lanes included); forced on rows
+/// with no pattern, or at N = 2, the path is refused.
 fn diagonal_rows<T: Scalar>() {
     use sparrow::matrix::diagonals::{find, follow_bits};
     let g = gpu();
@@ -760,19 +762,22 @@ fn diagonal_rows<T: Scalar>() {
                 .beta(m2)
                 .run(&device, a, &x, &mut y)
                 .unwrap();
-            let diag = format!("spmv_diag_{}", T::NAME);
             let most = if T::NAME == "f32" {
                 sparrow::ops::spmm::plan::DIAG_THREAD_MAX
             } else {
                 sparrow::ops::spmm::plan::DIAG_THREAD_MAX_F64
             };
-            let takes = st.diagonals <= most;
-            assert_eq!(
-                plan.kernel.as_deref() == Some(&*diag),
-                takes,
-                "{:?}",
-                plan.kernel
+            let lanes = sparrow::ops::spmm::plan::diag_lanes_for(
+                st.diagonals,
+                st.nrows,
+                std::mem::size_of::<T>(),
             );
+            let want_kernel = match lanes {
+                Some(p) => p.kernel_name(T::NAME),
+                None => format!("spmv_diag_{}", T::NAME),
+            };
+            assert_eq!(lanes.is_none(), st.diagonals <= most);
+            assert_eq!(plan.kernel.as_deref(), Some(&*want_kernel));
             let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
             let cmp = compare(&got, &want, &scale, tolerance::<T>());
             assert!(cmp.pass, "matrix {i} {}: {cmp:?}", T::NAME);
@@ -784,15 +789,31 @@ fn diagonal_rows<T: Scalar>() {
                     .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())),
             }
         }
-        let mut y = vec![T::from_f64(f64::NAN); a.nrows()];
-        let (want, scale) = sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, &x, T::ZERO, &y);
-        Spmv::new()
-            .force_path(GpuPath::Diag)
-            .run(&device, a, &x, &mut y)
-            .unwrap();
-        let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
-        let cmp = compare(&got, &want, &scale, tolerance::<T>());
-        assert!(cmp.pass, "matrix {i} {} over NaN: {cmp:?}", T::NAME);
+        let nan = vec![T::from_f64(f64::NAN); a.nrows()];
+        let (want, scale) =
+            sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, &x, T::ZERO, &nan);
+        let forced =
+            std::iter::once(GpuPath::Diag).chain(sparrow::kernels::DIAG_SHAPES.iter().map(
+                |&(lanes, vectors, steps)| GpuPath::DiagLanes {
+                    lanes,
+                    vectors,
+                    steps,
+                },
+            ));
+        for path in forced {
+            let mut y = nan.clone();
+            Spmv::new()
+                .force_path(path)
+                .run(&device, a, &x, &mut y)
+                .unwrap();
+            let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
+            let cmp = compare(&got, &want, &scale, tolerance::<T>());
+            assert!(
+                cmp.pass,
+                "matrix {i} {} {path:?} over NaN: {cmp:?}",
+                T::NAME
+            );
+        }
         if i == 1 {
             let b = gen::dense::<T>(a.ncols(), 2, 2, 7).unwrap();
             let mut c = Dense::filled(a.nrows(), 2, 2, T::from_f64(f64::NAN)).unwrap();

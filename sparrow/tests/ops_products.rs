@@ -959,9 +959,10 @@ fn gpu_policy_takes_deep_row_kernels_on_scattered_rows() {
 
 /// SpMV takes the diagonal path on rows that repeat one pattern of up to `DIAG_THREAD_MAX`
 /// diagonals in f32 (the 2-D and 3-D stencils) and `DIAG_THREAD_MAX_F64` in f64 (the 2-D
-/// stencil), never at N > 1, on a band of 64
-/// nor on rows without a pattern, where a forced diagonal path says why. Its launch has a
-/// thread a row, and the device memory counts the offsets and a bit a row.
+/// stencil), the vector diagonal path on wider patterns (8 lanes a row below `DIAG_FEW_ROWS`
+/// rows, 4 from there), never at N > 1, nor on rows without a pattern, where a forced diagonal
+/// path says why. Its launch has a thread a row (the vector path 256 / lanes rows a block), and
+/// the device memory counts the offsets and a bit a row.
 #[test]
 fn gpu_policy_takes_diagonal_path_for_spmv() {
     let mats = [
@@ -985,10 +986,41 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
                 d <= most,
                 "{d} diagonals, {bytes} bytes"
             );
-            if path == GpuPath::Diag {
-                assert!(why.contains(&format!("{d} diagonals")), "{why}");
+            let lanes = plan::diag_lanes_for(d, st.nrows, bytes);
+            assert_eq!(lanes.is_some(), d > most);
+            if d > most {
+                let want = GpuPath::DiagLanes {
+                    lanes: 8,
+                    vectors: 2,
+                    steps: 1,
+                };
+                assert_eq!(path, want, "{d} diagonals, {bytes} bytes: {why}");
+                assert_eq!(lanes, Some(want));
+                assert!(why.contains("8 lanes a row"), "{why}");
+                let shape = path.shape(&st, bytes).unwrap();
+                assert_eq!(shape.grid[0] as usize, a.nrows().div_ceil(32));
+                // From DIAG_FEW_ROWS rows, 4 lanes with 4 vectors; one row fewer keeps 8.
+                let mut big = st;
+                big.nrows = plan::DIAG_FEW_ROWS;
+                let p = plan::choose(&big, 1, bytes).0;
+                assert_eq!(
+                    p,
+                    GpuPath::DiagLanes {
+                        lanes: 4,
+                        vectors: 4,
+                        steps: 1
+                    }
+                );
+                assert_eq!(
+                    p.shape(&big, bytes).unwrap().grid[0] as usize,
+                    big.nrows.div_ceil(64)
+                );
+                big.nrows -= 1;
+                assert_eq!(plan::choose(&big, 1, bytes).0, want);
             }
-            assert_ne!(plan::choose(&st, 8, bytes).0, GpuPath::Diag);
+            assert!(why.contains(&format!("{d} diagonals")), "{why}");
+            let n8 = plan::choose(&st, 8, bytes).0;
+            assert!(!matches!(n8, GpuPath::Diag | GpuPath::DiagLanes { .. }));
         }
         assert!(GpuPath::Diag.applies(1, &st, 4), "forced, it runs");
         assert_eq!(GpuPath::Diag.kernel_for("f64", 1), "spmv_diag_f64");
@@ -1009,7 +1041,10 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
         st.diagonals = most;
         assert_eq!(plan::choose(&st, 1, bytes).0, GpuPath::Diag, "{bytes}");
         st.diagonals = most + 1;
-        assert_ne!(plan::choose(&st, 1, bytes).0, GpuPath::Diag, "{bytes}");
+        assert!(matches!(
+            plan::choose(&st, 1, bytes).0,
+            GpuPath::DiagLanes { .. }
+        ));
     }
     for a in [
         gen::uniform::<f32>(5_000, 5_000, 16, 4).unwrap(),
@@ -1018,8 +1053,17 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
     ] {
         let st = a.row_stats();
         assert_eq!((st.diagonals, st.diag_rows), (0, 0));
-        assert_ne!(plan::choose(&st, 1, 4).0, GpuPath::Diag);
+        assert!(!matches!(
+            plan::choose(&st, 1, 4).0,
+            GpuPath::Diag | GpuPath::DiagLanes { .. }
+        ));
         let why = GpuPath::Diag.why_not(1, &st, 4).unwrap();
         assert!(why.contains("diagonals"), "{why}");
+        let lanes = GpuPath::DiagLanes {
+            lanes: 8,
+            vectors: 2,
+            steps: 1,
+        };
+        assert_eq!(lanes.why_not(1, &st, 4), Some(why));
     }
 }

@@ -177,6 +177,26 @@ pub fn diag_name(ty: &str) -> String {
     format!("spmv_diag_{ty}")
 }
 
+/// Shapes the vector diagonal kernels come in (`DIAGV_ALL` in spmm.cu): lanes a row, vectors a
+/// lane per row, and steps of rows a warp, all loaded at once.
+pub const DIAG_SHAPES: [(u32, u32, u32); 9] = [
+    (2, 8, 1),
+    (4, 4, 1),
+    (4, 4, 2),
+    (8, 1, 1),
+    (8, 1, 4),
+    (8, 2, 1),
+    (8, 4, 1),
+    (16, 1, 1),
+    (16, 2, 1),
+];
+
+/// Name of the SpMV kernel over rows that repeat one pattern of many diagonals: `lanes` lanes a
+/// row read its values as 16-byte vectors, `vectors` a lane at once, `steps` rows a lane.
+pub fn diagv_name(ty: &str, lanes: u32, vectors: u32, steps: u32) -> String {
+    format!("spmv_diagv_{ty}_l{lanes}_c{vectors}_s{steps}")
+}
+
 fn spmm_entry_points() -> Vec<String> {
     let mut v = Vec::new();
     for ty in ["f32", "f64"] {
@@ -191,6 +211,9 @@ fn spmm_entry_points() -> Vec<String> {
         v.push(stream_name(ty));
         v.push(packed_name(ty));
         v.push(diag_name(ty));
+        for (l, c, s) in DIAG_SHAPES {
+            v.push(diagv_name(ty, l, c, s));
+        }
         for (c, k, t) in rowvec_shapes() {
             v.push(rowvec_name(ty, c, k, t, false));
             if deep_exists(ty, t) {

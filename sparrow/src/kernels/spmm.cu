@@ -970,6 +970,116 @@ __device__ __forceinline__ void spmv_diag(i64 nrows, const i64* __restrict__ row
         spmv_diag<T>(nrows, row_ptr, col, val, bits, off, d, x, ldx, y, ldy, alpha, beta);             \
     }
 
+// SpMV over a pattern of many diagonals (banded rows): L lanes a row read the row's values as
+// 16-byte vectors from the aligned entry at or before its first, lane g vectors g, g + L, ...,
+// each entry's x at the pattern's offset (entries of the vectors outside the row are skipped).
+// A warp takes S steps of 32 / L rows (S <= L, so its rows lie within one word of `bits`), with
+// C vectors a lane per row: all S * C vectors a lane are issued before the first product, as a
+// streaming read keeps its loads in flight, each with a prefetch of its first entry's x; a row
+// of more than L * C vectors reads the rest a vector at a time after them. The word and the
+// row pointer of its first row are read together, so a warp whose rows all follow the pattern
+// waits one load before its values. Rows outside the pattern read their columns, L
+// lanes a row. Lane sums are added by xor shuffles.
+// ld.global.nc.L1::no_allocate: one 16-byte vector of A's values, read once (p 16-byte aligned).
+__device__ __forceinline__ void ld_stream_vec(const float* p, float* r) { ld_stream4(p, r); }
+__device__ __forceinline__ void ld_stream_vec(const double* p, double* r) {
+    asm("ld.global.nc.L1::no_allocate.v2.f64 {%0, %1}, [%2];" : "=d"(r[0]), "=d"(r[1]) : "l"(p));
+}
+// The aligned vector at or before entry p (val 16-byte aligned).
+template <typename T>
+__device__ __forceinline__ const T* vec_floor(const T* p) {
+    return reinterpret_cast<const T*>(reinterpret_cast<unsigned long long>(p) & ~15ull);
+}
+// prefetch.global.L1: brings the line holding p into L1 ahead of its load.
+__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+template <typename T, int L, int C, int S>
+__device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ row_ptr, const int* __restrict__ col,
+                                           const T* __restrict__ val, const u32* __restrict__ bits,
+                                           const int* __restrict__ off, int d, const T* __restrict__ x, i64 ldx,
+                                           T* __restrict__ y, i64 ldy, T alpha, T beta) {
+    constexpr int V = VecOf<T>::N;
+    constexpr int R = 32 / L;
+    static_assert(S <= L, "a warp's rows within 32");
+    __shared__ i64 so[DIAG_MAX];  // the offsets times ldx
+    for (int k = threadIdx.x; k < d; k += blockDim.x) so[k] = (i64)off[k] * ldx;
+    __syncthreads();
+    const int g = (int)(threadIdx.x & 31) % L;
+    const int sub = (int)(threadIdx.x & 31) / L;
+    const i64 r0 = (((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * (R * S);
+    if (r0 >= nrows) return;  // the whole warp
+    const i64 w0 = r0 & ~(i64)31;
+    const u32 word = __ldg(bits + (r0 >> 5));
+    const bool full = word == 0xffffffffu;
+    const T* pw = val + __ldg(row_ptr + w0);
+    const T* ps[S];  // each step's row start
+    T v[S][C][V];
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        const i64 r = r0 + s * R + sub;
+        const bool pat = r < nrows && ((word >> (r & 31)) & 1u);
+        ps[s] = full ? pw + (int)(r - w0) * d : val + (r < nrows ? __ldg(row_ptr + r) : 0);
+        const T* a = vec_floor(ps[s]) + g * V;
+        if (pat) {
+            const int k = g * V - (int)(ps[s] - vec_floor(ps[s]));
+            prefetch_l1(x + r * ldx + so[k < 0 ? 0 : (k < d ? k : d - 1)]);
+        }
+#pragma unroll
+        for (int c = 0; c < C; c++) {
+            if (pat && a + c * L * V < ps[s] + d) {
+                ld_stream_vec(a + c * L * V, v[s][c]);
+            } else {
+#pragma unroll
+                for (int t = 0; t < V; t++) v[s][c][t] = T(0);
+            }
+        }
+    }
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        const i64 r = r0 + s * R + sub;
+        const bool ok = r < nrows;
+        T sum = T(0);
+        if (ok && ((word >> (r & 31)) & 1u)) {
+            const T* a = vec_floor(ps[s]);
+            const int ph = (int)(ps[s] - a);
+            const T* xr = x + r * ldx;
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+#pragma unroll
+                for (int t = 0; t < V; t++) {
+                    const int k = (g + c * L) * V + t - ph;
+                    if (k >= 0 && k < d) sum += v[s][c][t] * __ldg(xr + so[k]);
+                }
+            }
+            for (int vi = g + C * L; vi * V < d + ph; vi += L) {
+                T w[V];
+                ld_stream_vec(a + vi * V, w);
+#pragma unroll
+                for (int t = 0; t < V; t++) {
+                    const int k = vi * V + t - ph;
+                    if (k < d) sum += w[t] * __ldg(xr + so[k]);
+                }
+            }
+        } else if (ok) {
+            const i64 e = __ldg(row_ptr + r + 1);
+            for (i64 q = (ps[s] - val) + g; q < e; q += L) sum += __ldg(val + q) * __ldg(x + (i64)__ldg(col + q) * ldx);
+        }
+#pragma unroll
+        for (int o = L / 2; o >= 1; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (ok && g == 0) axpby_store(y + r * ldy, sum, alpha, beta);
+    }
+}
+#define DIAGV(T, TNAME, L, C, S)                                                                      \
+    extern "C" __global__ void __launch_bounds__(256)                                                 \
+        spmv_diagv_##TNAME##_l##L##_c##C##_s##S(i64 nrows, const i64 *row_ptr, const int *col,        \
+                                                const T *val, const u32 *bits, const int *off, int d,  \
+                                                const T *x, i64 ldx, T *y, i64 ldy, T alpha, T beta) { \
+        spmv_diagv<T, L, C, S>(nrows, row_ptr, col, val, bits, off, d, x, ldx, y, ldy, alpha, beta);   \
+    }
+#define DIAGV_ALL(T, TNAME)                                                                           \
+    DIAGV(T, TNAME, 2, 8, 1) DIAGV(T, TNAME, 4, 4, 1) DIAGV(T, TNAME, 4, 4, 2) DIAGV(T, TNAME, 8, 1, 1)  \
+    DIAGV(T, TNAME, 8, 1, 4) DIAGV(T, TNAME, 8, 2, 1) DIAGV(T, TNAME, 8, 4, 1) DIAGV(T, TNAME, 16, 1, 1) \
+    DIAGV(T, TNAME, 16, 2, 1)
+
 ROWVEC_ALL(float, f32)
 ROWVEC_ALL(double, f64)
 ROWVEC_CHUNKS_ALL(float, f32)
@@ -993,3 +1103,5 @@ PACKED(float, f32)
 PACKED(double, f64)
 DIAG(float, f32)
 DIAG(double, f64)
+DIAGV_ALL(float, f32)
+DIAGV_ALL(double, f64)

@@ -3,6 +3,7 @@
 //! NaN past their columns, C prefilled with NaN when beta is 0. On the CPU, the rayon backend.
 
 use super::{Case, Outcome, Reference};
+use crate::kernels::DIAG_SHAPES;
 use crate::matrix::{gen, Csr, Dense};
 use crate::ops::check::{compare, padding_is_nan, tolerance};
 use crate::ops::spmm::{oracle as spmm_oracle, GpuPath, Spmm};
@@ -172,6 +173,13 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                 }
                 if st.diagonals > 0 {
                     v.push(Some(GpuPath::Diag));
+                    v.extend(DIAG_SHAPES.iter().map(|&(lanes, vectors, steps)| {
+                        Some(GpuPath::DiagLanes {
+                            lanes,
+                            vectors,
+                            steps,
+                        })
+                    }));
                 }
                 v.extend([1, 4, 32].map(|ksplit| {
                     Some(GpuPath::RowVec {

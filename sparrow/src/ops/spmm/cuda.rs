@@ -1,7 +1,7 @@
 //! Host side of the GPU SpMM: argument marshalling and the launch. Enqueues on the GPU's
 //! stream and does not wait.
 
-use super::plan::{fill_blocks, stream_shape, GpuPath, BLOCK};
+use super::plan::{diag_lanes_rows, fill_blocks, stream_shape, GpuPath, BLOCK};
 use crate::device::{Args, DeviceCsr, DeviceDense, Gpu, LaunchShape};
 use crate::kernels::{chunks_name, combine_name, fill_name, rowvec_name, SPMM};
 use crate::matrix::LONG_ROW;
@@ -17,7 +17,11 @@ pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
         GpuPath::Sorted { cols, deep, .. } => Some(chunks_name(ty, cols, 1, deep)),
         GpuPath::Window { cols, .. } => Some(chunks_name(ty, cols, 1, false)),
         GpuPath::AVec { .. } => Some(chunks_name(ty, 1, 1, false)),
-        GpuPath::Stream | GpuPath::Packed | GpuPath::Diag | GpuPath::RowBlock { .. } => None,
+        GpuPath::Stream
+        | GpuPath::Packed
+        | GpuPath::Diag
+        | GpuPath::DiagLanes { .. }
+        | GpuPath::RowBlock { .. } => None,
     }
 }
 
@@ -96,7 +100,7 @@ pub(crate) fn launch<T: Scalar>(
     if a.nrows == 0 || n == 0 {
         return Ok(());
     }
-    if path == GpuPath::Diag {
+    if matches!(path, GpuPath::Diag | GpuPath::DiagLanes { .. }) {
         if n != 1 {
             return Err(Error::invalid(
                 "path",
@@ -124,7 +128,11 @@ pub(crate) fn launch<T: Scalar>(
             .i64(ldc as i64)
             .scalar(alpha)
             .scalar(beta);
-        let shape = blocks(a.nrows, BLOCK as usize)?;
+        let rows = match path {
+            GpuPath::DiagLanes { lanes, steps, .. } => diag_lanes_rows(lanes, steps),
+            _ => BLOCK as usize,
+        };
+        let shape = blocks(a.nrows, rows)?;
         return gpu.launch(&kernel, shape, &mut args);
     }
     if matches!(path, GpuPath::Stream | GpuPath::Packed) {

@@ -3,7 +3,9 @@
 //! On the CPU there is one backend. On a GPU:
 //! - N = 1 (SpMV) on rows that repeat one pattern of diagonals (stencils; [`DIAG_THREAD_MAX`]
 //!   diagonals at most in f32, [`DIAG_THREAD_MAX_F64`] in f64): `diag`, a thread a row that
-//!   computes the columns of a row that follows the pattern instead of reading them.
+//!   computes the columns of a row that follows the pattern instead of reading them; on wider
+//!   patterns (banded rows, the f64 3-D stencil) `diagv`, lanes of a row that read its values
+//!   as 16-byte vectors ([`diag_lanes_for`]).
 //! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
 //!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
 //!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows with
@@ -38,9 +40,9 @@
 
 use crate::device::LaunchShape;
 use crate::kernels::{
-    avec_name, deep_exists, diag_name, fill_name, packed_name, rowblk_name, rowvec_name,
-    rowvec_shapes, spmv_avec_name, stream_name, window_name, window_shapes, AVEC_SPLITS,
-    ROWBLK_SHAPES,
+    avec_name, deep_exists, diag_name, diagv_name, fill_name, packed_name, rowblk_name,
+    rowvec_name, rowvec_shapes, spmv_avec_name, stream_name, window_name, window_shapes,
+    AVEC_SPLITS, DIAG_SHAPES, ROWBLK_SHAPES,
 };
 use crate::matrix::diagonals::{DIAG_MAX, DIAG_SHARE};
 use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
@@ -49,6 +51,12 @@ use crate::{Error, Result};
 
 /// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
 pub const BLOCK: u32 = 256;
+
+/// Rows a block of the vector diagonal kernel with `lanes` lanes a row and `steps` rows a lane
+/// takes.
+pub fn diag_lanes_rows(lanes: u32, steps: u32) -> usize {
+    (BLOCK / 32) as usize * (32 / lanes as usize) * steps as usize
+}
 
 pub use crate::matrix::work::{PACKED_SPAN, STREAM_ITEMS, STREAM_ITEMS_EVEN};
 
@@ -101,15 +109,25 @@ pub const SHORT_MEAN: f64 = 8.0;
 /// every N (up to 1.24x slower at N = 256).
 pub const ROWBLK_SHARED: f64 = 0.3;
 
-/// Most diagonals of a pattern for f32 SpMV to take the diagonal path (a thread a row): on the
-/// H200 (cold) the 2-D stencil (5) ran 17.3 us against 19.9 on the packed blocks, the 3-D
-/// stencil (27) 52.7 against 69.8; the banded rows (64) 27.6 against 14.5 on the vector-A lanes
+/// Most diagonals of a pattern for f32 SpMV to take the diagonal path with a thread a row (more
+/// take the vector diagonal path, [`diag_lanes_for`]): on the H200 (cold) the 2-D stencil (5)
+/// ran 17.3 us against 19.9 on the packed blocks, the 3-D stencil (27) 52.7 against 69.8 (79.8
+/// on the vector diagonal path); the banded rows (64) 27.6 against 14.5 on the vector-A lanes
+/// and 12.3 on the vector diagonal path
 /// (`bench/results/2026-12-04-h200-spmv-diagonals.txt`, rounds 5 and 6).
 pub const DIAG_THREAD_MAX: usize = 32;
 
 /// The same bound for f64: the 2-D stencil ran 22.8 us against 27.1 on the row lanes, the 3-D
-/// stencil 105.1 against 103.1 on the vector-A lanes.
+/// stencil 105.1 against 103.1 on the vector-A lanes and 83.6 on the vector diagonal path.
 pub const DIAG_THREAD_MAX_F64: usize = 8;
+
+/// Rows below which the vector diagonal path takes 8 lanes a row with 2 vectors a lane rather
+/// than 4 with 4. On the H200 (cold,
+/// `bench/results/2026-12-04-h200-spmv-diagonal-vectors.txt`): the band of 62,451 rows ran
+/// 12.3 us (f32) and 14.0 (f64) at 8 lanes against 14.1 and 18.1 at 4; the 3-D stencil's
+/// 1,000,000 rows in f64 83.6 at 4 lanes against 93.0 at 8 (f64 vector-A lanes 103, f32 vector-A
+/// lanes on the band 14.4).
+pub const DIAG_FEW_ROWS: usize = 250_000;
 
 /// Least mean row length (non-empty rows) at which f32 rows of scattered columns take the deep
 /// row kernels (eight entries in flight per lane instead of four, 60-odd registers against 48).
@@ -163,6 +181,17 @@ pub enum GpuPath {
     /// a row, which computes the columns of a row that follows the pattern instead of reading
     /// them (N = 1 only).
     Diag,
+    /// SpMV over rows that repeat one pattern of many diagonals: `lanes` lanes a row read its
+    /// values as 16-byte vectors, `vectors` a lane at once per row, over `steps` rows a lane
+    /// with all their loads in flight (N = 1 only).
+    DiagLanes {
+        /// Lanes a row ([`DIAG_SHAPES`]).
+        lanes: u32,
+        /// Vectors a lane loads at once per row.
+        vectors: u32,
+        /// Rows a lane takes, their loads all in flight at once.
+        steps: u32,
+    },
     /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
     /// 4-entry vectors.
     AVec {
@@ -236,6 +265,11 @@ impl GpuPath {
             GpuPath::Stream => stream_name(ty),
             GpuPath::Packed => packed_name(ty),
             GpuPath::Diag => diag_name(ty),
+            GpuPath::DiagLanes {
+                lanes,
+                vectors,
+                steps,
+            } => diagv_name(ty, lanes, vectors, steps),
             GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
             GpuPath::Sorted { cols, deep, .. } => rowvec_name(ty, cols, 1, 1, deep),
@@ -336,7 +370,7 @@ impl GpuPath {
             | GpuPath::Window { .. }
             | GpuPath::Sorted { .. }
             | GpuPath::RowBlock { .. } => true,
-            GpuPath::Stream | GpuPath::Packed | GpuPath::Diag => n == 1,
+            GpuPath::Stream | GpuPath::Packed | GpuPath::Diag | GpuPath::DiagLanes { .. } => n == 1,
         }
     }
 
@@ -361,7 +395,7 @@ impl GpuPath {
                 "needs every SpMV work block within {PACKED_SPAN} columns; one spans {}",
                 stats.stream_span
             )),
-            GpuPath::Diag if stats.diagonals == 0 => Some(format!(
+            GpuPath::Diag | GpuPath::DiagLanes { .. } if stats.diagonals == 0 => Some(format!(
                 "needs rows that repeat one pattern of at most {DIAG_MAX} diagonals in {:.0} % of the entries; this matrix has none",
                 100.0 * DIAG_SHARE
             )),
@@ -412,6 +446,15 @@ impl GpuPath {
         v.push(GpuPath::Stream);
         v.push(GpuPath::Packed);
         v.push(GpuPath::Diag);
+        v.extend(
+            DIAG_SHAPES
+                .iter()
+                .map(|&(lanes, vectors, steps)| GpuPath::DiagLanes {
+                    lanes,
+                    vectors,
+                    steps,
+                }),
+        );
         v.extend(AVEC_SPLITS.iter().map(|&ksplit| GpuPath::AVec { ksplit }));
         v.extend(
             window_shapes()
@@ -457,6 +500,9 @@ impl GpuPath {
                 return stream_shape(stats.stream_blocks, stats.stream_items, elem_bytes)
             }
             GpuPath::Diag => stats.nrows.div_ceil(BLOCK as usize),
+            GpuPath::DiagLanes { lanes, steps, .. } => {
+                stats.nrows.div_ceil(diag_lanes_rows(lanes, steps))
+            }
             GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
             GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
             GpuPath::Sorted { cols, .. } => self
@@ -489,7 +535,7 @@ impl GpuPath {
     pub fn pass_width(&self, elem_bytes: usize) -> usize {
         let vec = 16 / elem_bytes;
         match *self {
-            GpuPath::Stream | GpuPath::Packed | GpuPath::Diag => 1,
+            GpuPath::Stream | GpuPath::Packed | GpuPath::Diag | GpuPath::DiagLanes { .. } => 1,
             GpuPath::RowVec { cols, tiles, .. } | GpuPath::RowBlock { cols, tiles, .. } => {
                 cols as usize * vec * tiles as usize
             }
@@ -544,7 +590,8 @@ fn pow2_floor(x: f64) -> u32 {
 /// entries or more) and 128 in f64, two segments per lane; each entry lane gets about 32
 /// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV on
 /// rows that repeat a pattern of at most [`DIAG_THREAD_MAX`] diagonals ([`DIAG_THREAD_MAX_F64`]
-/// in f64) takes the diagonal path; otherwise it takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
+/// in f64) takes the diagonal path with a thread a row, wider patterns the vector diagonal path
+/// ([`diag_lanes_for`]); otherwise it takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
 /// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
 /// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
 /// lanes a row (f32, and f64 rows of [`F64_AVEC_LOCAL_MEAN`] entries or more on local columns,
@@ -582,6 +629,18 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
                 ),
             );
         }
+        if let Some(path) = diag_lanes_for(stats.diagonals, stats.nrows, elem_bytes) {
+            let GpuPath::DiagLanes { lanes, vectors, .. } = path else {
+                unreachable!("diag_lanes_for gives the vector diagonal path")
+            };
+            return (
+                path,
+                format!(
+                    "N = 1, {} of {} rows repeat one pattern of {} diagonals: {lanes} lanes a row read its values as 16-byte vectors, {vectors} a lane at once, and compute the columns instead of reading them",
+                    stats.diag_rows, stats.nrows, stats.diagonals,
+                ),
+            );
+        }
         let (path, why) = choose_spmv(stats, mean, elem_bytes);
         if path == GpuPath::Stream && stats.packable() {
             return (
@@ -595,6 +654,31 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
         return (path, why);
     }
     choose_spmm(stats, n, mean, elem_bytes)
+}
+
+/// The vector diagonal path for SpMV over `nrows` rows with a pattern of `d` diagonals too many
+/// for a thread a row, or None (no pattern, or one a thread a row takes): below
+/// [`DIAG_FEW_ROWS`] rows 8 lanes a row with 2 vectors a lane, so the launch still fills the
+/// GPU, else 4 lanes with 4 vectors; longer rows read the rest after them.
+pub fn diag_lanes_for(d: usize, nrows: usize, elem_bytes: usize) -> Option<GpuPath> {
+    let most = if elem_bytes == 4 {
+        DIAG_THREAD_MAX
+    } else {
+        DIAG_THREAD_MAX_F64
+    };
+    if d <= most {
+        return None;
+    }
+    let (lanes, vectors) = if nrows < DIAG_FEW_ROWS {
+        (8, 2)
+    } else {
+        (4, 4)
+    };
+    Some(GpuPath::DiagLanes {
+        lanes,
+        vectors,
+        steps: 1,
+    })
 }
 
 /// The SpMV path for matrices without a packed form.
