@@ -629,10 +629,9 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
                 ),
             );
         }
-        if let Some(path) = diag_lanes_for(stats.diagonals, stats.nrows, elem_bytes) {
-            let GpuPath::DiagLanes { lanes, vectors, .. } = path else {
-                unreachable!("diag_lanes_for gives the vector diagonal path")
-            };
+        if let Some(path @ GpuPath::DiagLanes { lanes, vectors, .. }) =
+            diag_lanes_for(stats.diagonals, stats.nrows, elem_bytes)
+        {
             return (
                 path,
                 format!(
