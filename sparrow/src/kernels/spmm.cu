@@ -924,7 +924,7 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, Cols c
 // pattern's offsets (the same for the whole warp, from shared memory), so no column index
 // moves and the warp's gathers are its rows' neighbours; the other rows read their columns.
 // A warp whose 32 rows all follow the pattern reads one row pointer (its rows then hold d
-// entries each), so a row moves only its values. Entries are summed in row order, U of them
+// entries each), so a row moves only its values; that pointer is read beside the warp's word. Entries are summed in row order, U of them
 // in flight per thread.
 #define DIAG_MAX 128
 template <typename T>
@@ -940,7 +940,8 @@ __device__ __forceinline__ void spmv_diag(i64 nrows, const i64* __restrict__ row
     if (r >= nrows) return;
     // The warp's word: the grid's blocks are whole warps of rows from a multiple of 32.
     const u32 word = __ldg(bits + (r >> 5));
-    const i64 p = word == 0xffffffffu ? __ldg(row_ptr + (r & ~(i64)31)) + (r & 31) * d : row_ptr[r];
+    const i64 pw = __ldg(row_ptr + (r & ~(i64)31));  // beside the word: one wait, not two
+    const i64 p = word == 0xffffffffu ? pw + (r & 31) * d : row_ptr[r];
     T s = T(0);
     if ((word >> (r & 31)) & 1u) {
         const T* v = val + p;
