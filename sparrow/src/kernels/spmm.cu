@@ -976,7 +976,7 @@ __device__ __forceinline__ void spmv_diag(i64 nrows, const i64* __restrict__ row
 // each entry's x at the pattern's offset (entries of the vectors outside the row are skipped).
 // A warp takes S steps of 32 / L rows (S <= L, so its rows lie within one word of `bits`), with
 // C vectors a lane per row: all S * C vectors a lane are issued before the first product, as a
-// streaming read keeps its loads in flight, each with a prefetch of its first entry's x; a row
+// streaming read keeps its loads in flight; a row
 // of more than L * C vectors reads the rest a vector at a time after them. The word and the
 // row pointer of its first row are read together, so a warp whose rows all follow the pattern
 // waits one load before its values. Rows outside the pattern read their columns, L
@@ -991,8 +991,6 @@ template <typename T>
 __device__ __forceinline__ const T* vec_floor(const T* p) {
     return reinterpret_cast<const T*>(reinterpret_cast<unsigned long long>(p) & ~15ull);
 }
-// prefetch.global.L1: brings the line holding p into L1 ahead of its load.
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 template <typename T, int L, int C, int S>
 __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ row_ptr, const int* __restrict__ col,
                                            const T* __restrict__ val, const u32* __restrict__ bits,
@@ -1020,10 +1018,6 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
         const bool pat = r < nrows && ((word >> (r & 31)) & 1u);
         ps[s] = full ? pw + (int)(r - w0) * d : val + (r < nrows ? __ldg(row_ptr + r) : 0);
         const T* a = vec_floor(ps[s]) + g * V;
-        if (pat) {
-            const int k = g * V - (int)(ps[s] - vec_floor(ps[s]));
-            prefetch_l1(x + r * ldx + so[k < 0 ? 0 : (k < d ? k : d - 1)]);
-        }
 #pragma unroll
         for (int c = 0; c < C; c++) {
             if (pat && a + c * L * V < ps[s] + d) {
@@ -1077,9 +1071,8 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
         spmv_diagv<T, L, C, S>(nrows, row_ptr, col, val, bits, off, d, x, ldx, y, ldy, alpha, beta);   \
     }
 #define DIAGV_ALL(T, TNAME)                                                                           \
-    DIAGV(T, TNAME, 2, 8, 1) DIAGV(T, TNAME, 4, 4, 1) DIAGV(T, TNAME, 4, 4, 2) DIAGV(T, TNAME, 8, 1, 1)  \
-    DIAGV(T, TNAME, 8, 1, 4) DIAGV(T, TNAME, 8, 2, 1) DIAGV(T, TNAME, 8, 4, 1) DIAGV(T, TNAME, 16, 1, 1) \
-    DIAGV(T, TNAME, 16, 2, 1)
+    DIAGV(T, TNAME, 4, 4, 1) DIAGV(T, TNAME, 4, 4, 2) DIAGV(T, TNAME, 8, 1, 1) DIAGV(T, TNAME, 8, 2, 1)  \
+    DIAGV(T, TNAME, 16, 1, 1)
 
 ROWVEC_ALL(float, f32)
 ROWVEC_ALL(double, f64)
