@@ -720,14 +720,16 @@ fn refused_height<T: Scalar>(device: &Device, a: &Csr<T>, rows: u32) -> String {
 }
 
 /// SpMV over rows that repeat one pattern of diagonals: the identity, a band of 64 (63 edge
-/// rows off the pattern), a 2-D stencil on a ragged grid and a band with every third row empty.
-/// The upload's bits equal the host's; the policy takes a thread a row on the stencil and the
+/// rows off the pattern), a band of 37 (its run of pattern rows starts at row 18, inside a
+/// warp's rows, and its rows start off the 16-byte grid), a 2-D stencil on a ragged grid
+/// (offsets not consecutive) and a band with every third row empty (runs of two rows).
+/// The upload's bits, longest run and first offset equal the host's; the policy takes a thread a row on the stencil and the
 /// identity and the lanes on the wider bands (the band of 33 starts its rows off the 16-byte
 /// grid); y = 0.5 A x - 2 y and y = A x over NaN match the oracle, bit for bit on a second
 /// call, with every lane count forced (rows of more vectors than lanes included); forced on rows
 /// with no pattern, or at N = 2, the path is refused.
 fn diagonal_rows<T: Scalar>() {
-    use sparrow::matrix::diagonals::{find, follow_bits};
+    use sparrow::matrix::diagonals::{consecutive, find, follow_bits, longest_run};
     let g = gpu();
     let device = Device::Cuda(g.clone());
     let n = 5_001;
@@ -738,6 +740,7 @@ fn diagonal_rows<T: Scalar>() {
     let mats: Vec<Csr<T>> = vec![
         Csr::from_triplets(n, n, &r, &r, &v).unwrap(),
         gen::banded(5_003, 64, 51).unwrap(),
+        gen::banded(5_003, 37, 54).unwrap(),
         gen::stencil_2d(301, 41, 52).unwrap(),
         banded_with_gaps(16),
     ];
@@ -750,6 +753,17 @@ fn diagonal_rows<T: Scalar>() {
         let dd = da.diag.as_ref().expect("the upload keeps the pattern");
         assert_eq!(g.download(&dd.bits, bits.len()).unwrap(), bits);
         assert_eq!(g.download(&dd.offsets, off.len()).unwrap(), off);
+        let run = longest_run(&bits, a.nrows());
+        let want_run = match i {
+            0 => 0..n,
+            1 => 32..5_003 - 31,
+            2 => 18..5_003 - 18,
+            4 => 17..19,
+            _ => run.clone(),
+        };
+        assert_eq!((&dd.run, dd.run_at), (&want_run, a.row_ptr()[run.start]));
+        assert_eq!(dd.first, consecutive(&off));
+        assert_eq!(dd.first.is_some(), i != 3, "matrix {i}");
         let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
         let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
         let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));

@@ -3,7 +3,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::diagonals::{follow_bits, offsets_at};
+use crate::matrix::diagonals::{consecutive, follow_bits, longest_run, offsets_at};
 use crate::matrix::row_blocks::{for_upload, RowBlocks};
 use crate::matrix::work::{
     pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
@@ -133,6 +133,12 @@ pub struct DeviceDiag {
     pub offsets: CudaSlice<i32>,
     /// One bit a row.
     pub bits: CudaSlice<u32>,
+    /// The longest run of rows that follow the pattern ([`longest_run`]).
+    pub run: std::ops::Range<usize>,
+    /// The entry where the run's first row starts.
+    pub run_at: i64,
+    /// The first offset when the offsets are consecutive ([`consecutive`]).
+    pub first: Option<i32>,
 }
 
 /// A matrix's row blocks ([`RowBlocks`]) on the GPU.
@@ -272,8 +278,12 @@ impl<T: Scalar> DeviceCsr<T> {
                     ),
                 ));
             };
+            let run = longest_run(&bits, a.nrows());
             Some(DeviceDiag {
                 ndiag: off.len(),
+                run_at: a.row_ptr()[run.start],
+                run,
+                first: consecutive(&off),
                 offsets: gpu.upload(&off)?,
                 bits: gpu.upload(&bits)?,
             })

@@ -976,11 +976,14 @@ __device__ __forceinline__ void spmv_diag(i64 nrows, const i64* __restrict__ row
 // each entry's x at the pattern's offset (entries of the vectors outside the row are skipped).
 // A warp takes S steps of 32 / L rows (S <= L, so its rows lie within one word of `bits`), with
 // C vectors a lane per row: all S * C vectors a lane are issued before the first product, as a
-// streaming read keeps its loads in flight; a row
-// of more than L * C vectors reads the rest a vector at a time after them. The word and the
-// row pointer of its first row are read together, so a warp whose rows all follow the pattern
-// waits one load before its values. Rows outside the pattern read their columns, L
-// lanes a row. Lane sums are added by xor shuffles.
+// streaming read keeps its loads in flight; a row of more than L * C vectors reads the rest a
+// vector at a time after them. Lane sums are added by xor shuffles.
+// Nothing a warp loads before its values should wait on memory: inside the longest run of
+// pattern rows (rows run_lo..run_hi, the first starting at entry run_at) a row's start is
+// computed; elsewhere the word and the row pointer of the warp's first row are read together,
+// so a warp whose rows all follow the pattern waits one load before its values. Rows outside
+// the pattern read their columns, L lanes a row. Consecutive offsets (CONSEC, a band: first +
+// k) are computed too; others are read into shared memory (times ldx) before the rows.
 // ld.global.nc.L1::no_allocate: one 16-byte vector of A's values, read once (p 16-byte aligned).
 __device__ __forceinline__ void ld_stream_vec(const float* p, float* r) { ld_stream4(p, r); }
 __device__ __forceinline__ void ld_stream_vec(const double* p, double* r) {
@@ -991,32 +994,37 @@ template <typename T>
 __device__ __forceinline__ const T* vec_floor(const T* p) {
     return reinterpret_cast<const T*>(reinterpret_cast<unsigned long long>(p) & ~15ull);
 }
-template <typename T, int L, int C, int S>
+template <typename T, int L, int C, int S, bool CONSEC>
 __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ row_ptr, const int* __restrict__ col,
                                            const T* __restrict__ val, const u32* __restrict__ bits,
-                                           const int* __restrict__ off, int d, const T* __restrict__ x, i64 ldx,
+                                           const int* __restrict__ off, int d, int first, i64 run_lo,
+                                           i64 run_hi, i64 run_at, const T* __restrict__ x, i64 ldx,
                                            T* __restrict__ y, i64 ldy, T alpha, T beta) {
     constexpr int V = VecOf<T>::N;
     constexpr int R = 32 / L;
     static_assert(S <= L, "a warp's rows within 32");
     __shared__ i64 so[DIAG_MAX];  // the offsets times ldx
-    for (int k = threadIdx.x; k < d; k += blockDim.x) so[k] = (i64)off[k] * ldx;
-    __syncthreads();
+    if (!CONSEC) {
+        for (int k = threadIdx.x; k < d; k += blockDim.x) so[k] = (i64)off[k] * ldx;
+        __syncthreads();
+    }
     const int g = (int)(threadIdx.x & 31) % L;
     const int sub = (int)(threadIdx.x & 31) / L;
     const i64 r0 = (((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * (R * S);
     if (r0 >= nrows) return;  // the whole warp
     const i64 w0 = r0 & ~(i64)31;
-    const u32 word = __ldg(bits + (r0 >> 5));
+    const bool in_run = r0 >= run_lo && r0 + R * S <= run_hi;
+    const u32 word = in_run ? 0xffffffffu : __ldg(bits + (r0 >> 5));
     const bool full = word == 0xffffffffu;
-    const T* pw = val + __ldg(row_ptr + w0);
+    // The entry where row w0 would start were it in the run (then every row is d entries).
+    const i64 ew = in_run ? run_at + (w0 - run_lo) * d : __ldg(row_ptr + w0);
     const T* ps[S];  // each step's row start
     T v[S][C][V];
 #pragma unroll
     for (int s = 0; s < S; s++) {
         const i64 r = r0 + s * R + sub;
         const bool pat = r < nrows && ((word >> (r & 31)) & 1u);
-        ps[s] = full ? pw + (int)(r - w0) * d : val + (r < nrows ? __ldg(row_ptr + r) : 0);
+        ps[s] = val + (full ? ew + (r - w0) * d : (r < nrows ? __ldg(row_ptr + r) : 0));
         const T* a = vec_floor(ps[s]) + g * V;
 #pragma unroll
         for (int c = 0; c < C; c++) {
@@ -1037,12 +1045,14 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
             const T* a = vec_floor(ps[s]);
             const int ph = (int)(ps[s] - a);
             const T* xr = x + r * ldx;
+            const T* xc = xr + (i64)(first - ph) * ldx;  // entry k's x at xc + (k + ph) * ldx
 #pragma unroll
             for (int c = 0; c < C; c++) {
 #pragma unroll
                 for (int t = 0; t < V; t++) {
-                    const int k = (g + c * L) * V + t - ph;
-                    if (k >= 0 && k < d) sum += v[s][c][t] * __ldg(xr + so[k]);
+                    const int j = (g + c * L) * V + t;
+                    const int k = j - ph;
+                    if (k >= 0 && k < d) sum += v[s][c][t] * __ldg(CONSEC ? xc + j * ldx : xr + so[k]);
                 }
             }
             for (int vi = g + C * L; vi * V < d + ph; vi += L) {
@@ -1050,8 +1060,9 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
                 ld_stream_vec(a + vi * V, w);
 #pragma unroll
                 for (int t = 0; t < V; t++) {
-                    const int k = vi * V + t - ph;
-                    if (k < d) sum += w[t] * __ldg(xr + so[k]);
+                    const int j = vi * V + t;
+                    const int k = j - ph;
+                    if (k < d) sum += w[t] * __ldg(CONSEC ? xc + j * ldx : xr + so[k]);
                 }
             }
         } else if (ok) {
@@ -1063,12 +1074,19 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
         if (ok && g == 0) axpby_store(y + r * ldy, sum, alpha, beta);
     }
 }
+// `consec` is the same for the whole grid, so the branch costs nothing and the band's build
+// has no barrier.
 #define DIAGV(T, TNAME, L, C, S)                                                                      \
-    extern "C" __global__ void __launch_bounds__(256)                                                 \
-        spmv_diagv_##TNAME##_l##L##_c##C##_s##S(i64 nrows, const i64 *row_ptr, const int *col,        \
-                                                const T *val, const u32 *bits, const int *off, int d,  \
-                                                const T *x, i64 ldx, T *y, i64 ldy, T alpha, T beta) { \
-        spmv_diagv<T, L, C, S>(nrows, row_ptr, col, val, bits, off, d, x, ldx, y, ldy, alpha, beta);   \
+    extern "C" __global__ void __launch_bounds__(256) spmv_diagv_##TNAME##_l##L##_c##C##_s##S(       \
+        i64 nrows, const i64 *row_ptr, const int *col, const T *val, const u32 *bits, const int *off,  \
+        int d, int consec, int first, i64 run_lo, i64 run_hi, i64 run_at, const T *x, i64 ldx, T *y,   \
+        i64 ldy, T alpha, T beta) {                                                                    \
+        if (consec)                                                                                    \
+            spmv_diagv<T, L, C, S, true>(nrows, row_ptr, col, val, bits, off, d, first, run_lo, run_hi, \
+                                         run_at, x, ldx, y, ldy, alpha, beta);                         \
+        else                                                                                           \
+            spmv_diagv<T, L, C, S, false>(nrows, row_ptr, col, val, bits, off, d, first, run_lo,       \
+                                          run_hi, run_at, x, ldx, y, ldy, alpha, beta);                \
     }
 #define DIAGV_ALL(T, TNAME)                                                                           \
     DIAGV(T, TNAME, 4, 4, 1) DIAGV(T, TNAME, 4, 4, 2) DIAGV(T, TNAME, 8, 1, 1) DIAGV(T, TNAME, 8, 2, 1)  \

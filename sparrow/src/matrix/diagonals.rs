@@ -101,6 +101,35 @@ pub fn follow_bits(row_ptr: &[i64], col_idx: &[i32], offsets: &[i32]) -> (Vec<u3
     (bits, count)
 }
 
+/// The longest run of consecutive rows that follow the pattern, as `lo..hi` (empty when none
+/// does). Such rows hold the pattern's `d` entries each, so row `r` of the run starts at entry
+/// `row_ptr[lo] + (r - lo) * d`: the vector diagonal kernel computes where a warp inside the
+/// run starts instead of waiting on a load of its bits and row pointer.
+pub fn longest_run(bits: &[u32], nrows: usize) -> std::ops::Range<usize> {
+    let (mut best, mut from) = (0..0, 0);
+    for r in 0..=nrows {
+        let set = r < nrows && bits[r / 32] >> (r % 32) & 1 == 1;
+        if !set {
+            if r - from > best.len() {
+                best = from..r;
+            }
+            from = r + 1;
+        }
+    }
+    best
+}
+
+/// The first offset when the pattern's offsets are consecutive (`first + k`, a band): the
+/// kernel then adds `k` to it instead of reading the offsets from memory.
+pub fn consecutive(offsets: &[i32]) -> Option<i32> {
+    let first = *offsets.first()?;
+    offsets
+        .iter()
+        .enumerate()
+        .all(|(k, &o)| o as i64 == first as i64 + k as i64)
+        .then_some(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +145,49 @@ mod tests {
         }
         let v = vec![1.0f32; ri.len()];
         crate::matrix::Csr::from_triplets(n, n, &ri, &ci, &v).unwrap()
+    }
+
+    /// The longest run is the longest stretch of set bits, found across word bounds, at either
+    /// end and in the middle; ties keep the first.
+    #[test]
+    fn longest_run_of_rows() {
+        let bits_of = |rows: &[bool]| {
+            let mut b = vec![0u32; rows.len().div_ceil(32)];
+            for (r, &on) in rows.iter().enumerate() {
+                if on {
+                    b[r / 32] |= 1 << (r % 32);
+                }
+            }
+            b
+        };
+        let cases: Vec<(Vec<bool>, std::ops::Range<usize>)> = vec![
+            (vec![], 0..0),
+            (vec![false; 40], 0..0),
+            (vec![true; 70], 0..70),
+            ((0..70).map(|r| r != 31).collect(), 32..70),
+            ((0..70).map(|r| r != 40).collect(), 0..40),
+            ((0..100).map(|r| (20..90).contains(&r)).collect(), 20..90),
+            ((0..10).map(|r| r % 3 != 2).collect(), 0..2),
+        ];
+        for (rows, want) in cases {
+            assert_eq!(longest_run(&bits_of(&rows), rows.len()), want, "{rows:?}");
+        }
+    }
+
+    /// Consecutive offsets give their first; a gap, a repeat or no offsets give none.
+    #[test]
+    fn consecutive_offsets() {
+        assert_eq!(consecutive(&[-2, -1, 0, 1]), Some(-2));
+        assert_eq!(consecutive(&[5]), Some(5));
+        assert_eq!(consecutive(&[-1, 1]), None);
+        assert_eq!(consecutive(&[0, 0]), None);
+        assert_eq!(consecutive(&[]), None);
+        let banded = gen::banded::<f32>(300, 64, 1).unwrap();
+        let off = find(banded.row_ptr(), banded.col_idx()).unwrap();
+        assert_eq!(consecutive(&off), Some(-32));
+        let grid = gen::stencil_2d::<f32>(30, 20, 1).unwrap();
+        let off = find(grid.row_ptr(), grid.col_idx()).unwrap();
+        assert_eq!(consecutive(&off), None);
     }
 
     /// The bits name exactly the rows that follow the pattern.

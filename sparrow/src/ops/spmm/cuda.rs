@@ -121,8 +121,15 @@ pub(crate) fn launch<T: Scalar>(
             .ptr(gpu.ptr(&a.values))
             .ptr(gpu.ptr(&dg.bits))
             .ptr(gpu.ptr(&dg.offsets))
-            .i32(dg.ndiag as i32)
-            .ptr(b)
+            .i32(dg.ndiag as i32);
+        if let GpuPath::DiagLanes { .. } = path {
+            args.i32(dg.first.is_some() as i32)
+                .i32(dg.first.unwrap_or(0))
+                .i64(dg.run.start as i64)
+                .i64(dg.run.end as i64)
+                .i64(dg.run_at);
+        }
+        args.ptr(b)
             .i64(ldb as i64)
             .ptr(c)
             .i64(ldc as i64)
