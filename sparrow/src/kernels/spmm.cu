@@ -983,7 +983,9 @@ __device__ __forceinline__ void spmv_diag(i64 nrows, const i64* __restrict__ row
 // computed; elsewhere the word and the row pointer of the warp's first row are read together,
 // so a warp whose rows all follow the pattern waits one load before its values. Rows outside
 // the pattern read their columns, L lanes a row. Consecutive offsets (CONSEC, a band: first +
-// k) are computed too; others are read into shared memory (times ldx) before the rows.
+// k) are computed too (UNIT: x contiguous, so a lane's x are one base plus constants); others
+// are read into shared memory (times ldx) before the rows. A row's x are all loaded before its
+// first product: interleaved with the products, most of them waited for the values first.
 // ld.global.nc.L1::no_allocate: one 16-byte vector of A's values, read once (p 16-byte aligned).
 __device__ __forceinline__ void ld_stream_vec(const float* p, float* r) { ld_stream4(p, r); }
 __device__ __forceinline__ void ld_stream_vec(const double* p, double* r) {
@@ -994,7 +996,7 @@ template <typename T>
 __device__ __forceinline__ const T* vec_floor(const T* p) {
     return reinterpret_cast<const T*>(reinterpret_cast<unsigned long long>(p) & ~15ull);
 }
-template <typename T, int L, int C, int S, bool CONSEC>
+template <typename T, int L, int C, int S, bool CONSEC, bool UNIT>
 __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ row_ptr, const int* __restrict__ col,
                                            const T* __restrict__ val, const u32* __restrict__ bits,
                                            const int* __restrict__ off, int d, int first, i64 run_lo,
@@ -1046,13 +1048,25 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
             const int ph = (int)(ps[s] - a);
             const T* xr = x + r * ldx;
             const T* xc = xr + (i64)(first - ph) * ldx;  // entry k's x at xc + (k + ph) * ldx
+            const T* xg = x + (r + first - ph + g * V);  // UNIT: entry k's x at xg + (k + ph - g * V)
+            // Every x of the batch is loaded before the first product, so none waits on the values.
+            T xv[C][V];
 #pragma unroll
             for (int c = 0; c < C; c++) {
 #pragma unroll
                 for (int t = 0; t < V; t++) {
                     const int j = (g + c * L) * V + t;
                     const int k = j - ph;
-                    if (k >= 0 && k < d) sum += v[s][c][t] * __ldg(CONSEC ? xc + j * ldx : xr + so[k]);
+                    xv[c][t] = k >= 0 && k < d ? __ldg(UNIT ? xg + (c * L * V + t) : CONSEC ? xc + j * ldx : xr + so[k])
+                                               : T(0);
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+#pragma unroll
+                for (int t = 0; t < V; t++) {
+                    const int k = (g + c * L) * V + t - ph;
+                    if (k >= 0 && k < d) sum += v[s][c][t] * xv[c][t];
                 }
             }
             for (int vi = g + C * L; vi * V < d + ph; vi += L) {
@@ -1062,7 +1076,7 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
                 for (int t = 0; t < V; t++) {
                     const int j = vi * V + t;
                     const int k = j - ph;
-                    if (k < d) sum += w[t] * __ldg(CONSEC ? xc + j * ldx : xr + so[k]);
+                    if (k < d) sum += w[t] * __ldg(UNIT ? xg + (j - g * V) : CONSEC ? xc + j * ldx : xr + so[k]);
                 }
             }
         } else if (ok) {
@@ -1081,12 +1095,15 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
         i64 nrows, const i64 *row_ptr, const int *col, const T *val, const u32 *bits, const int *off,  \
         int d, int consec, int first, i64 run_lo, i64 run_hi, i64 run_at, const T *x, i64 ldx, T *y,   \
         i64 ldy, T alpha, T beta) {                                                                    \
-        if (consec)                                                                                    \
-            spmv_diagv<T, L, C, S, true>(nrows, row_ptr, col, val, bits, off, d, first, run_lo, run_hi, \
-                                         run_at, x, ldx, y, ldy, alpha, beta);                         \
+        if (consec && ldx == 1)                                                                        \
+            spmv_diagv<T, L, C, S, true, true>(nrows, row_ptr, col, val, bits, off, d, first, run_lo,  \
+                                               run_hi, run_at, x, ldx, y, ldy, alpha, beta);           \
+        else if (consec)                                                                               \
+            spmv_diagv<T, L, C, S, true, false>(nrows, row_ptr, col, val, bits, off, d, first, run_lo, \
+                                                run_hi, run_at, x, ldx, y, ldy, alpha, beta);          \
         else                                                                                           \
-            spmv_diagv<T, L, C, S, false>(nrows, row_ptr, col, val, bits, off, d, first, run_lo,       \
-                                          run_hi, run_at, x, ldx, y, ldy, alpha, beta);                \
+            spmv_diagv<T, L, C, S, false, false>(nrows, row_ptr, col, val, bits, off, d, first,        \
+                                                 run_lo, run_hi, run_at, x, ldx, y, ldy, alpha, beta); \
     }
 #define DIAGV_ALL(T, TNAME)                                                                           \
     DIAGV(T, TNAME, 4, 4, 1) DIAGV(T, TNAME, 4, 4, 2) DIAGV(T, TNAME, 8, 1, 1) DIAGV(T, TNAME, 8, 2, 1)  \
