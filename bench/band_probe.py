@@ -5,7 +5,8 @@ The banded panel matrix (62,451 rows, 64 a row) moves 16 MB of values in f32; it
 band's run are laid out end to end, so a block can copy a whole range of rows into shared memory
 with the TMA's bulk copies (no registers held while the bytes are in flight), read x's window for
 those rows once, and sum each row from shared memory. This script times that design against the
-same product on the CPU oracle (float64), with CuPy's RawKernel; no sparrow code. Each variant
+same product on the CPU oracle (float64), with CuPy's RawModule and sparrow's PTX wrappers
+(`sparrow/src/kernels/common.cuh`); no sparrow kernel. Each variant
 is (blocks a SM, rows a chunk, stages a block): a block takes a contiguous range of chunks and
 keeps `stages` of them in flight.
 
@@ -15,45 +16,14 @@ Run under ncu for the kernels' own times:
         python3 bench/band_probe.py --reps 3
 """
 import argparse
+import pathlib
 import statistics
 
 import cupy as cp
 import numpy as np
 
 SRC = r"""
-typedef long long i64;
-typedef unsigned long long u64;
-typedef unsigned int u32;
-__device__ __forceinline__ u32 smem_addr(const void* p) {
-    u64 a;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
-    return (u32)a;
-}
-__device__ __forceinline__ void mbar_init(u64* bar, u32 count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-__device__ __forceinline__ void mbar_expect(u64* bar, u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ bool mbar_try_wait(u64* bar, u32 phase) {
-    u32 ok;
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-        : "=r"(ok)
-        : "r"(smem_addr(bar)), "r"(phase)
-        : "memory");
-    return ok != 0;
-}
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, u32 bytes, u64* bar) {
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-            smem_addr(dst)),
-        "l"(src), "r"(bytes), "r"(smem_addr(bar))
-        : "memory");
-}
+#include "common.cuh"
 
 template <typename T>
 struct Span {
@@ -96,8 +66,8 @@ __device__ __forceinline__ void band(const i64* row_ptr, const int* col, const T
     if (threadIdx.x == 0)
         for (int q = 0; q < nstage && c0 + q < c1; q++) {
             const Span<T> s = span(val, run_lo, run_hi, run_at, d, rpc, c0 + q);
-            mbar_expect(&bar[q], s.bytes);
-            bulk_copy(stages + q * stage_bytes, s.src, s.bytes, &bar[q]);
+            mbar_arrive_expect_tx(&bar[q], s.bytes);
+            bulk_copy_g2s(stages + q * stage_bytes, s.src, s.bytes, &bar[q]);
         }
     const i64 xb = run_lo + c0 * rpc;  // the block's first row
     if (c0 < c1) {
@@ -133,8 +103,8 @@ __device__ __forceinline__ void band(const i64* row_ptr, const int* col, const T
         if (threadIdx.x == 0 && c + nstage < c1) {
             fence_proxy_async();
             const Span<T> n = span(val, run_lo, run_hi, run_at, d, rpc, c + nstage);
-            mbar_expect(&bar[s], n.bytes);
-            bulk_copy(stages + s * stage_bytes, n.src, n.bytes, &bar[s]);
+            mbar_arrive_expect_tx(&bar[s], n.bytes);
+            bulk_copy_g2s(stages + s * stage_bytes, n.src, n.bytes, &bar[s]);
         }
     }
 }
@@ -168,7 +138,8 @@ def main():
     ap.add_argument("--threads", type=int, default=256)
     args = ap.parse_args()
     rng = np.random.default_rng(7)
-    mod = cp.RawModule(code=SRC, options=("-std=c++17",))
+    kernels = pathlib.Path(__file__).resolve().parent.parent / "sparrow" / "src" / "kernels"
+    mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-I{kernels}"))
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     flush = cp.empty(512 << 20, dtype=cp.uint8)
     n, w = 62_451, 64
