@@ -21,6 +21,7 @@ import statistics
 
 import cupy as cp
 import numpy as np
+from cold_timing import cold_times
 
 SRC = r"""
 #include "common.cuh"
@@ -141,7 +142,6 @@ def main():
     kernels = pathlib.Path(__file__).resolve().parent.parent / "sparrow" / "src" / "kernels"
     mod = cp.RawModule(code=SRC, options=("-std=c++17", f"-I{kernels}"))
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    flush = cp.empty(512 << 20, dtype=cp.uint8)
     n, w = 62_451, 64
     for dtype, kname in [(np.float32, "band_f32"), (np.float64, "band_f64")]:
         kern = mod.get_function(kname)
@@ -180,15 +180,7 @@ def main():
             launch()
             got = cp.asnumpy(y).astype(np.float64)
             err = np.max(np.abs(got - want)) / max(1e-30, np.max(np.abs(want)))
-            times = []
-            for _ in range(args.reps):
-                flush.fill(1)
-                a, b = cp.cuda.Event(), cp.cuda.Event()
-                a.record()
-                launch()
-                b.record()
-                b.synchronize()
-                times.append(cp.cuda.get_elapsed_time(a, b) * 1e3)
+            times = cold_times(launch, args.reps)
             print(f"  {v}: grid {grid}, {cpb} chunks a block, {smem} B shared, cold median "
                   f"{statistics.median(times):.2f} us (min {min(times):.2f}), max rel err {err:.1e}")
 

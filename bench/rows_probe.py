@@ -26,6 +26,7 @@ import statistics
 import cupy as cp
 import cupyx.scipy.sparse as sp
 import numpy as np
+from cold_timing import cold_times
 
 SRC = r"""
 // Two lanes a row, four entries a lane a step, then one at a time: sparrow's f64 row kernel at N = 1.
@@ -131,20 +132,10 @@ def main():
     x = cp.asarray(np.random.default_rng(5).uniform(-1, 1, n))
     want = cp.asnumpy(a @ x)
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
-    flush = cp.empty(512 << 20, dtype=cp.uint8)
 
     def cold(fn):
         fn()
-        times = []
-        for _ in range(args.reps):
-            flush.fill(1)
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            times.append(cp.cuda.get_elapsed_time(s, e) * 1e3)
-        return statistics.median(times)
+        return statistics.median(cold_times(fn, args.reps))
 
     t = cold(lambda: a @ x)
     print(f"  cusparse (csr @ x): cold median {t:.1f} us")
