@@ -924,8 +924,9 @@ __device__ __forceinline__ void spmv_stream(const i64* __restrict__ work, Cols c
 // pattern's offsets (the same for the whole warp, from shared memory), so no column index
 // moves and the warp's gathers are its rows' neighbours; the other rows read their columns.
 // A warp whose 32 rows all follow the pattern reads one row pointer (its rows then hold d
-// entries each), so a row moves only its values; that pointer is read beside the warp's word. Entries are summed in row order, U of them
-// in flight per thread.
+// entries each), so a row moves only its values; that pointer is read beside the warp's word.
+// Entries are summed in row order, U of them in flight per thread. (The longest run of pattern
+// rows that the vector path below uses is one grid line of a stencil, too short to matter here.)
 #define DIAG_MAX 128
 template <typename T>
 __device__ __forceinline__ void spmv_diag(i64 nrows, const i64* __restrict__ row_ptr, const int* __restrict__ col,

@@ -1,9 +1,11 @@
 //! Rows that repeat one pattern of diagonals (banded matrices, stencils on a grid): row `r`
 //! holds exactly the columns `r + offsets[k]`. SpMV on such rows can compute each entry's
 //! column instead of reading it (`spmv_diag` in spmm.cu): one thread a row walks the pattern,
-//! so the warp's gathers of x are its rows' neighbours and no column index moves. The values
-//! stay where CSR keeps them; the upload adds only the offsets and one bit a row that says
-//! whether the row follows the pattern.
+//! so the warp's gathers of x are its rows' neighbours and no column index moves; wider
+//! patterns take lanes of a row (`spmv_diagv`). The values stay where CSR keeps them; the
+//! upload adds only the offsets and one bit a row that says whether the row follows the
+//! pattern, and passes the longest run of such rows ([`longest_run`]) and a band's first
+//! offset ([`consecutive`]) with the launch.
 
 /// Most diagonals a pattern may hold (`DIAG_MAX` in spmm.cu, the shared memory the kernel
 /// keeps the offsets in), and most entries of any row where a pattern is found: a thread walks
