@@ -389,6 +389,14 @@ fn small_upload_refuses_foreign_statistics() {
     st.diag_rows -= 1;
     let e = err(DeviceCsr::upload_with_stats(&g, &a, st));
     assert!(e.contains("stats") && e.contains("5 diagonals"), "{e}");
+    // ... or that say every column lies near its row when one does not.
+    let wide =
+        Csr::<f32>::from_triplets(40_000, 40_000, &[0, 1], &[1, 39_000], &[1.0, 2.0]).unwrap();
+    let mut st = wide.row_stats();
+    assert_eq!(st.reach, 38_999);
+    st.reach = 5;
+    let e = err(DeviceCsr::upload_with_stats(&g, &wide, st));
+    assert!(e.contains("stats") && e.contains("lies farther"), "{e}");
     // Statistics of a matrix of the same size but another layout (one long row, skewed: fewer,
     // smaller work blocks) pass those checks; the planned-block SpMV then runs over the
     // partition the upload built, every block of it, and still gives the oracle's answer.
@@ -857,6 +865,134 @@ fn diagonal_rows<T: Scalar>() {
 fn small_spmv_diagonal_rows() {
     diagonal_rows::<f32>();
     diagonal_rows::<f64>();
+}
+
+/// A matrix of `n` rows whose row r holds `r % 71` entries (empty rows, rows shorter than a
+/// lane's batch and rows of several batches at eight lanes) spread over columns r - reach to
+/// r + reach, the first row that can reach both ends doing so.
+fn near_rows<T: Scalar>(n: usize, reach: usize) -> Csr<T> {
+    let mut rng = sparrow::matrix::Rng::new(61);
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let mut ends = false;
+    for row in 0..n {
+        let (lo, hi) = (row.saturating_sub(reach), (row + reach).min(n - 1));
+        let mut cols: Vec<usize> = (0..row % 71)
+            .map(|_| lo + rng.below((hi - lo + 1) as u64) as usize)
+            .collect();
+        if !ends && row >= reach && row + reach < n && row % 71 >= 2 {
+            cols[0] = lo;
+            cols[1] = hi;
+            ends = true;
+        }
+        cols.sort_unstable();
+        cols.dedup();
+        for col in cols {
+            r.push(row);
+            c.push(col);
+            v.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
+        }
+    }
+    Csr::from_triplets(n, n, &r, &c, &v).unwrap()
+}
+
+/// SpMV over 16-bit column offsets from the row: a FEM-like matrix and rows reaching exactly
+/// 2^15 - 1 columns from the diagonal. The upload's offsets equal the host's; every lane count,
+/// forced, gives y = 0.5 A x - 2 y and y = A x over NaN within the oracle's tolerance, bit for
+/// bit on a second call, and N = 1 through SpMM with leading dimensions 3 and 2 leaves C's
+/// padding NaN. Rows reaching one column farther have no offsets: the path is refused, naming
+/// `path`, and y keeps its NaN; so is N = 2.
+fn near_diagonal_rows<T: Scalar>() {
+    use sparrow::kernels::NEAR_LANES;
+    use sparrow::matrix::near::near_offsets;
+    use sparrow::matrix::NEAR_REACH;
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    let mats: Vec<Csr<T>> = vec![
+        gen::fem_like(20_011, 30_000, 62).unwrap(),
+        near_rows(70_001, NEAR_REACH),
+    ];
+    for (i, a) in mats.iter().enumerate() {
+        let st = a.row_stats();
+        assert!(st.near(), "matrix {i}: {st:?}");
+        assert_eq!(st.reach == NEAR_REACH, i == 1, "matrix {i}");
+        let da = DeviceCsr::upload(&g, a).unwrap();
+        let off = near_offsets(a.row_ptr(), a.col_idx()).unwrap();
+        let d_off = da.near.as_ref().expect("the upload keeps the offsets");
+        assert_eq!(g.download(d_off, off.len()).unwrap(), off);
+        let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
+        let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
+        let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
+        let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, a, &x, m2, &y0);
+        let nan = vec![T::from_f64(f64::NAN); a.nrows()];
+        let (want1, scale1) =
+            sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, &x, T::ZERO, &nan);
+        for lanes in NEAR_LANES {
+            let path = GpuPath::Near { lanes };
+            let mut first: Option<Vec<T>> = None;
+            for _ in 0..2 {
+                let mut y = y0.clone();
+                let plan = Spmv::new()
+                    .alpha(half)
+                    .beta(m2)
+                    .force_path(path)
+                    .run(&device, a, &x, &mut y)
+                    .unwrap();
+                assert_eq!(plan.kernel.as_deref(), Some(&*path.kernel_name(T::NAME)));
+                let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
+                let cmp = compare(&got, &want, &scale, tolerance::<T>());
+                assert!(cmp.pass, "matrix {i} {} {path:?}: {cmp:?}", T::NAME);
+                match &first {
+                    None => first = Some(y),
+                    Some(f) => assert!(f
+                        .iter()
+                        .zip(&y)
+                        .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())),
+                }
+            }
+            let mut y = nan.clone();
+            Spmv::new()
+                .force_path(path)
+                .run(&device, a, &x, &mut y)
+                .unwrap();
+            let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
+            let cmp = compare(&got, &want1, &scale1, tolerance::<T>());
+            assert!(
+                cmp.pass,
+                "matrix {i} {} {path:?} over NaN: {cmp:?}",
+                T::NAME
+            );
+            forced(&device, a, path, 1, false, true);
+        }
+        if i == 0 {
+            let b = gen::dense::<T>(a.ncols(), 2, 2, 7).unwrap();
+            let mut c = Dense::filled(a.nrows(), 2, 2, T::from_f64(f64::NAN)).unwrap();
+            let e = Spmm::new()
+                .force_path(GpuPath::Near { lanes: 4 })
+                .run(&device, a, &b, &mut c)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("path") && e.contains("N = 2"), "{e}");
+            assert!(c.data().iter().all(|v| v.to_f64().is_nan()));
+        }
+    }
+    let far = near_rows::<T>(70_001, NEAR_REACH + 1);
+    assert_eq!(far.row_stats().reach, NEAR_REACH + 1);
+    assert!(DeviceCsr::upload(&g, &far).unwrap().near.is_none());
+    let x = gen::dense::<T>(far.ncols(), 1, 1, 5).unwrap().into_data();
+    let mut y = vec![T::from_f64(f64::NAN); far.nrows()];
+    let e = Spmv::new()
+        .force_path(GpuPath::Near { lanes: 4 })
+        .run(&device, &far, &x, &mut y)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("path") && e.contains("32768 away"), "{e}");
+    assert!(y.iter().all(|v| v.to_f64().is_nan()));
+}
+
+#[test]
+fn small_spmv_near_rows() {
+    near_diagonal_rows::<f32>();
+    near_diagonal_rows::<f64>();
 }
 
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty

@@ -229,6 +229,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
         diagonals: 0,
         diag_rows: 0,
         diag_row: 0,
+        reach: usize::MAX,
     };
     let rv = |cols, ksplit, tiles| GpuPath::RowVec {
         cols,
@@ -396,6 +397,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         diagonals: 0,
         diag_rows: 0,
         diag_row: 0,
+        reach: usize::MAX,
     };
     let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
     let blocks = stats(32.0, 32, 32.0);
@@ -643,8 +645,11 @@ fn device_bytes_counts_every_buffer() {
         + (48 + 4 + 4) * st.stream_blocks as u64
         // The packed columns: 2 bytes an entry and a row, 4 a block.
         + 2 * (long as u64 + 1 + 3)
-        + 4 * st.stream_blocks as u64;
+        + 4 * st.stream_blocks as u64
+        // Every column within NEAR_REACH of its row: 2 bytes an entry.
+        + 2 * (long as u64 + 1);
     assert_eq!(st.stream_blocks, 1);
+    assert!(st.near());
     assert!(st.packable());
     assert_eq!(sparrow::ops::spmm::device_bytes(&a, &st, dense, n), want);
 }
@@ -833,6 +838,7 @@ fn gpu_policy_row_block_bounds() {
         diagonals: 0,
         diag_rows: 0,
         diag_row: 0,
+        reach: usize::MAX,
     };
     let stats = |union: usize| with(union, 64_000);
     let is_rb = |p: GpuPath| matches!(p, GpuPath::RowBlock { rows: 4, .. });
@@ -1066,4 +1072,59 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
         };
         assert_eq!(lanes.why_not(1, &st, 4), Some(why));
     }
+}
+
+/// SpMV takes the near path on even rows whose entries all lie within `NEAR_REACH` of the
+/// diagonal and follow no pattern of diagonals (FEM-like rows, dense diagonal blocks), in f32
+/// from `NEAR_MEAN_F32` entries a row, with about 6 (f32) or 4 (f64) entries a lane, 2 to 8
+/// lanes; never at N > 1, on skewed rows, or past the reach, where a forced near path says why.
+/// Its launch has 256 / lanes rows a block, and the device memory counts 2 bytes an entry.
+#[test]
+fn gpu_policy_takes_near_path_for_spmv() {
+    let fem = gen::fem_like::<f32>(5_000, 8_000, 5).unwrap();
+    let blocks = gen::block_diagonal::<f32>(100, 32, 6).unwrap();
+    for (a, lanes32, lanes64) in [(&fem, 2, 4), (&blocks, 4, 8)] {
+        let st = a.row_stats();
+        assert!(st.near() && st.diagonals == 0 && !st.skewed(), "{st:?}");
+        for (bytes, lanes) in [(4, lanes32), (8, lanes64)] {
+            let (path, why) = plan::choose(&st, 1, bytes);
+            assert_eq!(path, GpuPath::Near { lanes }, "{bytes} bytes: {why}");
+            assert!(why.contains(&format!("{lanes} lanes a row")), "{why}");
+            assert_eq!(
+                path.shape(&st, bytes).unwrap().grid[0] as usize,
+                a.nrows().div_ceil(256 / lanes as usize)
+            );
+            assert!(!matches!(
+                plan::choose(&st, 8, bytes).0,
+                GpuPath::Near { .. }
+            ));
+        }
+        assert_eq!(
+            GpuPath::Near { lanes: 4 }.kernel_for("f64", 1),
+            "spmv_near_f64_k4"
+        );
+        let why = GpuPath::Near { lanes: 4 }.why_not(2, &st, 8).unwrap();
+        assert!(why.contains("N = 2"), "{why}");
+        let mut far = st;
+        far.reach = sparrow::matrix::NEAR_REACH + 1;
+        assert!(!matches!(plan::choose(&far, 1, 8).0, GpuPath::Near { .. }));
+        let why = GpuPath::Near { lanes: 2 }.why_not(1, &far, 8).unwrap();
+        assert!(why.contains("32767") && why.contains("32768 away"), "{why}");
+        let extra = sparrow::ops::spmm::device_bytes(a, &st, 0, 1)
+            - sparrow::ops::spmm::device_bytes(a, &far, 0, 1);
+        assert_eq!(extra, 2 * a.nnz() as u64);
+    }
+    // f32 rows below NEAR_MEAN_F32 keep the planned blocks; f64 ones take the near path.
+    let mut short = fem.row_stats();
+    short.nnz = (plan::NEAR_MEAN_F32 as usize - 1) * short.nrows;
+    assert!(!matches!(
+        plan::choose(&short, 1, 4).0,
+        GpuPath::Near { .. }
+    ));
+    assert_eq!(plan::choose(&short, 1, 8).0, GpuPath::Near { lanes: 2 });
+    // Skewed rows near the diagonal keep the planned blocks (over packed columns here).
+    let skewed = gen::power_law::<f32>(7_919, 5_003, 12.0, 4_000, 1.5, 5).unwrap();
+    let st = skewed.row_stats();
+    assert!(st.near() && st.skewed() && st.packable());
+    assert_eq!(plan::choose(&st, 1, 8).0, GpuPath::Packed);
 }

@@ -4,6 +4,7 @@ use cudarc::driver::CudaSlice;
 
 use super::Gpu;
 use crate::matrix::diagonals::{consecutive, follow_bits, longest_run, offsets_at};
+use crate::matrix::near::near_offsets;
 use crate::matrix::row_blocks::{for_upload, RowBlocks};
 use crate::matrix::work::{
     pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
@@ -169,7 +170,8 @@ impl<T: Scalar> DeviceRowBlocks<T> {
 
 /// A CSR matrix on the GPU with its analysis, done once on upload like cuSPARSE's
 /// preprocessing: the row statistics plans read, the long rows' chunks, the SpMV work
-/// blocks (with the packed columns where they fit), the rows sorted by length and, where
+/// blocks (with the packed columns where they fit), the pattern of diagonals and the 16-bit
+/// column offsets where the matrix has them, the rows sorted by length and, where
 /// neighbouring rows share their columns, the row blocks.
 pub struct DeviceCsr<T> {
     /// Rows.
@@ -194,13 +196,18 @@ pub struct DeviceCsr<T> {
     /// The pattern of diagonals most rows repeat, when the statistics found one
     /// ([`RowStats::diagonals`]).
     pub diag: Option<DeviceDiag>,
+    /// Each entry's column as a 16-bit offset from its row, when every entry lies within
+    /// [`NEAR_REACH`](crate::matrix::NEAR_REACH) of the diagonal ([`RowStats::near`]), for the SpMV path that reads 2
+    /// bytes a column instead of 4.
+    pub near: Option<CudaSlice<i16>>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
     /// The row blocks, when the statistics say neighbouring rows share enough columns
     /// ([`RowStats::blockable`]).
     pub row_blocks: Option<DeviceRowBlocks<T>>,
-    /// Host time of the analysis (statistics, long rows, work blocks, the packed columns and
-    /// their upload, rows by length, the row blocks and their upload), milliseconds.
+    /// Host time of the analysis (statistics, long rows, work blocks, the packed columns, the
+    /// diagonals and the column offsets with their uploads, rows by length, the row blocks and
+    /// their upload), milliseconds.
     pub analysis_ms: f64,
 }
 
@@ -290,6 +297,20 @@ impl<T: Scalar> DeviceCsr<T> {
         } else {
             None
         };
+        let near = if stats.near() {
+            let off = near_offsets(a.row_ptr(), a.col_idx()).ok_or_else(|| {
+                Error::invalid(
+                    "stats",
+                    format!(
+                        "say every column lies within {} of its row, but one lies farther",
+                        stats.reach
+                    ),
+                )
+            })?;
+            Some(gpu.upload(&off)?)
+        } else {
+            None
+        };
         let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
         let row_blocks = for_upload(a, &stats)?
             .map(|b| DeviceRowBlocks::upload(gpu, &b))
@@ -305,6 +326,7 @@ impl<T: Scalar> DeviceCsr<T> {
             stream,
             packed,
             diag,
+            near,
             sorted_rows,
             row_blocks,
             analysis_ms: t.elapsed().as_secs_f64() * 1e3,

@@ -191,6 +191,14 @@ pub fn diagv_name(ty: &str, lanes: u32, vectors: u32, steps: u32) -> String {
     format!("spmv_diagv_{ty}_l{lanes}_c{vectors}_s{steps}")
 }
 
+/// Lanes a row the near-diagonal SpMV kernels come in (`NEAR_ALL` in spmm.cu).
+pub const NEAR_LANES: [u32; 3] = [2, 4, 8];
+
+/// Name of the SpMV kernel over 16-bit column offsets from the row with `lanes` lanes a row.
+pub fn near_name(ty: &str, lanes: u32) -> String {
+    format!("spmv_near_{ty}_k{lanes}")
+}
+
 fn spmm_entry_points() -> Vec<String> {
     let mut v = Vec::new();
     for ty in ["f32", "f64"] {
@@ -207,6 +215,9 @@ fn spmm_entry_points() -> Vec<String> {
         v.push(diag_name(ty));
         for (l, c, s) in DIAG_SHAPES {
             v.push(diagv_name(ty, l, c, s));
+        }
+        for k in NEAR_LANES {
+            v.push(near_name(ty, k));
         }
         for (c, k, t) in rowvec_shapes() {
             v.push(rowvec_name(ty, c, k, t, false));

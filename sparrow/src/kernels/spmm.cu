@@ -23,6 +23,8 @@
 //            row ends (PackedCols), fewer bytes an entry where every block's columns allow.
 //   diag:    SpMV over rows that repeat one pattern of diagonals, a thread a row computing the
 //            columns instead of reading them.
+//   near:    SpMV over rows whose columns all lie within 2^15 of the row, each column read as a
+//            16-bit offset from its row.
 // Long rows in rowvec: a row longer than long_len would keep one group busy long after the
 // rest of the grid is done, so the row kernels skip it; the chunk entry points (CHUNKS = true)
 // process the long rows' entries in fixed chunks, one chunk per warp, writing partial sums
@@ -1110,6 +1112,56 @@ __device__ __forceinline__ void spmv_diagv(i64 nrows, const i64* __restrict__ ro
     DIAGV(T, TNAME, 4, 4, 1) DIAGV(T, TNAME, 4, 4, 2) DIAGV(T, TNAME, 8, 1, 1) DIAGV(T, TNAME, 8, 2, 1)  \
     DIAGV(T, TNAME, 16, 1, 1)
 
+// SpMV over rows whose entries all lie within 2^15 of the diagonal (RowStats::near): each
+// column as a 16-bit offset from its row (`off`), so an f64 entry moves 10 bytes, not 12. K
+// lanes a row take every K-th entry, U of them a lane loaded at once and predicated on the
+// row's end, then their x, then the products: no loop over the leftover entries, whose loads
+// would wait one after another. On the H200's FEM-like f64 rows (16.7 a row, under ncu): two
+// lanes looping over CSR 70.5 us, four predicated lanes over CSR 66, over the offsets 56.7
+// (bench/narrow_cols_probe.py, 8-bit offsets no faster).
+template <typename T, int K, bool UNIT>
+__device__ __forceinline__ void spmv_near(i64 nrows, const i64* __restrict__ row_ptr, const short* __restrict__ off,
+                                          const T* __restrict__ val, const T* __restrict__ x, i64 ldx,
+                                          T* __restrict__ y, i64 ldy, T alpha, T beta) {
+    constexpr int U = 4;
+    const int lane = threadIdx.x % K;
+    const i64 r = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / K;
+    T s = T(0);
+    if (r < nrows) {
+        const i64 b = __ldg(row_ptr + r), e = __ldg(row_ptr + r + 1);
+        const T* xr = x + (UNIT ? r : r * ldx);
+        for (i64 p0 = b + lane; p0 < e; p0 += K * U) {
+            int c[U];
+            T a[U], v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const bool ok = p0 + u * K < e;
+                c[u] = ok ? (int)__ldg(off + p0 + u * K) : 0;
+                a[u] = ok ? __ldg(val + p0 + u * K) : T(0);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) v[u] = p0 + u * K < e ? __ldg(xr + (UNIT ? (i64)c[u] : (i64)c[u] * ldx)) : T(0);
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (p0 + u * K < e) s += a[u] * v[u];
+        }
+    }
+#pragma unroll
+    for (int o = K / 2; o >= 1; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (r < nrows && lane == 0) axpby_store(y + r * ldy, s, alpha, beta);
+}
+// `ldx` is the same for the whole grid; a contiguous x takes the build without its multiplies.
+#define NEAR(T, TNAME, K)                                                                             \
+    extern "C" __global__ void __launch_bounds__(256, 8) spmv_near_##TNAME##_k##K(                       \
+        i64 nrows, const i64 *row_ptr, const short *off, const T *val, const T *x, i64 ldx, T *y,     \
+        i64 ldy, T alpha, T beta) {                                                                    \
+        if (ldx == 1)                                                                                  \
+            spmv_near<T, K, true>(nrows, row_ptr, off, val, x, ldx, y, ldy, alpha, beta);              \
+        else                                                                                           \
+            spmv_near<T, K, false>(nrows, row_ptr, off, val, x, ldx, y, ldy, alpha, beta);             \
+    }
+#define NEAR_ALL(T, TNAME) NEAR(T, TNAME, 2) NEAR(T, TNAME, 4) NEAR(T, TNAME, 8)
+
 ROWVEC_ALL(float, f32)
 ROWVEC_ALL(double, f64)
 ROWVEC_CHUNKS_ALL(float, f32)
@@ -1135,3 +1187,5 @@ DIAG(float, f32)
 DIAG(double, f64)
 DIAGV_ALL(float, f32)
 DIAGV_ALL(double, f64)
+NEAR_ALL(float, f32)
+NEAR_ALL(double, f64)

@@ -86,7 +86,14 @@ pub struct RowStats {
     pub diag_rows: usize,
     /// A row whose columns give the pattern ([`diagonals::find_row`](super::diagonals::find_row)).
     pub diag_row: usize,
+    /// The farthest any stored entry lies from the diagonal: the largest |column - row|
+    /// (0 without entries). Within [`NEAR_REACH`] the upload keeps 16-bit column offsets
+    /// ([`RowStats::near`]).
+    pub reach: usize,
 }
+
+/// Widest [`RowStats::reach`] whose columns fit 16-bit offsets from their row (`i16`).
+pub const NEAR_REACH: usize = i16::MAX as usize;
 
 /// Widest [`RowStats::window_max`] (columns) at which a matrix's columns count as local: past
 /// it a block of rows reads x (a 32-row window of over 512 KB in f32) beyond what an SM's L1
@@ -106,6 +113,12 @@ impl RowStats {
     /// so its entries' columns fit 16-bit offsets (`spmv_packed`).
     pub fn packable(&self) -> bool {
         self.stream_span <= super::work::PACKED_SPAN
+    }
+
+    /// Whether every entry's column lies within [`NEAR_REACH`] of its row, so the upload keeps
+    /// the columns as 16-bit offsets from the row (`spmv_near`).
+    pub fn near(&self) -> bool {
+        self.reach <= NEAR_REACH
     }
 
     /// Whether neighbouring rows share enough columns for the upload to build the row blocks
@@ -467,6 +480,7 @@ impl<T: Scalar> Csr<T> {
             diagonals: 0,
             diag_rows: 0,
             diag_row: 0,
+            reach: self.reach(),
         };
         if st.blockable() {
             st.tall_union = super::row_blocks::union_sum(
@@ -493,6 +507,24 @@ impl<T: Scalar> Csr<T> {
             st.diag_rows = super::diagonals::follow_bits(&self.row_ptr, &self.col_idx, &off).1;
         }
         st
+    }
+
+    /// The largest |column - row| of a stored entry: rows are sorted, so a row's first and last
+    /// entries bound it.
+    fn reach(&self) -> usize {
+        self.row_ptr
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| w[1] > w[0])
+            .map(|(r, w)| {
+                let (first, last) = (
+                    self.col_idx[w[0] as usize] as i64,
+                    self.col_idx[w[1] as usize - 1] as i64,
+                );
+                (r as i64 - first).max(last - r as i64).max(0) as usize
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// (widest window, sum of windows, entries) over blocks of [`WINDOW_ROWS`] rows, rows over

@@ -6,12 +6,14 @@ mod dense;
 pub mod diagonals;
 pub mod gen;
 pub mod io;
+pub mod near;
 mod rng;
 pub mod row_blocks;
 pub mod work;
 
 pub use csr::{
-    len_class, Csr, RowStats, CHUNK, LEN_CLASSES, LONG_ROW, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS,
+    len_class, Csr, RowStats, CHUNK, LEN_CLASSES, LONG_ROW, NEAR_REACH, SCATTER_WINDOW, SPREAD_RUN,
+    WINDOW_ROWS,
 };
 pub use dense::Dense;
 pub use rng::Rng;

@@ -3,7 +3,7 @@
 //! NaN past their columns, C prefilled with NaN when beta is 0. On the CPU, the rayon backend.
 
 use super::{Case, Outcome, Reference};
-use crate::kernels::DIAG_SHAPES;
+use crate::kernels::{DIAG_SHAPES, NEAR_LANES};
 use crate::matrix::{gen, Csr, Dense};
 use crate::ops::check::{compare, padding_is_nan, tolerance};
 use crate::ops::spmm::{oracle as spmm_oracle, GpuPath, Spmm};
@@ -170,6 +170,9 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                 let st = a.row_stats();
                 if st.packable() {
                     v.push(Some(GpuPath::Packed));
+                }
+                if st.near() {
+                    v.extend(NEAR_LANES.map(|lanes| Some(GpuPath::Near { lanes })));
                 }
                 if st.diagonals > 0 {
                     v.push(Some(GpuPath::Diag));

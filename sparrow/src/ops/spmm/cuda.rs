@@ -4,7 +4,7 @@
 use super::plan::{diag_lanes_rows, fill_blocks, stream_shape, GpuPath, BLOCK};
 use crate::device::{Args, DeviceCsr, DeviceDense, Gpu, LaunchShape};
 use crate::kernels::{chunks_name, combine_name, fill_name, rowvec_name, SPMM};
-use crate::matrix::LONG_ROW;
+use crate::matrix::{LONG_ROW, NEAR_REACH};
 use crate::{Error, Result, Scalar};
 
 /// The chunk kernel for a main path: the same column shape, a full warp per chunk. SpMV's
@@ -21,6 +21,7 @@ pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
         | GpuPath::Packed
         | GpuPath::Diag
         | GpuPath::DiagLanes { .. }
+        | GpuPath::Near { .. }
         | GpuPath::RowBlock { .. } => None,
     }
 }
@@ -140,6 +141,36 @@ pub(crate) fn launch<T: Scalar>(
             _ => BLOCK as usize,
         };
         let shape = blocks(a.nrows, rows)?;
+        return gpu.launch(&kernel, shape, &mut args);
+    }
+    if let GpuPath::Near { lanes } = path {
+        if n != 1 {
+            return Err(Error::invalid(
+                "path",
+                format!("the near path computes SpMV only, not N = {n}"),
+            ));
+        }
+        let off = a.near.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "path",
+                format!(
+                    "the near path needs a matrix whose columns all lie within {NEAR_REACH} of their row"
+                ),
+            )
+        })?;
+        let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
+        let mut args = Args::new();
+        args.i64(a.nrows as i64)
+            .ptr(gpu.ptr(&a.row_ptr))
+            .ptr(gpu.ptr(off))
+            .ptr(gpu.ptr(&a.values))
+            .ptr(b)
+            .i64(ldb as i64)
+            .ptr(c)
+            .i64(ldc as i64)
+            .scalar(alpha)
+            .scalar(beta);
+        let shape = blocks(a.nrows, (BLOCK / lanes) as usize)?;
         return gpu.launch(&kernel, shape, &mut args);
     }
     if matches!(path, GpuPath::Stream | GpuPath::Packed) {

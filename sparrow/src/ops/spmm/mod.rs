@@ -141,8 +141,8 @@ impl<T: Scalar> Spmm<T> {
 }
 
 /// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
-/// work blocks (and packed columns), a pattern of diagonals with its rows' bits, rows sorted
-/// by length, row blocks, `dense_elems` elements
+/// work blocks (and packed columns), a pattern of diagonals with its rows' bits, the 16-bit
+/// column offsets of a matrix near its diagonal, rows sorted by length, row blocks, `dense_elems` elements
 /// of B and C, and the long rows' partial sums for N columns.
 pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
@@ -159,6 +159,7 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
     } else {
         0
     };
+    let near = if st.near() { 2 * a.nnz() as u64 } else { 0 };
     let blocks = match st.block_rows(s as usize) {
         Some(rows) => {
             8 * (a.nrows().div_ceil(rows) + 1) as u64
@@ -171,6 +172,7 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
         + stream
         + packed
         + diag
+        + near
         + blocks
         + s * dense_elems as u64
         + s * (st.long_chunks * n) as u64

@@ -6,6 +6,10 @@
 //!   computes the columns of a row that follows the pattern instead of reading them; on wider
 //!   patterns (banded rows, the f64 3-D stencil) `diagv`, lanes of a row that read its values
 //!   as 16-byte vectors ([`diag_lanes_for`]).
+//! - N = 1 (SpMV) on even rows whose entries all lie within [`NEAR_REACH`] of the diagonal
+//!   (FEM-like, dense diagonal blocks; in f32 rows of [`NEAR_MEAN_F32`] entries or more on
+//!   average): `near`, lanes of a row that read each column as a 16-bit offset from the row
+//!   (built on upload), four entries a lane at once ([`near_lanes`]).
 //! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
 //!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
 //!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows with
@@ -40,13 +44,13 @@
 
 use crate::device::LaunchShape;
 use crate::kernels::{
-    avec_name, deep_exists, diag_name, diagv_name, fill_name, packed_name, rowblk_name,
+    avec_name, deep_exists, diag_name, diagv_name, fill_name, near_name, packed_name, rowblk_name,
     rowvec_name, rowvec_shapes, spmv_avec_name, stream_name, window_name, window_shapes,
-    AVEC_SPLITS, DIAG_SHAPES, ROWBLK_SHAPES,
+    AVEC_SPLITS, DIAG_SHAPES, NEAR_LANES, ROWBLK_SHAPES,
 };
 use crate::matrix::diagonals::{DIAG_MAX, DIAG_SHARE};
 use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
-use crate::matrix::{RowStats, LEN_CLASSES, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
+use crate::matrix::{RowStats, LEN_CLASSES, NEAR_REACH, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
 /// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
@@ -72,6 +76,15 @@ pub const WINDOW_REUSE: f64 = 4.0;
 /// row, windows of 95) ran up to 15% slower: their blocks' windows overlap, so L1 and L2
 /// already served the reuse, and the wider windows cut the blocks per SM.
 pub const WINDOW_SPAN: usize = 2;
+
+/// f32 SpMV over rows near the diagonal ([`RowStats::near`]) takes the near path from this
+/// many entries a row on average (non-empty rows); shorter rows keep the planned blocks. On the
+/// H200, cold (`bench/results/2026-12-04-h200-spmv-near.txt`, round 1): the FEM-like rows (16.7
+/// a row) ran 45.5 us on it against 46.6 on the packed blocks, the dense 32 x 32 blocks 35.9
+/// against 41.6 on the vector-A lanes; the 2-D stencil (5 a row) 19.5 against 18.2 on the packed
+/// blocks in an earlier sweep (`...-2026-12-03-h200-spmv-packed.txt`), so f32 short rows stay
+/// there. f64 takes it at any mean: its 2-D stencil 23.8 against 27.4 on the row lanes (ibid.).
+pub const NEAR_MEAN_F32: f64 = 8.0;
 
 /// f32 SpMV on rows shorter than this on average (non-empty rows) takes the planned blocks
 /// even when rows are even: on the H200 they beat the vector-A lanes on the 2-D and 3-D
@@ -192,6 +205,13 @@ pub enum GpuPath {
         /// Rows a lane takes, their loads all in flight at once.
         steps: u32,
     },
+    /// SpMV over rows whose entries all lie within [`NEAR_REACH`] of the diagonal
+    /// ([`RowStats::near`]): `lanes` lanes a row read each column as a 16-bit offset from the
+    /// row, four entries a lane at once (N = 1 only).
+    Near {
+        /// Lanes a row ([`NEAR_LANES`]).
+        lanes: u32,
+    },
     /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
     /// 4-entry vectors.
     AVec {
@@ -270,6 +290,7 @@ impl GpuPath {
                 vectors,
                 steps,
             } => diagv_name(ty, lanes, vectors, steps),
+            GpuPath::Near { lanes } => near_name(ty, lanes),
             GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
             GpuPath::Sorted { cols, deep, .. } => rowvec_name(ty, cols, 1, 1, deep),
@@ -370,7 +391,11 @@ impl GpuPath {
             | GpuPath::Window { .. }
             | GpuPath::Sorted { .. }
             | GpuPath::RowBlock { .. } => true,
-            GpuPath::Stream | GpuPath::Packed | GpuPath::Diag | GpuPath::DiagLanes { .. } => n == 1,
+            GpuPath::Stream
+            | GpuPath::Packed
+            | GpuPath::Diag
+            | GpuPath::DiagLanes { .. }
+            | GpuPath::Near { .. } => n == 1,
         }
     }
 
@@ -381,9 +406,10 @@ impl GpuPath {
     }
 
     /// Why this path cannot compute N columns of a matrix with these statistics and values of
-    /// `elem_bytes` bytes, or None when it can: the planned blocks and the diagonal path compute
-    /// N = 1 only, the packed blocks need a packable matrix, the diagonal path a pattern of
-    /// diagonals ([`RowStats::diagonals`]), the row blocks the height the upload builds
+    /// `elem_bytes` bytes, or None when it can: the planned blocks, the diagonal and the near
+    /// paths compute N = 1 only, the packed blocks need a packable matrix, the diagonal path a
+    /// pattern of diagonals ([`RowStats::diagonals`]), the near path every column within
+    /// [`NEAR_REACH`] of its row ([`RowStats::near`]), the row blocks the height the upload builds
     /// ([`RowStats::block_rows`]), the deep row kernels f32 values and one segment a lane.
     pub fn why_not(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> Option<String> {
         let ty = if elem_bytes == 4 { "f32" } else { "f64" };
@@ -398,6 +424,10 @@ impl GpuPath {
             GpuPath::Diag | GpuPath::DiagLanes { .. } if stats.diagonals == 0 => Some(format!(
                 "needs rows that repeat one pattern of at most {DIAG_MAX} diagonals in {:.0} % of the entries; this matrix has none",
                 100.0 * DIAG_SHARE
+            )),
+            GpuPath::Near { .. } if !stats.near() => Some(format!(
+                "needs every entry's column within {NEAR_REACH} of its row; one lies {} away",
+                stats.reach
             )),
             GpuPath::RowBlock { rows, .. }
                 if stats.block_rows(elem_bytes) != Some(rows as usize) =>
@@ -455,6 +485,7 @@ impl GpuPath {
                     steps,
                 }),
         );
+        v.extend(NEAR_LANES.iter().map(|&lanes| GpuPath::Near { lanes }));
         v.extend(AVEC_SPLITS.iter().map(|&ksplit| GpuPath::AVec { ksplit }));
         v.extend(
             window_shapes()
@@ -504,6 +535,7 @@ impl GpuPath {
                 stats.nrows.div_ceil(diag_lanes_rows(lanes, steps))
             }
             GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
+            GpuPath::Near { lanes } => stats.nrows.div_ceil((BLOCK / lanes) as usize),
             GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
             GpuPath::Sorted { cols, .. } => self
                 .sorted_bins(stats, true)
@@ -535,7 +567,11 @@ impl GpuPath {
     pub fn pass_width(&self, elem_bytes: usize) -> usize {
         let vec = 16 / elem_bytes;
         match *self {
-            GpuPath::Stream | GpuPath::Packed | GpuPath::Diag | GpuPath::DiagLanes { .. } => 1,
+            GpuPath::Stream
+            | GpuPath::Packed
+            | GpuPath::Diag
+            | GpuPath::DiagLanes { .. }
+            | GpuPath::Near { .. } => 1,
             GpuPath::RowVec { cols, tiles, .. } | GpuPath::RowBlock { cols, tiles, .. } => {
                 cols as usize * vec * tiles as usize
             }
@@ -591,7 +627,9 @@ fn pow2_floor(x: f64) -> u32 {
 /// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV on
 /// rows that repeat a pattern of at most [`DIAG_THREAD_MAX`] diagonals ([`DIAG_THREAD_MAX_F64`]
 /// in f64) takes the diagonal path with a thread a row, wider patterns the vector diagonal path
-/// ([`diag_lanes_for`]); otherwise it takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
+/// ([`diag_lanes_for`]); even rows whose entries all lie within [`NEAR_REACH`] of the diagonal
+/// take the near path ([`near_lanes`]; f32 from [`NEAR_MEAN_F32`] entries a row); otherwise it
+/// takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
 /// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
 /// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
 /// lanes a row (f32, and f64 rows of [`F64_AVEC_LOCAL_MEAN`] entries or more on local columns,
@@ -640,6 +678,16 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
                 ),
             );
         }
+        if stats.near() && !stats.skewed() && (elem_bytes == 8 || mean >= NEAR_MEAN_F32) {
+            let lanes = near_lanes(mean, elem_bytes);
+            return (
+                GpuPath::Near { lanes },
+                format!(
+                    "N = 1, even rows (mean {mean:.1}, longest {}) within {} columns of the diagonal (at most {NEAR_REACH}): {lanes} lanes a row read each column as a 16-bit offset from the row, 4 entries a lane at once",
+                    stats.max_len, stats.reach
+                ),
+            );
+        }
         let (path, why) = choose_spmv(stats, mean, elem_bytes);
         if path == GpuPath::Stream && stats.packable() {
             return (
@@ -653,6 +701,17 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
         return (path, why);
     }
     choose_spmm(stats, n, mean, elem_bytes)
+}
+
+/// Lanes a row of the near path for rows of `mean` entries: about 6 entries a lane in f32 and
+/// 4 in f64 (a lane's first batch of 4 loads covers most of a row), 2 to 8 lanes. On the H200
+/// (cold, `bench/results/2026-12-04-h200-spmv-near.txt`) the lanes the rule gives ran fastest or
+/// within 3 % of it on every panel matrix the path takes: f64 FEM-like rows 66.1 us at 4 lanes
+/// against 68.3 at 2 and 76.5 at 8, f64 dense blocks 51.5 at 8 against 52.4 at 4, the f32 3-D
+/// stencil 54.2 at 4 against 60.1 at 2.
+pub fn near_lanes(mean: f64, elem_bytes: usize) -> u32 {
+    let per_lane = if elem_bytes == 4 { 6.0 } else { 4.0 };
+    pow2_floor(mean / per_lane).clamp(2, 8)
 }
 
 /// The vector diagonal path for SpMV over `nrows` rows with a pattern of `d` diagonals too many
