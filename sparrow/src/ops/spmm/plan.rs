@@ -79,11 +79,11 @@ pub const WINDOW_SPAN: usize = 2;
 
 /// f32 SpMV over rows near the diagonal ([`RowStats::near`]) takes the near path from this
 /// many entries a row on average (non-empty rows); shorter rows keep the planned blocks. On the
-/// H200, cold (`bench/results/2026-12-04-h200-spmv-near.txt`, round 1): the FEM-like rows (16.7
-/// a row) ran 45.5 us on it against 46.6 on the packed blocks, the dense 32 x 32 blocks 35.9
-/// against 41.6 on the vector-A lanes; the 2-D stencil (5 a row) 19.5 against 18.2 on the packed
-/// blocks in an earlier sweep (`...-2026-12-03-h200-spmv-packed.txt`), so f32 short rows stay
-/// there. f64 takes it at any mean: its 2-D stencil 23.8 against 27.4 on the row lanes (ibid.).
+/// H200, cold (`bench/results/2026-12-04-h200-spmv-near.txt`, round 2): the FEM-like rows (16.7
+/// a row) ran 45.2 us on it against 46.9 on the packed blocks, the 3-D stencil (27) 53.8 against
+/// 70.2, the dense 32 x 32 blocks 36.0 against 41.4 on the vector-A lanes; the 2-D stencil (5 a
+/// row) 19.7 on both, so the gain ends about there. f64 takes it at any mean: its 2-D stencil
+/// 24.1 against 27.2 on the row lanes and 31.0 on the packed blocks.
 pub const NEAR_MEAN_F32: f64 = 8.0;
 
 /// f32 SpMV on rows shorter than this on average (non-empty rows) takes the planned blocks
@@ -705,10 +705,11 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
 
 /// Lanes a row of the near path for rows of `mean` entries: about 6 entries a lane in f32 and
 /// 4 in f64 (a lane's first batch of 4 loads covers most of a row), 2 to 8 lanes. On the H200
-/// (cold, `bench/results/2026-12-04-h200-spmv-near.txt`) the lanes the rule gives ran fastest or
-/// within 3 % of it on every panel matrix the path takes: f64 FEM-like rows 66.1 us at 4 lanes
-/// against 68.3 at 2 and 76.5 at 8, f64 dense blocks 51.5 at 8 against 52.4 at 4, the f32 3-D
-/// stencil 54.2 at 4 against 60.1 at 2.
+/// (cold, `bench/results/2026-12-04-h200-spmv-near.txt`, round 2) the rule's lanes ran fastest,
+/// or within 2 % of it, on every panel matrix: f64 FEM-like rows 66.3 us at 4 lanes against
+/// 68.7 at 2 and 76.8 at 8, f64 dense blocks 51.6 at 8 against 52.9 at 4, the f64 3-D stencil
+/// 86.2 at 4 against 89.2 at 8; f32 FEM-like rows 45.2 at 2 against 47.5 at 4, the f32 3-D
+/// stencil 53.8 at 4 against 60.0 at 2, f32 dense blocks 36.0 at 4 against 36.9 at 8.
 pub fn near_lanes(mean: f64, elem_bytes: usize) -> u32 {
     let per_lane = if elem_bytes == 4 { 6.0 } else { 4.0 };
     pow2_floor(mean / per_lane).clamp(2, 8)
