@@ -9,7 +9,7 @@ the matrix of `rows_probe.py`:
 
 - `pred_k4_u4`: the best shape of `rows_probe.py` (CSR, four lanes a row, four entries a lane
   at once, predicated on the row's end);
-- `off8_k4_u4`, `off16_k4_u4`: the same over 8- and 16-bit column offsets from the row;
+- `off8_k4_u4`, `off16_k4_u4`: the same code over 8- and 16-bit column offsets from the row;
 - `grp8_kK_uU`: rows padded to groups of four entries (offsets as one 32-bit word of four bytes,
   values as two 16-byte loads), K lanes a row, U groups a lane at once; padding entries carry
   the offset -128 and are skipped (an explicit zero must still turn an infinite x into NaN);
@@ -30,40 +30,10 @@ from rows_probe import SRC as ROWS_SRC
 from rows_probe import fem_like
 
 SRC = ROWS_SRC + r"""
-template <typename D, int K, int U>
-__device__ __forceinline__ void off(int nrows, const int* __restrict__ rp, const D* __restrict__ d,
-                                    const double* __restrict__ val, const double* __restrict__ x,
-                                    double* __restrict__ y) {
-    const int lane = threadIdx.x % K;
-    const long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / K;
-    double sum = 0.0;
-    if (row < nrows) {
-        const int s = rp[row], e = rp[row + 1];
-        const double* xr = x + row;
-        for (int p0 = s + lane; p0 < e; p0 += K * U) {
-            int c[U];
-            double a[U], b[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const bool ok = p0 + u * K < e;
-                c[u] = ok ? (int)__ldg(d + p0 + u * K) : 0;
-                a[u] = ok ? __ldg(val + p0 + u * K) : 0.0;
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++) b[u] = p0 + u * K < e ? __ldg(xr + c[u]) : 0.0;
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                if (p0 + u * K < e) sum += a[u] * b[u];
-        }
-    }
-#pragma unroll
-    for (int o = K / 2; o >= 1; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (row < nrows && lane == 0) y[row] = sum;
-}
 extern "C" __global__ void __launch_bounds__(256) off8_k4_u4(int nrows, const int* rp, const signed char* d,
-        const double* val, const double* x, double* y) { off<signed char, 4, 4>(nrows, rp, d, val, x, y); }
+        const double* val, const double* x, double* y) { pred<signed char, true, 4, 4>(nrows, rp, d, val, x, y); }
 extern "C" __global__ void __launch_bounds__(256) off16_k4_u4(int nrows, const int* rp, const short* d,
-        const double* val, const double* x, double* y) { off<short, 4, 4>(nrows, rp, d, val, x, y); }
+        const double* val, const double* x, double* y) { pred<short, true, 4, 4>(nrows, rp, d, val, x, y); }
 
 // Groups of four entries: gp[row]..gp[row + 1] are the row's groups; d holds 4 offsets a group
 // (4 bytes or 8), val 4 values a group (32 bytes, 16-byte aligned).

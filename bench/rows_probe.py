@@ -59,8 +59,9 @@ extern "C" __global__ void __launch_bounds__(256) loop_k2_u4(int nrows, const in
     if (row < nrows && lane == 0) y[row] = sum;
 }
 
-template <int K, int U>
-__device__ __forceinline__ void pred(int nrows, const int* __restrict__ rp, const int* __restrict__ col,
+// C: the column type; REL: columns are offsets from the row (bench/narrow_cols_probe.py).
+template <typename C, bool REL, int K, int U>
+__device__ __forceinline__ void pred(int nrows, const int* __restrict__ rp, const C* __restrict__ col,
                                      const double* __restrict__ val, const double* __restrict__ x,
                                      double* __restrict__ y) {
     const int lane = threadIdx.x % K;
@@ -68,17 +69,18 @@ __device__ __forceinline__ void pred(int nrows, const int* __restrict__ rp, cons
     double sum = 0.0;
     if (row < nrows) {
         const int s = rp[row], e = rp[row + 1];
+        const double* xr = REL ? x + row : x;
         for (int p0 = s + lane; p0 < e; p0 += K * U) {
             int c[U];
             double a[U], b[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const bool ok = p0 + u * K < e;
-                c[u] = ok ? __ldg(col + p0 + u * K) : 0;
+                c[u] = ok ? (int)__ldg(col + p0 + u * K) : 0;
                 a[u] = ok ? __ldg(val + p0 + u * K) : 0.0;
             }
 #pragma unroll
-            for (int u = 0; u < U; u++) b[u] = p0 + u * K < e ? __ldg(x + c[u]) : 0.0;
+            for (int u = 0; u < U; u++) b[u] = p0 + u * K < e ? __ldg(xr + c[u]) : 0.0;
 #pragma unroll
             for (int u = 0; u < U; u++)
                 if (p0 + u * K < e) sum += a[u] * b[u];
@@ -91,7 +93,7 @@ __device__ __forceinline__ void pred(int nrows, const int* __restrict__ rp, cons
 #define PRED(K, U)                                                                                   \
     extern "C" __global__ void __launch_bounds__(256) pred_k##K##_u##U(                              \
         int nrows, const int* rp, const int* col, const double* val, const double* x, double* y) {   \
-        pred<K, U>(nrows, rp, col, val, x, y);                                                       \
+        pred<int, false, K, U>(nrows, rp, col, val, x, y);                                           \
     }
 PRED(2, 4) PRED(2, 8) PRED(2, 12) PRED(4, 4) PRED(4, 6) PRED(8, 2) PRED(8, 4) PRED(1, 16)
 """

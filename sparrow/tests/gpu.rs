@@ -805,15 +805,9 @@ fn diagonal_rows<T: Scalar>() {
             assert!(cmp.pass, "matrix {i} {}: {cmp:?}", T::NAME);
             match &first {
                 None => first = Some(y),
-                Some(f) => assert!(f
-                    .iter()
-                    .zip(&y)
-                    .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())),
+                Some(f) => assert!(same_bits(f, &y), "matrix {i}: a second call differs"),
             }
         }
-        let nan = vec![T::from_f64(f64::NAN); a.nrows()];
-        let (want, scale) =
-            sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, &x, T::ZERO, &nan);
         let forced =
             std::iter::once(GpuPath::Diag).chain(sparrow::kernels::DIAG_SHAPES.iter().map(
                 |&(lanes, vectors, steps)| GpuPath::DiagLanes {
@@ -823,41 +817,67 @@ fn diagonal_rows<T: Scalar>() {
                 },
             ));
         for path in forced {
-            let mut y = nan.clone();
-            Spmv::new()
-                .force_path(path)
-                .run(&device, a, &x, &mut y)
-                .unwrap();
-            let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
-            let cmp = compare(&got, &want, &scale, tolerance::<T>());
-            assert!(
-                cmp.pass,
-                "matrix {i} {} {path:?} over NaN: {cmp:?}",
-                T::NAME
-            );
+            forced_spmv_over_nan(&device, a, &x, path, i);
         }
         if i == 1 {
-            let b = gen::dense::<T>(a.ncols(), 2, 2, 7).unwrap();
-            let mut c = Dense::filled(a.nrows(), 2, 2, T::from_f64(f64::NAN)).unwrap();
-            let e = Spmm::new()
-                .force_path(GpuPath::Diag)
-                .run(&device, a, &b, &mut c)
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains("path") && e.contains("N = 2"), "{e}");
-            assert!(c.data().iter().all(|v| v.to_f64().is_nan()));
+            refused_at_n2(&device, a, GpuPath::Diag);
         }
     }
     let u = gen::uniform::<T>(2_001, 2_001, 16, 53).unwrap();
     assert_eq!(u.row_stats().diagonals, 0);
-    let x = gen::dense::<T>(2_001, 1, 1, 5).unwrap().into_data();
-    let mut y = vec![T::from_f64(f64::NAN); 2_001];
-    let e = Spmv::new()
-        .force_path(GpuPath::Diag)
-        .run(&device, &u, &x, &mut y)
+    refused_spmv(&device, &u, GpuPath::Diag, "diagonals");
+}
+
+/// Whether two outputs hold the same bits.
+fn same_bits<T: Scalar>(a: &[T], b: &[T]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())
+}
+
+/// SpMV with `path` forced over a NaN-filled y gives the oracle's A x (matrix `i` of a test).
+fn forced_spmv_over_nan<T: Scalar>(device: &Device, a: &Csr<T>, x: &[T], path: GpuPath, i: usize) {
+    let nan = vec![T::from_f64(f64::NAN); a.nrows()];
+    let (want, scale) = sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, x, T::ZERO, &nan);
+    let mut y = nan;
+    Spmv::new()
+        .force_path(path)
+        .run(device, a, x, &mut y)
+        .unwrap();
+    let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
+    let cmp = compare(&got, &want, &scale, tolerance::<T>());
+    assert!(
+        cmp.pass,
+        "matrix {i} {} {path:?} over NaN: {cmp:?}",
+        T::NAME
+    );
+}
+
+/// An SpMV-only path forced at N = 2 is refused, naming `path` and N, and C keeps its NaN.
+fn refused_at_n2<T: Scalar>(device: &Device, a: &Csr<T>, path: GpuPath) {
+    let b = gen::dense::<T>(a.ncols(), 2, 2, 7).unwrap();
+    let mut c = Dense::filled(a.nrows(), 2, 2, T::from_f64(f64::NAN)).unwrap();
+    let e = Spmm::new()
+        .force_path(path)
+        .run(device, a, &b, &mut c)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("path") && e.contains("diagonals"), "{e}");
+    assert!(e.contains("path") && e.contains("N = 2"), "{e}");
+    assert!(c.data().iter().all(|v| v.to_f64().is_nan()));
+}
+
+/// SpMV with `path` forced on a matrix it cannot take is refused, naming `path` and saying
+/// `why`, and y keeps its NaN.
+fn refused_spmv<T: Scalar>(device: &Device, a: &Csr<T>, path: GpuPath, why: &str) {
+    let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
+    let mut y = vec![T::from_f64(f64::NAN); a.nrows()];
+    let e = Spmv::new()
+        .force_path(path)
+        .run(device, a, &x, &mut y)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("path") && e.contains(why), "{e}");
     assert!(y.iter().all(|v| v.to_f64().is_nan()));
 }
 
@@ -923,9 +943,6 @@ fn near_diagonal_rows<T: Scalar>() {
         let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
         let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
         let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, a, &x, m2, &y0);
-        let nan = vec![T::from_f64(f64::NAN); a.nrows()];
-        let (want1, scale1) =
-            sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, &x, T::ZERO, &nan);
         for lanes in NEAR_LANES {
             let path = GpuPath::Near { lanes };
             let mut first: Option<Vec<T>> = None;
@@ -943,50 +960,23 @@ fn near_diagonal_rows<T: Scalar>() {
                 assert!(cmp.pass, "matrix {i} {} {path:?}: {cmp:?}", T::NAME);
                 match &first {
                     None => first = Some(y),
-                    Some(f) => assert!(f
-                        .iter()
-                        .zip(&y)
-                        .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())),
+                    Some(f) => assert!(
+                        same_bits(f, &y),
+                        "matrix {i} {path:?}: a second call differs"
+                    ),
                 }
             }
-            let mut y = nan.clone();
-            Spmv::new()
-                .force_path(path)
-                .run(&device, a, &x, &mut y)
-                .unwrap();
-            let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
-            let cmp = compare(&got, &want1, &scale1, tolerance::<T>());
-            assert!(
-                cmp.pass,
-                "matrix {i} {} {path:?} over NaN: {cmp:?}",
-                T::NAME
-            );
+            forced_spmv_over_nan(&device, a, &x, path, i);
             forced(&device, a, path, 1, false, true);
         }
         if i == 0 {
-            let b = gen::dense::<T>(a.ncols(), 2, 2, 7).unwrap();
-            let mut c = Dense::filled(a.nrows(), 2, 2, T::from_f64(f64::NAN)).unwrap();
-            let e = Spmm::new()
-                .force_path(GpuPath::Near { lanes: 4 })
-                .run(&device, a, &b, &mut c)
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains("path") && e.contains("N = 2"), "{e}");
-            assert!(c.data().iter().all(|v| v.to_f64().is_nan()));
+            refused_at_n2(&device, a, GpuPath::Near { lanes: 4 });
         }
     }
     let far = near_rows::<T>(70_001, NEAR_REACH + 1);
     assert_eq!(far.row_stats().reach, NEAR_REACH + 1);
     assert!(DeviceCsr::upload(&g, &far).unwrap().near.is_none());
-    let x = gen::dense::<T>(far.ncols(), 1, 1, 5).unwrap().into_data();
-    let mut y = vec![T::from_f64(f64::NAN); far.nrows()];
-    let e = Spmv::new()
-        .force_path(GpuPath::Near { lanes: 4 })
-        .run(&device, &far, &x, &mut y)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("path") && e.contains("32768 away"), "{e}");
-    assert!(y.iter().all(|v| v.to_f64().is_nan()));
+    refused_spmv(&device, &far, GpuPath::Near { lanes: 4 }, "32768 away");
 }
 
 #[test]

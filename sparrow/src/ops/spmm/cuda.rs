@@ -75,6 +75,27 @@ fn rowvec_args<T: Scalar>(
     args
 }
 
+/// Refuses N > 1 for a path that computes SpMV only; `what` names it with its verb.
+fn spmv_only(what: &str, n: usize) -> Result<()> {
+    if n != 1 {
+        return Err(Error::invalid(
+            "path",
+            format!("{what} SpMV only, not N = {n}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The SpMV kernels' trailing arguments: x and y with their strides, alpha and beta.
+fn vectors<T: Scalar>(args: &mut Args, b: u64, ldb: usize, c: u64, ldc: usize, alpha: T, beta: T) {
+    args.ptr(b)
+        .i64(ldb as i64)
+        .ptr(c)
+        .i64(ldc as i64)
+        .scalar(alpha)
+        .scalar(beta);
+}
+
 fn blocks(items: usize, per_block: usize) -> Result<LaunchShape> {
     let b = u32::try_from(items.div_ceil(per_block)).map_err(|_| {
         Error::unsupported(format!("{items} work items need more than 2^32 blocks"))
@@ -102,12 +123,7 @@ pub(crate) fn launch<T: Scalar>(
         return Ok(());
     }
     if matches!(path, GpuPath::Diag | GpuPath::DiagLanes { .. }) {
-        if n != 1 {
-            return Err(Error::invalid(
-                "path",
-                format!("the diagonal path computes SpMV only, not N = {n}"),
-            ));
-        }
+        spmv_only("the diagonal path computes", n)?;
         let dg = a.diag.as_ref().ok_or_else(|| {
             Error::invalid(
                 "path",
@@ -130,12 +146,7 @@ pub(crate) fn launch<T: Scalar>(
                 .i64(dg.run.end as i64)
                 .i64(dg.run_at);
         }
-        args.ptr(b)
-            .i64(ldb as i64)
-            .ptr(c)
-            .i64(ldc as i64)
-            .scalar(alpha)
-            .scalar(beta);
+        vectors(&mut args, b, ldb, c, ldc, alpha, beta);
         let rows = match path {
             GpuPath::DiagLanes { lanes, steps, .. } => diag_lanes_rows(lanes, steps),
             _ => BLOCK as usize,
@@ -144,12 +155,7 @@ pub(crate) fn launch<T: Scalar>(
         return gpu.launch(&kernel, shape, &mut args);
     }
     if let GpuPath::Near { lanes } = path {
-        if n != 1 {
-            return Err(Error::invalid(
-                "path",
-                format!("the near path computes SpMV only, not N = {n}"),
-            ));
-        }
+        spmv_only("the near path computes", n)?;
         let off = a.near.as_ref().ok_or_else(|| {
             Error::invalid(
                 "path",
@@ -163,23 +169,13 @@ pub(crate) fn launch<T: Scalar>(
         args.i64(a.nrows as i64)
             .ptr(gpu.ptr(&a.row_ptr))
             .ptr(gpu.ptr(off))
-            .ptr(gpu.ptr(&a.values))
-            .ptr(b)
-            .i64(ldb as i64)
-            .ptr(c)
-            .i64(ldc as i64)
-            .scalar(alpha)
-            .scalar(beta);
+            .ptr(gpu.ptr(&a.values));
+        vectors(&mut args, b, ldb, c, ldc, alpha, beta);
         let shape = blocks(a.nrows, (BLOCK / lanes) as usize)?;
         return gpu.launch(&kernel, shape, &mut args);
     }
     if matches!(path, GpuPath::Stream | GpuPath::Packed) {
-        if n != 1 {
-            return Err(Error::invalid(
-                "path",
-                format!("the planned blocks compute SpMV only, not N = {n}"),
-            ));
-        }
+        spmv_only("the planned blocks compute", n)?;
         let st = &a.stream;
         let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
         let mut args = Args::new();
@@ -197,15 +193,9 @@ pub(crate) fn launch<T: Scalar>(
         } else {
             args.ptr(gpu.ptr(&a.row_ptr)).ptr(gpu.ptr(&a.col_idx));
         }
-        args.ptr(gpu.ptr(&a.values))
-            .ptr(b)
-            .i64(ldb as i64)
-            .ptr(c)
-            .i64(ldc as i64)
-            .scalar(alpha)
-            .scalar(beta)
-            .ptr(gpu.ptr(&st.partial))
-            .ptr(gpu.ptr(&st.counters));
+        args.ptr(gpu.ptr(&a.values));
+        vectors(&mut args, b, ldb, c, ldc, alpha, beta);
+        args.ptr(gpu.ptr(&st.partial)).ptr(gpu.ptr(&st.counters));
         // One block per work block of the partition this matrix holds (its own count and
         // capacity, not the statistics': those were the caller's to give).
         let shape = stream_shape(st.nblocks, st.items, std::mem::size_of::<T>())?;
