@@ -1,5 +1,7 @@
-"""Cold timing for the probe scripts: the L2 emptied before every repetition, as `sparrow bench
---cold` does, each call bracketed by CUDA events."""
+"""Cold timing for the probe scripts: the L2 emptied of the call's data before every repetition,
+each call bracketed by CUDA events. `sparrow bench --cold` empties it by reading a buffer; this
+writes one, so the timed call also finds dirty lines to write back and its times are not
+comparable with sparrow's, only with each other."""
 import cupy as cp
 
 _flush = None

@@ -772,42 +772,22 @@ fn diagonal_rows<T: Scalar>() {
         assert_eq!((&dd.run, dd.run_at), (&want_run, a.row_ptr()[run.start]));
         assert_eq!(dd.first, consecutive(&off));
         assert_eq!(dd.first.is_some(), i != 3, "matrix {i}");
-        let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
-        let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
-        let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
-        let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, a, &x, m2, &y0);
-        let mut first: Option<Vec<T>> = None;
-        for _ in 0..2 {
-            let mut y = y0.clone();
-            let plan = Spmv::new()
-                .alpha(half)
-                .beta(m2)
-                .run(&device, a, &x, &mut y)
-                .unwrap();
-            let most = if T::NAME == "f32" {
-                sparrow::ops::spmm::plan::DIAG_THREAD_MAX
-            } else {
-                sparrow::ops::spmm::plan::DIAG_THREAD_MAX_F64
-            };
-            let lanes = sparrow::ops::spmm::plan::diag_lanes_for(
-                st.diagonals,
-                st.nrows,
-                std::mem::size_of::<T>(),
-            );
-            let want_kernel = match lanes {
-                Some(p) => p.kernel_name(T::NAME),
-                None => format!("spmv_diag_{}", T::NAME),
-            };
-            assert_eq!(lanes.is_none(), st.diagonals <= most);
-            assert_eq!(plan.kernel.as_deref(), Some(&*want_kernel));
-            let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
-            let cmp = compare(&got, &want, &scale, tolerance::<T>());
-            assert!(cmp.pass, "matrix {i} {}: {cmp:?}", T::NAME);
-            match &first {
-                None => first = Some(y),
-                Some(f) => assert!(same_bits(f, &y), "matrix {i}: a second call differs"),
-            }
-        }
+        let most = if T::NAME == "f32" {
+            sparrow::ops::spmm::plan::DIAG_THREAD_MAX
+        } else {
+            sparrow::ops::spmm::plan::DIAG_THREAD_MAX_F64
+        };
+        let lanes = sparrow::ops::spmm::plan::diag_lanes_for(
+            st.diagonals,
+            st.nrows,
+            std::mem::size_of::<T>(),
+        );
+        let want_kernel = match lanes {
+            Some(p) => p.kernel_name(T::NAME),
+            None => format!("spmv_diag_{}", T::NAME),
+        };
+        assert_eq!(lanes.is_none(), st.diagonals <= most);
+        assert_eq!(axpby_twice(&device, a, None, i), want_kernel);
         let forced =
             std::iter::once(GpuPath::Diag).chain(sparrow::kernels::DIAG_SHAPES.iter().map(
                 |&(lanes, vectors, steps)| GpuPath::DiagLanes {
@@ -817,7 +797,7 @@ fn diagonal_rows<T: Scalar>() {
                 },
             ));
         for path in forced {
-            forced_spmv_over_nan(&device, a, &x, path, i);
+            forced_spmv_over_nan(&device, a, path, i);
         }
         if i == 1 {
             refused_at_n2(&device, a, GpuPath::Diag);
@@ -836,14 +816,47 @@ fn same_bits<T: Scalar>(a: &[T], b: &[T]) -> bool {
             .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())
 }
 
+/// y = 0.5 A x - 2 y, with `path` forced or the policy's, matches the oracle, and a second
+/// call matches the first bit for bit (matrix `i` of a test). Returns the kernel that ran.
+fn axpby_twice<T: Scalar>(device: &Device, a: &Csr<T>, path: Option<GpuPath>, i: usize) -> String {
+    let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
+    let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
+    let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
+    let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, a, &x, m2, &y0);
+    let mut first: Option<(Vec<T>, String)> = None;
+    for _ in 0..2 {
+        let mut y = y0.clone();
+        let mut op = Spmv::new().alpha(half).beta(m2);
+        if let Some(p) = path {
+            op = op.force_path(p);
+        }
+        let kernel = op.run(device, a, &x, &mut y).unwrap().kernel.unwrap();
+        let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
+        let cmp = compare(&got, &want, &scale, tolerance::<T>());
+        assert!(cmp.pass, "matrix {i} {} {kernel}: {cmp:?}", T::NAME);
+        match &first {
+            None => first = Some((y, kernel)),
+            Some((f, k)) => {
+                assert_eq!(k, &kernel, "matrix {i}");
+                assert!(
+                    same_bits(f, &y),
+                    "matrix {i} {kernel}: a second call differs"
+                );
+            }
+        }
+    }
+    first.unwrap().1
+}
+
 /// SpMV with `path` forced over a NaN-filled y gives the oracle's A x (matrix `i` of a test).
-fn forced_spmv_over_nan<T: Scalar>(device: &Device, a: &Csr<T>, x: &[T], path: GpuPath, i: usize) {
+fn forced_spmv_over_nan<T: Scalar>(device: &Device, a: &Csr<T>, path: GpuPath, i: usize) {
+    let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
     let nan = vec![T::from_f64(f64::NAN); a.nrows()];
-    let (want, scale) = sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, x, T::ZERO, &nan);
+    let (want, scale) = sparrow::ops::spmv::oracle::spmv(T::from_f64(1.0), a, &x, T::ZERO, &nan);
     let mut y = nan;
     Spmv::new()
         .force_path(path)
-        .run(device, a, x, &mut y)
+        .run(device, a, &x, &mut y)
         .unwrap();
     let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
     let cmp = compare(&got, &want, &scale, tolerance::<T>());
@@ -939,34 +952,13 @@ fn near_diagonal_rows<T: Scalar>() {
         let off = near_offsets(a.row_ptr(), a.col_idx()).unwrap();
         let d_off = da.near.as_ref().expect("the upload keeps the offsets");
         assert_eq!(g.download(d_off, off.len()).unwrap(), off);
-        let x = gen::dense::<T>(a.ncols(), 1, 1, 5).unwrap().into_data();
-        let y0 = gen::dense::<T>(a.nrows(), 1, 1, 6).unwrap().into_data();
-        let (half, m2) = (T::from_f64(0.5), T::from_f64(-2.0));
-        let (want, scale) = sparrow::ops::spmv::oracle::spmv(half, a, &x, m2, &y0);
         for lanes in NEAR_LANES {
             let path = GpuPath::Near { lanes };
-            let mut first: Option<Vec<T>> = None;
-            for _ in 0..2 {
-                let mut y = y0.clone();
-                let plan = Spmv::new()
-                    .alpha(half)
-                    .beta(m2)
-                    .force_path(path)
-                    .run(&device, a, &x, &mut y)
-                    .unwrap();
-                assert_eq!(plan.kernel.as_deref(), Some(&*path.kernel_name(T::NAME)));
-                let got: Vec<f64> = y.iter().map(|t| t.to_f64()).collect();
-                let cmp = compare(&got, &want, &scale, tolerance::<T>());
-                assert!(cmp.pass, "matrix {i} {} {path:?}: {cmp:?}", T::NAME);
-                match &first {
-                    None => first = Some(y),
-                    Some(f) => assert!(
-                        same_bits(f, &y),
-                        "matrix {i} {path:?}: a second call differs"
-                    ),
-                }
-            }
-            forced_spmv_over_nan(&device, a, &x, path, i);
+            assert_eq!(
+                axpby_twice(&device, a, Some(path), i),
+                path.kernel_name(T::NAME)
+            );
+            forced_spmv_over_nan(&device, a, path, i);
             forced(&device, a, path, 1, false, true);
         }
         if i == 0 {
@@ -1126,7 +1118,7 @@ fn small_spmv_stream_blocks() {
             assert!(cmp.pass, "{path:?} {cmp:?}");
             match &first {
                 None => first = Some(y),
-                Some(f) => assert!(f.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits())),
+                Some(f) => assert!(same_bits(f, &y)),
             }
         }
     }

@@ -1114,14 +1114,24 @@ fn gpu_policy_takes_near_path_for_spmv() {
             - sparrow::ops::spmm::device_bytes(a, &far, 0, 1);
         assert_eq!(extra, 2 * a.nnz() as u64);
     }
-    // f32 rows below NEAR_MEAN_F32 keep the planned blocks; f64 ones take the near path.
+    // f32 rows below NEAR_MEAN_F32 keep the planned blocks; f64 ones take the near path. At
+    // the mean itself f32 takes it too, and long rows stop at 8 lanes.
     let mut short = fem.row_stats();
+    short.empty_rows = 0;
     short.nnz = (plan::NEAR_MEAN_F32 as usize - 1) * short.nrows;
     assert!(!matches!(
         plan::choose(&short, 1, 4).0,
         GpuPath::Near { .. }
     ));
     assert_eq!(plan::choose(&short, 1, 8).0, GpuPath::Near { lanes: 2 });
+    short.nnz = plan::NEAR_MEAN_F32 as usize * short.nrows;
+    assert_eq!(plan::choose(&short, 1, 4).0, GpuPath::Near { lanes: 2 });
+    short.nnz = 200 * short.nrows;
+    short.max_len = 200;
+    for bytes in [4, 8] {
+        assert_eq!(plan::choose(&short, 1, bytes).0, GpuPath::Near { lanes: 8 });
+        assert_eq!(plan::near_lanes(200.0, bytes), 8);
+    }
     // Skewed rows near the diagonal keep the planned blocks (over packed columns here).
     let skewed = gen::power_law::<f32>(7_919, 5_003, 12.0, 4_000, 1.5, 5).unwrap();
     let st = skewed.row_stats();

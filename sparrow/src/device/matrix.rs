@@ -197,8 +197,8 @@ pub struct DeviceCsr<T> {
     /// ([`RowStats::diagonals`]).
     pub diag: Option<DeviceDiag>,
     /// Each entry's column as a 16-bit offset from its row, when every entry lies within
-    /// [`NEAR_REACH`](crate::matrix::NEAR_REACH) of the diagonal ([`RowStats::near`]), for the SpMV path that reads 2
-    /// bytes a column instead of 4.
+    /// [`NEAR_REACH`](crate::matrix::NEAR_REACH) of the diagonal ([`RowStats::near`]), for
+    /// the SpMV path that reads 2 bytes a column instead of 4.
     pub near: Option<CudaSlice<i16>>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,

@@ -1131,19 +1131,20 @@ __device__ __forceinline__ void spmv_near(i64 nrows, const i64* __restrict__ row
         const i64 b = __ldg(row_ptr + r), e = __ldg(row_ptr + r + 1);
         const T* xr = x + (UNIT ? r : r * ldx);
         for (i64 p0 = b + lane; p0 < e; p0 += K * U) {
+            bool ok[U];
             int c[U];
             T a[U], v[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const bool ok = p0 + u * K < e;
-                c[u] = ok ? (int)__ldg(off + p0 + u * K) : 0;
-                a[u] = ok ? __ldg(val + p0 + u * K) : T(0);
+                ok[u] = p0 + u * K < e;
+                c[u] = ok[u] ? __ldg(off + p0 + u * K) : 0;
+                a[u] = ok[u] ? __ldg(val + p0 + u * K) : T(0);
             }
 #pragma unroll
-            for (int u = 0; u < U; u++) v[u] = p0 + u * K < e ? __ldg(xr + (UNIT ? (i64)c[u] : (i64)c[u] * ldx)) : T(0);
+            for (int u = 0; u < U; u++) v[u] = ok[u] ? __ldg(xr + (UNIT ? (i64)c[u] : (i64)c[u] * ldx)) : T(0);
 #pragma unroll
             for (int u = 0; u < U; u++)
-                if (p0 + u * K < e) s += a[u] * v[u];
+                if (ok[u]) s += a[u] * v[u];
         }
     }
 #pragma unroll
@@ -1152,7 +1153,7 @@ __device__ __forceinline__ void spmv_near(i64 nrows, const i64* __restrict__ row
 }
 // `ldx` is the same for the whole grid; a contiguous x takes the build without its multiplies.
 #define NEAR(T, TNAME, K)                                                                             \
-    extern "C" __global__ void __launch_bounds__(256, 8) spmv_near_##TNAME##_k##K(                       \
+    extern "C" __global__ void __launch_bounds__(256, 8) spmv_near_##TNAME##_k##K(                    \
         i64 nrows, const i64 *row_ptr, const short *off, const T *val, const T *x, i64 ldx, T *y,     \
         i64 ldy, T alpha, T beta) {                                                                    \
         if (ldx == 1)                                                                                  \

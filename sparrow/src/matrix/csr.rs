@@ -419,18 +419,25 @@ impl<T: Scalar> Csr<T> {
         (self.row_ptr, self.col_idx, self.values)
     }
 
-    /// Row-length statistics in one pass over the row pointers, and the column windows of
-    /// blocks of rows from each row's first and last column index.
+    /// Row-length statistics and the reach in one pass over the row pointers (rows are sorted,
+    /// so a row's first and last column bound its distance from the diagonal), and the column
+    /// windows of blocks of rows from each row's first and last column index.
     pub fn row_stats(&self) -> RowStats {
         let (window_max, span_sum, short_nnz) = self.windows();
         let mut max_len = 0usize;
         let (mut empty, mut long_rows, mut long_chunks) = (0usize, 0usize, 0usize);
         let mut len_classes = [0usize; LEN_CLASSES];
         let (mut run_max, mut run_sum, mut short_sum) = (0usize, 0usize, 0usize);
+        let mut reach = 0i64;
         for (r, w) in self.row_ptr.windows(2).enumerate() {
             let len = (w[1] - w[0]) as usize;
             max_len = max_len.max(len);
             empty += (len == 0) as usize;
+            if len > 0 {
+                let first = i64::from(self.col_idx[w[0] as usize]);
+                let last = i64::from(self.col_idx[w[1] as usize - 1]);
+                reach = reach.max(r as i64 - first).max(last - r as i64);
+            }
             if len > LONG_ROW {
                 long_rows += 1;
                 long_chunks += len.div_ceil(CHUNK);
@@ -480,7 +487,7 @@ impl<T: Scalar> Csr<T> {
             diagonals: 0,
             diag_rows: 0,
             diag_row: 0,
-            reach: self.reach(),
+            reach: reach as usize,
         };
         if st.blockable() {
             st.tall_union = super::row_blocks::union_sum(
@@ -507,24 +514,6 @@ impl<T: Scalar> Csr<T> {
             st.diag_rows = super::diagonals::follow_bits(&self.row_ptr, &self.col_idx, &off).1;
         }
         st
-    }
-
-    /// The largest |column - row| of a stored entry: rows are sorted, so a row's first and last
-    /// entries bound it.
-    fn reach(&self) -> usize {
-        self.row_ptr
-            .windows(2)
-            .enumerate()
-            .filter(|(_, w)| w[1] > w[0])
-            .map(|(r, w)| {
-                let (first, last) = (
-                    self.col_idx[w[0] as usize] as i64,
-                    self.col_idx[w[1] as usize - 1] as i64,
-                );
-                (r as i64 - first).max(last - r as i64).max(0) as usize
-            })
-            .max()
-            .unwrap_or(0)
     }
 
     /// (widest window, sum of windows, entries) over blocks of [`WINDOW_ROWS`] rows, rows over
