@@ -21,7 +21,7 @@ Earlier builds, in the record: a block-wide barrier per slice instead of the pro
 warp summing its steps by a segmented shuffle scan, with and without clusters sharing x's slices
 by multicast copies.
 
-Usage: python3 bench/slices_probe.py [--reps 20] [--matrix uniform,powerlaw]
+Usage: python3 bench/slices_probe.py [--reps 20] [--matrix uniform,powerlaw] [--clusters 1,2,4]
 Under ncu for the kernels' own times:
     ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum \
         -k regex:'staged|pieces|csrmv' python3 bench/slices_probe.py --reps 2
@@ -329,6 +329,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--matrix", default="uniform,powerlaw")
+    ap.add_argument("--clusters", default="1,2,4", help="cluster sizes to time (1, 2, 4)")
     args = ap.parse_args()
     n = 1_000_000
     rng = np.random.default_rng(7)
@@ -352,7 +353,9 @@ def main():
         t = statistics.median(cold_times(lambda: A @ dx, args.reps))
         print(f"  cuSPARSE (cupyx A @ x)  {t:8.1f} us")
         plans = {}
-        for K, ncta in ((1, 132), (2, 132), (4, 128)):
+        builds = {1: 132, 2: 132, 4: 128}
+        for K in [int(k) for k in args.clusters.split(",")]:
+            ncta = builds[K]
             if ncta not in plans:
                 p = plan(rp, cols, vals, n, n, ncta)
                 plans[ncta] = (p, {key: cp.asarray(v) for key, v in p.items() if isinstance(v, np.ndarray)})

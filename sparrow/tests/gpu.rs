@@ -977,6 +977,78 @@ fn small_spmv_near_rows() {
     near_diagonal_rows::<f64>();
 }
 
+/// The column-slice path on scattered columns: power-law rows (rows over 128 entries cut into
+/// pieces, a first row of 20,000, an x whose length is no multiple of a 16-byte vector), rows
+/// whose entries crowd one slice (each block's slice takes several stages) and rows with empty
+/// ones between (f32, the values it runs). The policy takes it; y = 0.5 A x - 2 y twice, bit for
+/// bit; y = A x over NaN; N = 1 through SpMM with leading dimensions 3 and 2 (the block-wide
+/// build) leaves C's padding NaN; N = 2 and a banded matrix are refused.
+fn column_slices() {
+    type T = f32;
+    use sparrow::matrix::slices::{self, SLICE_STAGE};
+    let g = gpu();
+    let device = Device::Cuda(g.clone());
+    let mut rng = sparrow::matrix::Rng::new(41);
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let crowd_rows = 150_000;
+    for row in 0..crowd_rows {
+        let mut cols: Vec<usize> = (0..18).map(|_| rng.below(6000) as usize).collect();
+        cols.extend((0..2).map(|_| rng.below(150_000) as usize));
+        cols.sort_unstable();
+        cols.dedup();
+        for col in cols {
+            r.push(row);
+            c.push(col);
+            v.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
+        }
+    }
+    let mats: Vec<Csr<T>> = vec![
+        gen::power_law(200_000, 200_003, 16.0, 20_000, 1.5, 31).unwrap(),
+        Csr::from_triplets(crowd_rows, 150_000, &r, &c, &v).unwrap(),
+        gen::sparse_rows(100_000, 160_001, 0.3, 32, 32).unwrap(),
+    ];
+    for (i, a) in mats.iter().enumerate() {
+        let st = a.row_stats();
+        assert!(st.sliceable(), "matrix {i}: {st:?}");
+        let l = slices::build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        match i {
+            0 => assert!(
+                st.max_len == 20_000 && l.cut_rows.len() > 100,
+                "{}",
+                l.cut_rows.len()
+            ),
+            1 => assert!(
+                *l.stage0.last().unwrap() as usize > 4 * l.blocks(),
+                "a crowded slice of over {SLICE_STAGE} records takes several stages"
+            ),
+            _ => assert!(st.empty_rows > 20_000),
+        }
+        let da = DeviceCsr::upload(&g, a).unwrap();
+        assert!(da.slices.is_some(), "matrix {i}");
+        let kernels = GpuPath::Sliced.kernels(T::NAME, 1, &st, true).join(" + ");
+        assert_eq!(axpby_twice(&device, a, None, i), kernels);
+        forced_spmv_over_nan(&device, a, GpuPath::Sliced, i);
+        forced(&device, a, GpuPath::Sliced, 1, false, true);
+        if i == 0 {
+            refused_at_n2(&device, a, GpuPath::Sliced);
+        }
+    }
+    let banded = gen::banded::<T>(20_000, 64, 3).unwrap();
+    assert!(DeviceCsr::upload(&g, &banded).unwrap().slices.is_none());
+    refused_spmv(&device, &banded, GpuPath::Sliced, "scattered columns");
+}
+
+#[test]
+fn small_spmv_column_slices() {
+    column_slices();
+    // f64 keeps its paths: no layout on upload, and the forced path is refused.
+    let g = gpu();
+    let a = gen::power_law::<f64>(200_000, 200_003, 16.0, 20_000, 1.5, 31).unwrap();
+    assert!(a.row_stats().sliceable());
+    assert!(DeviceCsr::upload(&g, &a).unwrap().slices.is_none());
+    refused_spmv(&Device::Cuda(g), &a, GpuPath::Sliced, "f32 values only");
+}
+
 /// Blocks of the planned SpMV path capped by their row count (`STREAM_MAX_ROWS`, mostly empty
 /// rows), whose row bounds take several rounds of loads, in both value types.
 fn stream_row_capped_blocks<T: Scalar>() {

@@ -211,6 +211,7 @@ fn plan_on_cpu_says_so() {
 fn gpu_policy_picks_by_n_and_row_length() {
     let stats = |mean: f64, empty: usize| sparrow::matrix::RowStats {
         nrows: 1000,
+        ncols: 1 << 40,
         nnz: (mean * (1000 - empty) as f64) as usize,
         max_len: 100,
         mean_len: mean * (1000 - empty) as f64 / 1000.0,
@@ -230,6 +231,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
         diag_rows: 0,
         diag_row: 0,
         reach: usize::MAX,
+        pieces: 1000,
     };
     let rv = |cols, ksplit, tiles| GpuPath::RowVec {
         cols,
@@ -379,6 +381,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
 fn gpu_policy_stages_windows_that_fit_and_pay() {
     let stats = |mean: f64, window_max: usize, window_reuse: f64| sparrow::matrix::RowStats {
         nrows: 1000,
+        ncols: 1 << 40,
         nnz: (mean * 1000.0) as usize,
         max_len: mean as usize,
         mean_len: mean,
@@ -398,6 +401,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         diag_rows: 0,
         diag_row: 0,
         reach: usize::MAX,
+        pieces: 1000,
     };
     let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
     let blocks = stats(32.0, 32, 32.0);
@@ -820,6 +824,7 @@ fn gpu_policy_row_block_bounds() {
     // Rows of 64 with a chosen count of distinct columns over blocks of four and eight rows.
     let with = |union: usize, tall: usize| sparrow::matrix::RowStats {
         nrows: 1000,
+        ncols: 1 << 40,
         nnz: 64_000,
         max_len: 64,
         mean_len: 64.0,
@@ -839,6 +844,7 @@ fn gpu_policy_row_block_bounds() {
         diag_rows: 0,
         diag_row: 0,
         reach: usize::MAX,
+        pieces: 1000,
     };
     let stats = |union: usize| with(union, 64_000);
     let is_rb = |p: GpuPath| matches!(p, GpuPath::RowBlock { rows: 4, .. });
@@ -1137,4 +1143,62 @@ fn gpu_policy_takes_near_path_for_spmv() {
     let st = skewed.row_stats();
     assert!(st.near() && st.skewed() && st.packable());
     assert_eq!(plan::choose(&st, 1, 8).0, GpuPath::Packed);
+}
+
+#[test]
+fn gpu_policy_takes_column_slices_for_scattered_spmv() {
+    use sparrow::matrix::slices::{SLICE_BLOCKS, SLICE_PIECE, SLICE_PIECES, SLICE_X_RATIO};
+    // Power-law rows over as many columns as rows: 132 blocks' copies of x about 8.5 times the
+    // entries.
+    let a = gen::power_law::<f32>(150_000, 150_000, 16.0, 5_000, 1.5, 8).unwrap();
+    let st = a.row_stats();
+    assert!(st.scattered() && st.sliceable(), "{st:?}");
+    let cut: usize = (0..a.nrows())
+        .map(|r| a.row_range(r).len().div_ceil(SLICE_PIECE).max(1))
+        .sum();
+    assert_eq!(st.pieces, cut);
+    let (path, why) = plan::choose(&st, 1, 4);
+    assert_eq!(path, GpuPath::Sliced, "{why}");
+    assert!(why.contains("shared memory"), "{why}");
+    let shape = path.shape(&st, 4).unwrap();
+    assert_eq!(
+        (shape.grid[0] as usize, shape.block[0]),
+        (SLICE_BLOCKS, 1024)
+    );
+    // A GPU that cannot run the kernel keeps the path it took before, as do N = 8 and f64.
+    assert_ne!(plan::choose_on(&st, 1, 4, false).0, GpuPath::Sliced);
+    assert_ne!(plan::choose(&st, 8, 4).0, GpuPath::Sliced);
+    assert_ne!(plan::choose(&st, 1, 8).0, GpuPath::Sliced);
+    let why = GpuPath::Sliced.why_not(1, &st, 8).unwrap();
+    assert!(why.contains("f32 values only"), "{why}");
+    assert_eq!(
+        GpuPath::Sliced.kernels("f32", 1, &st, true),
+        ["spmv_sliced_f32", "spmv_cut_f32"]
+    );
+    let why = GpuPath::Sliced.why_not(2, &st, 4).unwrap();
+    assert!(why.contains("N = 2"), "{why}");
+    // The bound on the copies of x: at the ratio the slices are taken, one column more not.
+    let mut at = st;
+    at.ncols = SLICE_X_RATIO * at.nnz / SLICE_BLOCKS;
+    assert!(at.sliceable());
+    at.ncols += 1;
+    assert!(!at.sliceable());
+    assert_ne!(plan::choose(&at, 1, 4).0, GpuPath::Sliced);
+    let why = GpuPath::Sliced.why_not(1, &at, 4).unwrap();
+    assert!(why.contains("at most 10 times"), "{why}");
+    // More pieces than 132 blocks hold take more blocks, whose copies count.
+    let mut many = st;
+    many.pieces = SLICE_PIECES * SLICE_BLOCKS + 1;
+    assert_eq!(many.slice_blocks(), SLICE_BLOCKS + 1);
+    // Local columns never take them, whatever the ratio.
+    let banded = gen::banded::<f32>(50_000, 64, 1).unwrap().row_stats();
+    assert!(!banded.scattered() && !banded.sliceable());
+    let extra = sparrow::ops::spmm::device_bytes(&a, &st, 0, 1)
+        - sparrow::ops::spmm::device_bytes(&a, &at, 0, 1);
+    assert!(extra >= 8 * a.nnz() as u64, "{extra}");
+    let a64 = gen::power_law::<f64>(150_000, 150_000, 16.0, 5_000, 1.5, 8).unwrap();
+    assert_eq!(
+        sparrow::ops::spmm::device_bytes(&a64, &st, 0, 1),
+        sparrow::ops::spmm::device_bytes(&a64, &at, 0, 1)
+    );
 }

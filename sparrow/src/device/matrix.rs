@@ -6,6 +6,7 @@ use super::Gpu;
 use crate::matrix::diagonals::{consecutive, follow_bits, longest_run, offsets_at};
 use crate::matrix::near::near_offsets;
 use crate::matrix::row_blocks::{for_upload, RowBlocks};
+use crate::matrix::slices::{self, SliceLayout};
 use crate::matrix::work::{
     pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
 };
@@ -168,11 +169,64 @@ impl<T: Scalar> DeviceRowBlocks<T> {
     }
 }
 
+/// The column-slice layout of an f32 matrix on the GPU ([`slices`](crate::matrix::slices)).
+pub struct DeviceSlices<T> {
+    /// Blocks of the main launch.
+    pub blocks: usize,
+    /// Rows cut into pieces.
+    pub cut: usize,
+    /// Each record: its column in its slice << 16 | piece in its block, then its f32 value's
+    /// bits, so a stage's records arrive by one bulk copy.
+    pub recs: CudaSlice<u32>,
+    /// Each block's first record.
+    pub block_base: CudaSlice<i64>,
+    /// Each block's first stage (`blocks + 1`).
+    pub stage0: CudaSlice<i32>,
+    /// The stages' descriptors.
+    pub desc: CudaSlice<u32>,
+    /// Each block's first piece (`blocks + 1`).
+    pub piece0: CudaSlice<i32>,
+    /// Each piece's row, or -1 - its slot.
+    pub piece_out: CudaSlice<i32>,
+    /// The rows cut into pieces.
+    pub cut_rows: CudaSlice<i32>,
+    /// Each cut row's first slot (`cut + 1`).
+    pub cut_start: CudaSlice<i32>,
+    /// The cut rows' pieces' sums.
+    pub slots: CudaSlice<T>,
+}
+
+impl<T: Scalar> DeviceSlices<T> {
+    fn upload(gpu: &Gpu, l: &SliceLayout<T>) -> Result<Self> {
+        let nslots = *l.cut_start.last().unwrap_or(&0) as usize;
+        Ok(DeviceSlices {
+            blocks: l.blocks(),
+            cut: l.cut_rows.len(),
+            recs: gpu.upload(
+                &l.enc
+                    .iter()
+                    .zip(&l.vals)
+                    .flat_map(|(&e, v)| [e, (v.to_f64() as f32).to_bits()])
+                    .collect::<Vec<u32>>(),
+            )?,
+            block_base: gpu.upload(&l.block_base)?,
+            stage0: gpu.upload(&l.stage0)?,
+            desc: gpu.upload(&l.desc)?,
+            piece0: gpu.upload(&l.piece0)?,
+            piece_out: gpu.upload(&l.piece_out)?,
+            cut_rows: gpu.upload(&l.cut_rows)?,
+            cut_start: gpu.upload(&l.cut_start)?,
+            slots: gpu.alloc_zeroed(nslots.max(1))?,
+        })
+    }
+}
+
 /// A CSR matrix on the GPU with its analysis, done once on upload like cuSPARSE's
 /// preprocessing: the row statistics plans read, the long rows' chunks, the SpMV work
 /// blocks (with the packed columns where they fit), the pattern of diagonals and the 16-bit
-/// column offsets where the matrix has them, the rows sorted by length and, where
-/// neighbouring rows share their columns, the row blocks.
+/// column offsets where the matrix has them, the column-slice layout for scattered columns
+/// where it pays, the rows sorted by length and, where neighbouring rows share their
+/// columns, the row blocks.
 pub struct DeviceCsr<T> {
     /// Rows.
     pub nrows: usize,
@@ -200,13 +254,16 @@ pub struct DeviceCsr<T> {
     /// [`NEAR_REACH`](crate::matrix::NEAR_REACH) of the diagonal ([`RowStats::near`]), for
     /// the SpMV path that reads 2 bytes a column instead of 4.
     pub near: Option<CudaSlice<i16>>,
+    /// The column-slice layout, for f32 values where the statistics say it pays
+    /// ([`RowStats::sliceable`]) and this GPU runs its kernel ([`slices::runs_on`]).
+    pub slices: Option<DeviceSlices<T>>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
     /// The row blocks, when the statistics say neighbouring rows share enough columns
     /// ([`RowStats::blockable`]).
     pub row_blocks: Option<DeviceRowBlocks<T>>,
     /// Host time of the analysis (statistics, long rows, work blocks, the packed columns, the
-    /// diagonals and the column offsets with their uploads, rows by length, the row blocks and
+    /// diagonals, the column offsets and the column-slice layout with their uploads, rows by length, the row blocks and
     /// their upload), milliseconds.
     pub analysis_ms: f64,
 }
@@ -311,6 +368,15 @@ impl<T: Scalar> DeviceCsr<T> {
         } else {
             None
         };
+        let elem = std::mem::size_of::<T>();
+        let slices = if elem == 4 && stats.sliceable() && slices::runs_on(gpu.limits(), elem) {
+            let l = slices::build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).ok_or_else(
+                || Error::unsupported("the column-slice layout: a block's records pass 2^26"),
+            )?;
+            Some(DeviceSlices::upload(gpu, &l)?)
+        } else {
+            None
+        };
         let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
         let row_blocks = for_upload(a, &stats)?
             .map(|b| DeviceRowBlocks::upload(gpu, &b))
@@ -327,6 +393,7 @@ impl<T: Scalar> DeviceCsr<T> {
             packed,
             diag,
             near,
+            slices,
             sorted_rows,
             row_blocks,
             analysis_ms: t.elapsed().as_secs_f64() * 1e3,

@@ -14,7 +14,8 @@ pub use gpu::{device_count, driver_present, driver_version, CompileStats, Gpu};
 pub use launch::{Args, Kernel, LaunchShape};
 pub use limits::Limits;
 pub use matrix::{
-    DeviceCsr, DeviceDense, DeviceDiag, DeviceRowBlocks, LongRows, PackedCols, StreamWork,
+    DeviceCsr, DeviceDense, DeviceDiag, DeviceRowBlocks, DeviceSlices, LongRows, PackedCols,
+    StreamWork,
 };
 
 use crate::{Error, Result};

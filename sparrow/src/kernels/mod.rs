@@ -199,6 +199,16 @@ pub fn near_name(ty: &str, lanes: u32) -> String {
     format!("spmv_near_{ty}_k{lanes}")
 }
 
+/// Name of the SpMV kernel over the column-slice layout (f32 only).
+pub fn sliced_name(ty: &str) -> String {
+    format!("spmv_sliced_{ty}")
+}
+
+/// Name of the kernel that adds the cut rows' pieces of the column-slice layout.
+pub fn cut_name(ty: &str) -> String {
+    format!("spmv_cut_{ty}")
+}
+
 fn spmm_entry_points() -> Vec<String> {
     let mut v = Vec::new();
     for ty in ["f32", "f64"] {
@@ -218,6 +228,10 @@ fn spmm_entry_points() -> Vec<String> {
         }
         for k in NEAR_LANES {
             v.push(near_name(ty, k));
+        }
+        if ty == "f32" {
+            v.push(sliced_name(ty));
+            v.push(cut_name(ty));
         }
         for (c, k, t) in rowvec_shapes() {
             v.push(rowvec_name(ty, c, k, t, false));

@@ -35,6 +35,8 @@ pub const WINDOW_ROWS: usize = 32;
 pub struct RowStats {
     /// Number of rows.
     pub nrows: usize,
+    /// Number of columns.
+    pub ncols: usize,
     /// Number of stored entries.
     pub nnz: usize,
     /// Length of the longest row.
@@ -90,6 +92,9 @@ pub struct RowStats {
     /// (0 without entries). Within [`NEAR_REACH`] the upload keeps 16-bit column offsets
     /// ([`RowStats::near`]).
     pub reach: usize,
+    /// Row pieces of the column-slice layout: each row cut into pieces of at most
+    /// [`SLICE_PIECE`](super::slices::SLICE_PIECE) entries, an empty row one piece.
+    pub pieces: usize,
 }
 
 /// Widest [`RowStats::reach`] whose columns fit 16-bit offsets from their row (`i16`).
@@ -119,6 +124,22 @@ impl RowStats {
     /// the columns as 16-bit offsets from the row (`spmv_near`).
     pub fn near(&self) -> bool {
         self.reach <= NEAR_REACH
+    }
+
+    /// Blocks the column-slice layout deals the row pieces to:
+    /// [`SLICE_BLOCKS`](super::slices::SLICE_BLOCKS), or more where the pieces need them.
+    pub fn slice_blocks(&self) -> usize {
+        super::slices::SLICE_BLOCKS.max(self.pieces.div_ceil(super::slices::SLICE_PIECES))
+    }
+
+    /// Whether SpMV takes the column-slice layout (`spmv_sliced`): scattered columns
+    /// ([`RowStats::scattered`]) and the blocks' copies of x, [`RowStats::slice_blocks`] times
+    /// the columns, at most [`SLICE_X_RATIO`](super::slices::SLICE_X_RATIO) times the entries.
+    pub fn sliceable(&self) -> bool {
+        self.scattered()
+            && self.nnz > 0
+            && self.slice_blocks() as u128 * self.ncols as u128
+                <= super::slices::SLICE_X_RATIO as u128 * self.nnz as u128
     }
 
     /// Whether neighbouring rows share enough columns for the upload to build the row blocks
@@ -428,10 +449,11 @@ impl<T: Scalar> Csr<T> {
         let (mut empty, mut long_rows, mut long_chunks) = (0usize, 0usize, 0usize);
         let mut len_classes = [0usize; LEN_CLASSES];
         let (mut run_max, mut run_sum, mut short_sum) = (0usize, 0usize, 0usize);
-        let mut reach = 0i64;
+        let (mut reach, mut pieces) = (0i64, 0usize);
         for (r, w) in self.row_ptr.windows(2).enumerate() {
             let len = (w[1] - w[0]) as usize;
             max_len = max_len.max(len);
+            pieces += super::slices::pieces_of(len);
             empty += (len == 0) as usize;
             if len > 0 {
                 let first = i64::from(self.col_idx[w[0] as usize]);
@@ -453,6 +475,7 @@ impl<T: Scalar> Csr<T> {
         }
         let mut st = RowStats {
             nrows: self.nrows,
+            ncols: self.ncols,
             nnz: self.nnz(),
             max_len,
             mean_len: if self.nrows == 0 {
@@ -488,6 +511,7 @@ impl<T: Scalar> Csr<T> {
             diag_rows: 0,
             diag_row: 0,
             reach: reach as usize,
+            pieces,
         };
         if st.blockable() {
             st.tall_union = super::row_blocks::union_sum(

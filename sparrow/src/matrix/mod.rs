@@ -9,6 +9,7 @@ pub mod io;
 pub mod near;
 mod rng;
 pub mod row_blocks;
+pub mod slices;
 pub mod work;
 
 pub use csr::{

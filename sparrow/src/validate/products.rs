@@ -162,7 +162,14 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
 fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
     let tol = tolerance::<T>();
     let mut out = Vec::new();
-    for (mname, a) in matrices::<T>()? {
+    let mut mats = matrices::<T>()?;
+    // Scattered columns wide enough for the column slices (f32 SpMV; the SpMM paths have the
+    // smaller power law).
+    mats.push((
+        "powerlaw 150000x150000 max row 5000 (column slices)",
+        gen::power_law(150_000, 150_000, 16.0, 5_000, 1.5, 105)?,
+    ));
+    for (mname, a) in mats {
         let paths: Vec<Option<GpuPath>> = match device {
             Device::Cpu => vec![None],
             Device::Cuda(_) => {
@@ -173,6 +180,9 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                 }
                 if st.near() {
                     v.extend(NEAR_LANES.map(|lanes| Some(GpuPath::Near { lanes })));
+                }
+                if st.sliceable() && std::mem::size_of::<T>() == 4 {
+                    v.push(Some(GpuPath::Sliced));
                 }
                 if st.diagonals > 0 {
                     v.push(Some(GpuPath::Diag));

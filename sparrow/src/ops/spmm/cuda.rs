@@ -3,8 +3,15 @@
 
 use super::plan::{diag_lanes_rows, fill_blocks, stream_shape, GpuPath, BLOCK};
 use crate::device::{Args, DeviceCsr, DeviceDense, Gpu, LaunchShape};
-use crate::kernels::{chunks_name, combine_name, fill_name, rowvec_name, SPMM};
+use crate::kernels::{
+    chunks_name, combine_name, cut_name, fill_name, rowvec_name, sliced_name, SPMM,
+};
+use crate::matrix::slices::{self, SLICE_WARPS};
 use crate::matrix::{LONG_ROW, NEAR_REACH};
+
+/// Threads of a column-slice block (`SLICE_THREADS` in spmm.cu): the summing warps and the
+/// warp that copies the stages in.
+const SLICE_THREADS: u32 = 32 * (SLICE_WARPS as u32 + 1);
 use crate::{Error, Result, Scalar};
 
 /// The chunk kernel for a main path: the same column shape, a full warp per chunk. SpMV's
@@ -22,6 +29,7 @@ pub(crate) fn chunk_kernel(path: GpuPath, ty: &str) -> Option<String> {
         | GpuPath::Diag
         | GpuPath::DiagLanes { .. }
         | GpuPath::Near { .. }
+        | GpuPath::Sliced
         | GpuPath::RowBlock { .. } => None,
     }
 }
@@ -173,6 +181,55 @@ pub(crate) fn launch<T: Scalar>(
         vectors(&mut args, b, ldb, c, ldc, alpha, beta);
         let shape = blocks(a.nrows, (BLOCK / lanes) as usize)?;
         return gpu.launch(&kernel, shape, &mut args);
+    }
+    if path == GpuPath::Sliced {
+        spmv_only("the column slices compute", n)?;
+        let sl = a.slices.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "path",
+                "the column slices need a matrix of scattered columns whose blocks' copies of x pay (RowStats::sliceable) on a GPU that runs their kernel",
+            )
+        })?;
+        if sl.blocks == 0 {
+            return Ok(());
+        }
+        let elem = std::mem::size_of::<T>();
+        // Bulk copies read x as 16-byte vectors from its first element.
+        let bulk = slices::bulk_on(gpu.limits(), elem) && ldb == 1 && b.is_multiple_of(16);
+        let kernel = gpu.kernel(&SPMM, &sliced_name(T::NAME))?;
+        let mut args = Args::new();
+        args.ptr(gpu.ptr(&sl.recs))
+            .ptr(gpu.ptr(&sl.block_base))
+            .ptr(gpu.ptr(&sl.stage0))
+            .ptr(gpu.ptr(&sl.desc))
+            .ptr(gpu.ptr(&sl.piece0))
+            .ptr(gpu.ptr(&sl.piece_out))
+            .ptr(b)
+            .i64(a.ncols as i64)
+            .i64(ldb as i64)
+            .ptr(c)
+            .i64(ldc as i64)
+            .scalar(alpha)
+            .scalar(beta)
+            .ptr(gpu.ptr(&sl.slots))
+            .i32(bulk as i32);
+        let shape = LaunchShape::linear(sl.blocks as u32, SLICE_THREADS)
+            .with_smem(slices::smem_bytes(elem, bulk) as u32);
+        gpu.launch(&kernel, shape, &mut args)?;
+        if sl.cut > 0 {
+            let kernel = gpu.kernel(&SPMM, &cut_name(T::NAME))?;
+            let mut args = Args::new();
+            args.i64(sl.cut as i64)
+                .ptr(gpu.ptr(&sl.cut_rows))
+                .ptr(gpu.ptr(&sl.cut_start))
+                .ptr(gpu.ptr(&sl.slots))
+                .ptr(c)
+                .i64(ldc as i64)
+                .scalar(alpha)
+                .scalar(beta);
+            gpu.launch(&kernel, blocks(sl.cut, (BLOCK / 32) as usize)?, &mut args)?;
+        }
+        return Ok(());
     }
     if matches!(path, GpuPath::Stream | GpuPath::Packed) {
         spmv_only("the planned blocks compute", n)?;

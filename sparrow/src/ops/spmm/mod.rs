@@ -133,7 +133,8 @@ impl<T: Scalar> Spmm<T> {
     ) -> Result<()> {
         check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
         self.check_scalars()?;
-        let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, b.ncols)? else {
+        let slices = crate::matrix::slices::runs_on(gpu.limits(), std::mem::size_of::<T>());
+        let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, b.ncols, slices)? else {
             return Ok(());
         };
         cuda::spmm(gpu, path, self.split, self.alpha, a, b, self.beta, c)
@@ -142,7 +143,7 @@ impl<T: Scalar> Spmm<T> {
 
 /// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
 /// work blocks (and packed columns), a pattern of diagonals with its rows' bits, the 16-bit
-/// column offsets of a matrix near its diagonal, rows sorted by length, row blocks, `dense_elems` elements
+/// column offsets of a matrix near its diagonal, the column-slice layout, rows sorted by length, row blocks, `dense_elems` elements
 /// of B and C, and the long rows' partial sums for N columns.
 pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
@@ -160,6 +161,22 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
         0
     };
     let near = if st.near() { 2 * a.nnz() as u64 } else { 0 };
+    // The column slices: a second copy of the entries (4 + s bytes each, with under 1/16 more
+    // padding), a piece's row, stage descriptors and the cut rows' sums.
+    let sliced = if s == 4 && st.sliceable() {
+        let recs = a.nnz() as u64 + a.nnz() as u64 / 16 + 64 * st.slice_blocks() as u64;
+        let stages = st.slice_blocks() as u64
+            * (a.ncols()
+                .div_ceil(crate::matrix::slices::slice_cols(s as usize)) as u64
+                + 1)
+            + a.nnz() as u64 / 900;
+        (4 + s) * recs
+            + (4 + s) * st.pieces as u64
+            + 4 * 36 * stages
+            + 32 * st.slice_blocks() as u64
+    } else {
+        0
+    };
     let blocks = match st.block_rows(s as usize) {
         Some(rows) => {
             8 * (a.nrows().div_ceil(rows) + 1) as u64
@@ -173,6 +190,7 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
         + packed
         + diag
         + near
+        + sliced
         + blocks
         + s * dense_elems as u64
         + s * (st.long_chunks * n) as u64
@@ -195,12 +213,15 @@ pub fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) ->
     Ok(())
 }
 
-/// The GPU path for this request with the reason, or None when there is nothing to launch.
-/// The plan and the launch both ask here, so what `--explain` prints is what runs.
+/// The GPU path for this request with the reason, or None when there is nothing to launch;
+/// `slices` says whether the GPU runs the column-slice kernel for `T`
+/// ([`crate::matrix::slices::runs_on`]). The plan and the launch both ask here, so what
+/// `--explain` prints is what runs.
 pub(crate) fn gpu_path<T: Scalar>(
     force: Option<GpuPath>,
     stats: &RowStats,
     n: usize,
+    slices: bool,
 ) -> Result<Option<(GpuPath, String)>> {
     if stats.nrows == 0 || n == 0 {
         return Ok(None);
@@ -209,9 +230,16 @@ pub(crate) fn gpu_path<T: Scalar>(
     match force {
         Some(p) => match p.why_not(n, stats, elem) {
             Some(why) => Err(Error::invalid("path", format!("forced path {p:?} {why}"))),
+            None if p == GpuPath::Sliced && !slices => Err(Error::invalid(
+                "path",
+                format!(
+                    "forced path Sliced needs blocks of 1,024 threads with {} bytes of shared memory, more than this GPU allows",
+                    crate::matrix::slices::smem_bytes(elem, false)
+                ),
+            )),
             None => Ok(Some((p, format!("path forced to {p:?}")))),
         },
-        None => Ok(Some(plan::choose(stats, n, elem))),
+        None => Ok(Some(plan::choose_on(stats, n, elem, slices))),
     }
 }
 
@@ -231,8 +259,9 @@ pub(crate) fn plan_for<T: Scalar>(
             shape: None,
             reason: "the device is the CPU: rayon over rows".into(),
         }),
-        Device::Cuda(_) => {
-            let Some((path, mut reason)) = gpu_path::<T>(force, stats, n)? else {
+        Device::Cuda(gpu) => {
+            let slices = crate::matrix::slices::runs_on(gpu.limits(), std::mem::size_of::<T>());
+            let Some((path, mut reason)) = gpu_path::<T>(force, stats, n, slices)? else {
                 return Ok(Plan {
                     op,
                     backend: Backend::Cuda,
@@ -280,7 +309,7 @@ mod tests {
             ksplit: 1,
             tiles: 2,
         };
-        match gpu_path::<T>(Some(p), &a.row_stats(), 64) {
+        match gpu_path::<T>(Some(p), &a.row_stats(), 64, true) {
             Err(e) => e.to_string(),
             Ok(r) => panic!("{p:?} accepted: {r:?}"),
         }
@@ -294,7 +323,12 @@ mod tests {
             gen::banded::<f32>(2_001, 64, 41).unwrap(),
             gen::banded::<f64>(2_001, 64, 41).unwrap(),
         );
-        let ok = |p| matches!(gpu_path::<f32>(Some(p), &b32.row_stats(), 64), Ok(Some(_)));
+        let ok = |p| {
+            matches!(
+                gpu_path::<f32>(Some(p), &b32.row_stats(), 64, true),
+                Ok(Some(_))
+            )
+        };
         assert!(ok(GpuPath::RowBlock {
             rows: 8,
             cols: 8,
@@ -342,10 +376,10 @@ mod tests {
         ];
         for p in deep {
             assert!(matches!(
-                gpu_path::<f32>(Some(p), &u32s.row_stats(), 32),
+                gpu_path::<f32>(Some(p), &u32s.row_stats(), 32, true),
                 Ok(Some(_))
             ));
-            let e = gpu_path::<f64>(Some(p), &u64s.row_stats(), 32)
+            let e = gpu_path::<f64>(Some(p), &u64s.row_stats(), 32, true)
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -359,7 +393,7 @@ mod tests {
             tiles: 2,
             deep: true,
         };
-        let e = gpu_path::<f32>(Some(two), &u32s.row_stats(), 128)
+        let e = gpu_path::<f32>(Some(two), &u32s.row_stats(), 128, true)
             .unwrap_err()
             .to_string();
         assert!(e.contains("one segment a lane"), "{e}");

@@ -10,6 +10,10 @@
 //!   (FEM-like, dense diagonal blocks; in f32 rows of [`NEAR_MEAN_F32`] entries or more on
 //!   average): `near`, lanes of a row that read each column as a 16-bit offset from the row
 //!   (built on upload), four entries a lane at once ([`near_lanes`]).
+//! - f32 SpMV on scattered columns where the blocks' copies of x stay within
+//!   [`SLICE_X_RATIO`] times the entries ([`RowStats::sliceable`]: uniform and power-law rows):
+//!   `sliced`, entries sorted by slice of columns (built on upload), each slice of x copied
+//!   into shared memory and the rows' sums there ([`crate::matrix::slices`]).
 //! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
 //!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
 //!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows with
@@ -44,12 +48,13 @@
 
 use crate::device::LaunchShape;
 use crate::kernels::{
-    avec_name, deep_exists, diag_name, diagv_name, fill_name, near_name, packed_name, rowblk_name,
-    rowvec_name, rowvec_shapes, spmv_avec_name, stream_name, window_name, window_shapes,
-    AVEC_SPLITS, DIAG_SHAPES, NEAR_LANES, ROWBLK_SHAPES,
+    avec_name, cut_name, deep_exists, diag_name, diagv_name, fill_name, near_name, packed_name,
+    rowblk_name, rowvec_name, rowvec_shapes, sliced_name, spmv_avec_name, stream_name, window_name,
+    window_shapes, AVEC_SPLITS, DIAG_SHAPES, NEAR_LANES, ROWBLK_SHAPES,
 };
 use crate::matrix::diagonals::{DIAG_MAX, DIAG_SHARE};
 use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
+use crate::matrix::slices::{slice_cols, smem_bytes, SLICE_PIECE, SLICE_WARPS, SLICE_X_RATIO};
 use crate::matrix::{RowStats, LEN_CLASSES, NEAR_REACH, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
@@ -212,6 +217,10 @@ pub enum GpuPath {
         /// Lanes a row ([`NEAR_LANES`]).
         lanes: u32,
     },
+    /// SpMV over the column-slice layout ([`RowStats::sliceable`]): entries sorted by slice of
+    /// columns, each slice of x copied into shared memory, the row pieces' sums there; rows cut
+    /// into pieces summed in order by a second kernel (N = 1 only).
+    Sliced,
     /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
     /// 4-entry vectors.
     AVec {
@@ -291,6 +300,7 @@ impl GpuPath {
                 steps,
             } => diagv_name(ty, lanes, vectors, steps),
             GpuPath::Near { lanes } => near_name(ty, lanes),
+            GpuPath::Sliced => sliced_name(ty),
             GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
             GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
             GpuPath::Sorted { cols, deep, .. } => rowvec_name(ty, cols, 1, 1, deep),
@@ -324,6 +334,7 @@ impl GpuPath {
                     k => rowvec_name(ty, cols, k, 1, deep),
                 })
                 .collect(),
+            GpuPath::Sliced => vec![sliced_name(ty), cut_name(ty)],
             _ => vec![self.kernel_for(ty, n)],
         }
     }
@@ -395,7 +406,8 @@ impl GpuPath {
             | GpuPath::Packed
             | GpuPath::Diag
             | GpuPath::DiagLanes { .. }
-            | GpuPath::Near { .. } => n == 1,
+            | GpuPath::Near { .. }
+            | GpuPath::Sliced => n == 1,
         }
     }
 
@@ -428,6 +440,16 @@ impl GpuPath {
             GpuPath::Near { .. } if !stats.near() => Some(format!(
                 "needs every entry's column within {NEAR_REACH} of its row; one lies {} away",
                 stats.reach
+            )),
+            GpuPath::Sliced if elem_bytes != 4 => Some(format!(
+                "runs f32 values only: {ty}'s slices of x are twice the bytes, and on the H200 it ran 0.64-0.69x cuSPARSE"
+            )),
+            GpuPath::Sliced if !stats.sliceable() => Some(format!(
+                "needs scattered columns (a block of {WINDOW_ROWS} rows spanning over {SCATTER_WINDOW}; here {}) and {} blocks' copies of x ({} columns each) at most {SLICE_X_RATIO} times the {} entries",
+                stats.window_max,
+                stats.slice_blocks(),
+                stats.ncols,
+                stats.nnz
             )),
             GpuPath::RowBlock { rows, .. }
                 if stats.block_rows(elem_bytes) != Some(rows as usize) =>
@@ -486,6 +508,7 @@ impl GpuPath {
                 }),
         );
         v.extend(NEAR_LANES.iter().map(|&lanes| GpuPath::Near { lanes }));
+        v.push(GpuPath::Sliced);
         v.extend(AVEC_SPLITS.iter().map(|&ksplit| GpuPath::AVec { ksplit }));
         v.extend(
             window_shapes()
@@ -523,6 +546,17 @@ impl GpuPath {
     /// sorted path: the blocks of all its launches, long rows split; the planned blocks: shared
     /// memory for a block's products, as the launch gives them).
     pub fn shape(&self, stats: &RowStats, elem_bytes: usize) -> Result<LaunchShape> {
+        if *self == GpuPath::Sliced {
+            // The layout's blocks on an sm_90 GPU (bulk copies, every stage in shared memory).
+            let blocks = u32::try_from(stats.slice_blocks()).map_err(|_| {
+                Error::unsupported(format!(
+                    "{} row pieces need more than 2^32 blocks",
+                    stats.pieces
+                ))
+            })?;
+            return Ok(LaunchShape::linear(blocks, 32 * (SLICE_WARPS as u32 + 1))
+                .with_smem(smem_bytes(elem_bytes, true) as u32));
+        }
         let blocks = match *self {
             GpuPath::RowVec { cols, ksplit, .. } => {
                 stats.nrows.div_ceil((BLOCK / (cols * ksplit)) as usize)
@@ -536,6 +570,7 @@ impl GpuPath {
             }
             GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
             GpuPath::Near { lanes } => stats.nrows.div_ceil((BLOCK / lanes) as usize),
+            GpuPath::Sliced => 0, // shaped above
             GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
             GpuPath::Sorted { cols, .. } => self
                 .sorted_bins(stats, true)
@@ -571,7 +606,8 @@ impl GpuPath {
             | GpuPath::Packed
             | GpuPath::Diag
             | GpuPath::DiagLanes { .. }
-            | GpuPath::Near { .. } => 1,
+            | GpuPath::Near { .. }
+            | GpuPath::Sliced => 1,
             GpuPath::RowVec { cols, tiles, .. } | GpuPath::RowBlock { cols, tiles, .. } => {
                 cols as usize * vec * tiles as usize
             }
@@ -644,6 +680,15 @@ fn pow2_floor(x: f64) -> u32 {
 /// the window and row kernels, and f32 the tall blocks wherever the upload built them. f32 rows
 /// of scattered columns with at least [`DEEP_MEAN`] entries on average run the deep row kernels.
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
+    choose_on(stats, n, elem_bytes, true)
+}
+
+/// [`choose`] on a GPU that runs the column-slice kernel (`slices`,
+/// [`crate::matrix::slices::runs_on`]) or not: f32 SpMV on scattered columns takes the slices
+/// where [`RowStats::sliceable`] and the GPU runs them. f64 keeps its path: its slices of x
+/// are twice the bytes, and on the H200 (cold) the uniform and power-law rows ran 0.64-0.69x
+/// cuSPARSE on them (`bench/results/2026-12-04-h200-spmv-column-slices.txt`).
+pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
         0.0
@@ -685,6 +730,20 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
                 format!(
                     "N = 1, even rows (mean {mean:.1}, longest {}) within {} columns of the diagonal (at most {NEAR_REACH}): {lanes} lanes a row read each column as a 16-bit offset from the row, 4 entries a lane at once",
                     stats.max_len, stats.reach
+                ),
+            );
+        }
+        if slices && elem_bytes == 4 && stats.sliceable() {
+            return (
+                GpuPath::Sliced,
+                format!(
+                    "N = 1, scattered columns (blocks of {WINDOW_ROWS} rows span up to {}) and {} blocks' copies of x ({} columns each) within {SLICE_X_RATIO} times the {} entries: entries sorted by slice of {} columns, each slice of x copied into shared memory, {} row pieces' sums there (rows over {SLICE_PIECE} entries cut into pieces, summed in order by a second kernel)",
+                    stats.window_max,
+                    stats.slice_blocks(),
+                    stats.ncols,
+                    stats.nnz,
+                    slice_cols(elem_bytes),
+                    stats.pieces,
                 ),
             );
         }

@@ -1,0 +1,497 @@
+//! The column-slice layout for SpMV on scattered columns (`spmv_sliced`). Gathering x at random
+//! columns costs an L2 request a 32-byte sector per entry whatever the kernel does (16M of them
+//! on the H200 take 106-117 us), so a block copies x into shared memory a slice of columns at a
+//! time instead, and reads entries sorted by slice. Each block owns a run of row pieces (rows
+//! longer than [`SLICE_PIECE`] cut into pieces that take every p-th entry, summed in piece order
+//! by a second kernel) whose sums live in shared memory, dealt to [`SLICE_WARPS`] warps by
+//! entries. A stage is one slice of x and the block's records in it (at most [`SLICE_STAGE`];
+//! a slice with more takes several stages). A record is a 32-bit word (the column in its
+//! slice << 16 | the piece in its block) and the value: the bytes of CSR.
+//!
+//! Inside a stage each warp's entries are laid out in steps in which no piece appears twice
+//! (`deal`), so a lane adds its product straight into its piece's sum and every sum takes
+//! its additions in one fixed order: the result is the same bit for bit on every run.
+
+use crate::Scalar;
+
+/// Blocks the rows are dealt to (more when the pieces do not fit): one a SM on the H200, which
+/// holds one block of this kernel's shared memory at a time.
+pub const SLICE_BLOCKS: usize = 132;
+/// The longest row piece: rows longer are cut, so a piece has about 1 to 2 entries a slice
+/// and a warp's steps stay full.
+pub const SLICE_PIECE: usize = 128;
+/// Warps of a block that sum entries; one more copies the stages in.
+pub const SLICE_WARPS: usize = 31;
+/// Records a stage holds.
+pub const SLICE_STAGE: usize = 2048;
+/// Row pieces a block holds (their sums fill the shared memory the H200's 227 KB a block
+/// leaves beside three f32 stages).
+pub const SLICE_PIECES: usize = 8704;
+/// The policy takes the slices where the blocks' copies of x, blocks times columns, are at
+/// most this many times the entries. On the H200 (cold) the f32 uniform and power-law rows
+/// (8.3 and 8.6) ran 1.59x and 1.46x cuSPARSE on them, against 1.10x and 1.03x before
+/// (`bench/results/2026-12-04-h200-spmv-column-slices.txt`); the long rows' 2,000,000 short
+/// rows (43) and the mostly empty rows (82) would copy far more x than they have entries.
+pub const SLICE_X_RATIO: usize = 10;
+/// Words of a stage's descriptor: each warp's first record with its step width above
+/// [`SS_SHIFT`], the end of the last warp's records, the stage's padded end, its slice, and
+/// two zero words so a descriptor is whole 16-byte vectors for the bulk copies
+/// (`SLICE_DESC` in spmm.cu).
+pub const DESC_WORDS: usize = 36;
+/// Bit of a descriptor word where a warp's step width starts.
+pub const SS_SHIFT: u32 = 26;
+/// Row of a padding record (no piece).
+pub const PAD_ROW: u32 = 0xffff;
+/// Largest stage size where any dealing fits: a warp's group of n entries pads to under
+/// 2n + 1 records, a stage to a multiple of 4.
+const SAFE_PART: usize = (SLICE_STAGE - 2 * SLICE_WARPS - 4) / 2;
+
+/// Columns of x a stage holds for values of `elem_bytes` bytes (48 KB).
+pub fn slice_cols(elem_bytes: usize) -> usize {
+    49152 / elem_bytes
+}
+
+/// Stages in flight in shared memory for values of `elem_bytes` bytes.
+pub fn slice_stages(elem_bytes: usize) -> usize {
+    if elem_bytes == 4 {
+        3
+    } else {
+        2
+    }
+}
+
+/// Shared memory of one stage for values of `elem_bytes` bytes: x's slice, the records' words
+/// and values, the descriptor, rounded up to 128 bytes (`SLICE_STAGE_BYTES` in spmm.cu), so
+/// each stage's bulk copies land on 128-byte lines.
+pub fn stage_bytes(elem_bytes: usize) -> usize {
+    (slice_cols(elem_bytes) * elem_bytes + SLICE_STAGE * (4 + elem_bytes) + DESC_WORDS * 4)
+        .next_multiple_of(128)
+}
+
+/// Dynamic shared memory of the kernel: all its stages with bulk copies (`bulk`), else one,
+/// and the pieces' sums.
+pub fn smem_bytes(elem_bytes: usize, bulk: bool) -> usize {
+    let stages = if bulk { slice_stages(elem_bytes) } else { 1 };
+    stages * stage_bytes(elem_bytes) + SLICE_PIECES * elem_bytes
+}
+
+/// Static shared memory of the kernel at most (its stages' mbarriers).
+const STATIC_SMEM: usize = 256;
+
+/// Whether a GPU with these limits runs the kernel for values of `elem_bytes` bytes: its
+/// block of 1,024 threads and the shared memory of one stage (every GPU of sm_80 and newer
+/// but f64 on those with 100 KB a block).
+pub fn runs_on(limits: &crate::device::Limits, elem_bytes: usize) -> bool {
+    limits.max_threads_per_block >= 1024
+        && limits.smem_per_block_optin as usize >= smem_bytes(elem_bytes, false) + STATIC_SMEM
+}
+
+/// Whether the kernel copies its stages in by bulk copies on a GPU with these limits: sm_90
+/// and room for every stage (x contiguous and 16-byte aligned besides, which the launch checks).
+pub fn bulk_on(limits: &crate::device::Limits, elem_bytes: usize) -> bool {
+    limits.compute_capability.0 >= 9
+        && limits.smem_per_block_optin as usize >= smem_bytes(elem_bytes, true) + STATIC_SMEM
+}
+
+/// Pieces a row of `len` entries is cut into (an empty row keeps one, so its y is written).
+pub fn pieces_of(len: usize) -> usize {
+    len.div_ceil(SLICE_PIECE).max(1)
+}
+
+/// The layout of a matrix, ready to upload.
+pub struct SliceLayout<T> {
+    /// Each record's column in its slice << 16 | piece in its block ([`PAD_ROW`] for padding).
+    pub enc: Vec<u32>,
+    /// Each record's value (0 for padding).
+    pub vals: Vec<T>,
+    /// Each block's first record (a multiple of 4).
+    pub block_base: Vec<i64>,
+    /// Each block's first stage, and the total (`blocks + 1`).
+    pub stage0: Vec<i32>,
+    /// [`DESC_WORDS`] words a stage, positions relative to its block's first record.
+    pub desc: Vec<u32>,
+    /// Each block's first piece, and the total (`blocks + 1`).
+    pub piece0: Vec<i32>,
+    /// Each piece's row, or -1 - its slot among the cut rows' pieces.
+    pub piece_out: Vec<i32>,
+    /// The rows cut into pieces.
+    pub cut_rows: Vec<i32>,
+    /// Each cut row's first slot, and the total (`cut rows + 1`).
+    pub cut_start: Vec<i32>,
+}
+
+impl<T> SliceLayout<T> {
+    /// Blocks of the main launch.
+    pub fn blocks(&self) -> usize {
+        self.block_base.len()
+    }
+}
+
+/// A block's records (the encoded word and the value's index, `usize::MAX` for padding) and
+/// its stages' descriptors.
+type BlockStream = (Vec<(u32, usize)>, Vec<u32>);
+
+/// Step width and steps for a warp's group of `n` entries whose most frequent piece has
+/// `c`: T = max(ceil(n / 32), c) steps of ceil(n / T) lanes.
+fn shape(n: usize, c: usize) -> (usize, usize) {
+    if n == 0 {
+        return (1, 0);
+    }
+    let t = n.div_ceil(32).max(c);
+    (n.div_ceil(t), t)
+}
+
+/// Lays out one warp's group (entries as (piece, value index, column in slice), sorted by piece
+/// then column): pieces by count, most first, each piece's entries together, dealt to the
+/// steps in turn (entry i to step i % T, lane i / T), so no step holds a piece twice. Returns
+/// the step width; `out` gets T * width records, padding included.
+fn deal(group: &[(u32, usize, u32)], out: &mut Vec<(u32, usize)>) -> usize {
+    let mut runs: Vec<(usize, usize)> = Vec::new(); // (start, len) of each piece's run
+    let mut i = 0;
+    while i < group.len() {
+        let j = i + group[i..].iter().take_while(|e| e.0 == group[i].0).count();
+        runs.push((i, j - i));
+        i = j;
+    }
+    let c = runs.iter().map(|r| r.1).max().unwrap_or(0);
+    let (ss, t) = shape(group.len(), c);
+    runs.sort_by_key(|r| std::cmp::Reverse(r.1)); // stable: ties keep piece order
+    let base = out.len();
+    out.resize(base + t * ss, (PAD_ROW, usize::MAX));
+    let mut k = 0;
+    for (start, len) in runs {
+        for e in &group[start..start + len] {
+            out[base + (k % t) * ss + k / t] = (e.2 << 16 | e.0, e.1);
+            k += 1;
+        }
+    }
+    ss
+}
+
+/// Builds the layout of a CSR matrix of `nrows` rows for values of `T`, or None when a
+/// block's records outgrow the 26-bit positions of the descriptors.
+pub fn build<T: Scalar>(
+    nrows: usize,
+    row_ptr: &[i64],
+    col_idx: &[i32],
+    values: &[T],
+) -> Option<SliceLayout<T>> {
+    use rayon::prelude::*;
+    let sc = slice_cols(std::mem::size_of::<T>());
+    let nnz = col_idx.len();
+    // Pieces, and each row's first piece.
+    let mut vbase = Vec::with_capacity(nrows + 1);
+    vbase.push(0usize);
+    for r in 0..nrows {
+        let len = (row_ptr[r + 1] - row_ptr[r]) as usize;
+        vbase.push(vbase[r] + pieces_of(len));
+    }
+    let npieces = vbase[nrows];
+    let piece_len = |r: usize, k: usize| {
+        let len = (row_ptr[r + 1] - row_ptr[r]) as usize;
+        let p = pieces_of(len);
+        (len + p - 1 - k) / p
+    };
+    // Blocks of about equal entries, at most SLICE_PIECES pieces each.
+    let target = nnz.div_ceil(SLICE_BLOCKS).max(1);
+    let mut piece0 = vec![0i32];
+    let (mut cur_e, mut cur_p) = (0usize, 0usize);
+    for r in 0..nrows {
+        for k in 0..vbase[r + 1] - vbase[r] {
+            if cur_p == SLICE_PIECES || (cur_e >= target && cur_p > 0) {
+                piece0.push((vbase[r] + k) as i32);
+                cur_e = 0;
+                cur_p = 0;
+            }
+            cur_e += piece_len(r, k);
+            cur_p += 1;
+        }
+    }
+    piece0.push(npieces as i32);
+    if npieces == 0 {
+        piece0.truncate(1);
+    }
+    let nblocks = piece0.len() - 1;
+    // Piece -> row, and the cut rows' slots.
+    let mut piece_row = vec![0u32; npieces];
+    for r in 0..nrows {
+        piece_row[vbase[r]..vbase[r + 1]].fill(r as u32);
+    }
+    let mut piece_out = vec![0i32; npieces];
+    let (mut cut_rows, mut cut_start) = (Vec::new(), vec![0i32]);
+    for r in 0..nrows {
+        let p = vbase[r + 1] - vbase[r];
+        if p > 1 {
+            let s0 = *cut_start.last().unwrap();
+            for k in 0..p {
+                piece_out[vbase[r] + k] = -1 - (s0 + k as i32);
+            }
+            cut_rows.push(r as i32);
+            cut_start.push(s0 + p as i32);
+        } else {
+            piece_out[vbase[r]] = r as i32;
+        }
+    }
+    // Each block's stream, built in parallel.
+    let streams: Vec<Option<BlockStream>> = (0..nblocks)
+        .into_par_iter()
+        .map(|b| {
+            let (p_lo, p_hi) = (piece0[b] as usize, piece0[b + 1] as usize);
+            // Warps by entries: each piece's warp from the entries before it in the block.
+            let mut warp = Vec::with_capacity(p_hi - p_lo);
+            let lens: Vec<usize> = (p_lo..p_hi)
+                .map(|p| {
+                    let r = piece_row[p] as usize;
+                    piece_len(r, p - vbase[r])
+                })
+                .collect();
+            let total: usize = lens.iter().sum();
+            let mut before = 0usize;
+            for &l in &lens {
+                warp.push(((before * SLICE_WARPS) / total.max(1)).min(SLICE_WARPS - 1) as u64);
+                before += l;
+            }
+            // Entries keyed by (slice, warp, piece, column in slice).
+            let mut keyed: Vec<(u64, usize)> = Vec::with_capacity(total);
+            for p in p_lo..p_hi {
+                let r = piece_row[p] as usize;
+                let (k, np) = (p - vbase[r], vbase[r + 1] - vbase[r]);
+                let local = (p - p_lo) as u64;
+                let mut e = row_ptr[r] as usize + k;
+                while e < row_ptr[r + 1] as usize {
+                    let c = col_idx[e] as usize;
+                    let key = ((c / sc) as u64) << 40
+                        | warp[p - p_lo] << 35
+                        | local << 20
+                        | (c % sc) as u64;
+                    keyed.push((key, e));
+                    e += np;
+                }
+            }
+            keyed.sort_unstable_by_key(|k| k.0);
+            let mut recs: Vec<(u32, usize)> = Vec::with_capacity(total + total / 16);
+            let mut desc: Vec<u32> = Vec::new();
+            let mut i = 0;
+            while i < keyed.len() {
+                let slice = keyed[i].0 >> 40;
+                let j = i + keyed[i..].iter().take_while(|k| k.0 >> 40 == slice).count();
+                let all = &keyed[i..j];
+                // One stage for the slice when it fits, else parts of SAFE_PART entries.
+                let mut parts: Vec<&[(u64, usize)]> = vec![all];
+                if all.len() > SAFE_PART
+                    && stage(all, &mut Vec::new(), &mut Vec::new(), 0) > SLICE_STAGE
+                {
+                    parts = all.chunks(SAFE_PART).collect();
+                }
+                for part in parts {
+                    let start = recs.len();
+                    let end = stage(part, &mut recs, &mut desc, start);
+                    debug_assert!(end - start <= SLICE_STAGE);
+                    desc.extend([slice as u32, 0, 0]);
+                }
+                i = j;
+            }
+            if recs.len() >= 1 << SS_SHIFT {
+                return None;
+            }
+            Some((recs, desc))
+        })
+        .collect();
+    let mut layout = SliceLayout {
+        enc: Vec::new(),
+        vals: Vec::new(),
+        block_base: Vec::with_capacity(nblocks),
+        stage0: vec![0],
+        desc: Vec::new(),
+        piece0,
+        piece_out,
+        cut_rows,
+        cut_start,
+    };
+    let total: usize = streams.iter().flatten().map(|s| s.0.len()).sum();
+    layout.enc.reserve(total);
+    layout.vals.reserve(total);
+    for s in streams {
+        let (recs, desc) = s?;
+        layout.block_base.push(layout.enc.len() as i64);
+        for (enc, e) in recs {
+            layout.enc.push(enc);
+            layout.vals.push(if e == usize::MAX {
+                T::from_f64(0.0)
+            } else {
+                values[e]
+            });
+        }
+        let st = *layout.stage0.last().unwrap() + (desc.len() / DESC_WORDS) as i32;
+        layout.stage0.push(st);
+        layout.desc.extend(desc);
+    }
+    Some(layout)
+}
+
+/// Lays out one stage (entries keyed as in [`build`]) after `start` records of its block:
+/// appends its records to `recs` (padded to a multiple of 4) and its descriptor but for the
+/// slice word to `desc`, and returns the end of its records.
+fn stage(
+    part: &[(u64, usize)],
+    recs: &mut Vec<(u32, usize)>,
+    desc: &mut Vec<u32>,
+    start: usize,
+) -> usize {
+    let base = recs.len();
+    let mut i = 0;
+    for w in 0..SLICE_WARPS as u64 {
+        let j = i + part[i..]
+            .iter()
+            .take_while(|k| (k.0 >> 35) & 31 == w)
+            .count();
+        let group: Vec<(u32, usize, u32)> = part[i..j]
+            .iter()
+            .map(|k| (((k.0 >> 20) & 0x7fff) as u32, k.1, (k.0 & 0xfffff) as u32))
+            .collect();
+        let at = start + recs.len() - base;
+        let ss = deal(&group, recs);
+        desc.push(at as u32 | (ss as u32) << SS_SHIFT);
+        i = j;
+    }
+    desc.push((start + recs.len() - base) as u32);
+    while !(recs.len() - base).is_multiple_of(4) {
+        recs.push((PAD_ROW, usize::MAX));
+    }
+    let end = start + recs.len() - base;
+    desc.push(end as u32);
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{gen, Csr};
+
+    /// Runs the layout as the kernel does (stage by stage, warp by warp, step by step), checking
+    /// that no step holds a piece twice and every stage fits, and returns y.
+    fn walk(l: &SliceLayout<f64>, nrows: usize, x: &[f64]) -> Vec<f64> {
+        assert_eq!(l.enc.len(), l.vals.len());
+        let sc = slice_cols(8);
+        let mask = (1u32 << SS_SHIFT) - 1;
+        let mut y = vec![f64::NAN; nrows];
+        let mut slots = vec![0.0; *l.cut_start.last().unwrap() as usize];
+        for b in 0..l.blocks() {
+            let np = (l.piece0[b + 1] - l.piece0[b]) as usize;
+            assert!(np <= SLICE_PIECES);
+            let mut sums = vec![0.0; np];
+            let base = l.block_base[b] as usize;
+            assert_eq!(base % 4, 0);
+            for s in l.stage0[b] as usize..l.stage0[b + 1] as usize {
+                let d = &l.desc[s * DESC_WORDS..(s + 1) * DESC_WORDS];
+                let (lo, end) = ((d[0] & mask) as usize, d[SLICE_WARPS + 1] as usize);
+                assert_eq!(lo % 4, 0);
+                assert!(end - lo <= SLICE_STAGE, "stage of {} records", end - lo);
+                let slice = d[SLICE_WARPS + 2] as usize;
+                for w in 0..SLICE_WARPS {
+                    let (p0, p1) = ((d[w] & mask) as usize, (d[w + 1] & mask) as usize);
+                    let ss = (d[w] >> SS_SHIFT) as usize;
+                    assert!((1..=32).contains(&ss));
+                    for step in (p0..p1).step_by(ss) {
+                        let mut seen = std::collections::HashSet::new();
+                        for q in step..(step + ss).min(p1) {
+                            let e = l.enc[base + q];
+                            let piece = e & 0xffff;
+                            if piece == PAD_ROW {
+                                continue;
+                            }
+                            assert!(seen.insert(piece), "piece {piece} twice in a step");
+                            let col = slice * sc + (e >> 16) as usize;
+                            sums[piece as usize] += l.vals[base + q] * x[col];
+                        }
+                    }
+                }
+            }
+            for (i, &v) in sums.iter().enumerate() {
+                let o = l.piece_out[l.piece0[b] as usize + i];
+                if o >= 0 {
+                    y[o as usize] = v;
+                } else {
+                    slots[(-1 - o) as usize] = v;
+                }
+            }
+        }
+        for (i, &r) in l.cut_rows.iter().enumerate() {
+            let (a, b) = (l.cut_start[i] as usize, l.cut_start[i + 1] as usize);
+            y[r as usize] = slots[a..b].iter().sum();
+        }
+        y
+    }
+
+    fn from_rows(nrows: usize, ncols: usize, rows: &[Vec<i32>]) -> Csr<f64> {
+        let mut row_ptr = vec![0i64];
+        let mut cols = Vec::new();
+        for r in rows {
+            cols.extend_from_slice(r);
+            row_ptr.push(cols.len() as i64);
+        }
+        let vals = (0..cols.len()).map(|i| 0.5 + (i % 5) as f64).collect();
+        Csr::new(nrows, ncols, row_ptr, cols, vals).unwrap()
+    }
+
+    fn check(a: &Csr<f64>) {
+        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        let x: Vec<f64> = (0..a.ncols())
+            .map(|i| 1.0 + (i % 7) as f64 * 0.25)
+            .collect();
+        let y = walk(&l, a.nrows(), &x);
+        let (want, scale) = crate::ops::spmv::oracle::spmv(1.0, a, &x, 0.0, &[]);
+        for (r, (g, w)) in y.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-12 * (1.0 + scale[r]),
+                "row {r}: {g} against {w}"
+            );
+        }
+    }
+
+    #[test]
+    fn slices_sum_every_row_once() {
+        check(&gen::power_law::<f64>(20_000, 20_000, 16.0, 5_000, 1.5, 3).unwrap());
+        check(&gen::sparse_rows::<f64>(5_000, 300_000, 0.5, 12, 4).unwrap());
+        check(&gen::long_rows::<f64>(3_000, 40_000, 2, 30_000, 3, 5).unwrap());
+    }
+
+    #[test]
+    fn crowded_slices_take_several_stages() {
+        // Every entry in the first slice: each block's slice far over a stage.
+        let a = gen::uniform::<f64>(20_000, 1_000, 30, 6).unwrap();
+        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        assert!(l.stage0.last().copied().unwrap() as usize > l.blocks());
+        check(&a);
+    }
+
+    #[test]
+    fn a_piece_repeated_in_a_slice_spreads_over_steps() {
+        // A row of 120 entries, all in one slice, beside short rows: 120 steps of one lane
+        // would be the only layout with the row in one step each.
+        let mut rows: Vec<Vec<i32>> = vec![(0..120).collect()];
+        rows.extend((1..200).map(|r| vec![r % 100, 100 + r % 50]));
+        let a = from_rows(200, 200, &rows);
+        check(&a);
+    }
+
+    #[test]
+    fn three_f32_stages_fit_a_hopper_block() {
+        // The H200's 227 KB a block with opt-in; each stage on 128-byte lines.
+        assert_eq!(stage_bytes(4) % 128, 0);
+        assert!(smem_bytes(4, true) + STATIC_SMEM <= 232_448);
+        assert!(smem_bytes(4, false) < smem_bytes(4, true));
+    }
+
+    #[test]
+    fn empty_matrix_and_rows() {
+        let a = from_rows(3, 5, &[vec![], vec![], vec![]]);
+        let l = build(3, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        assert_eq!(l.piece_out, vec![0, 1, 2]);
+        assert!(l.enc.is_empty());
+        check(&a);
+        let z = from_rows(0, 5, &[]);
+        let l = build(0, z.row_ptr(), z.col_idx(), z.values()).unwrap();
+        assert_eq!(l.blocks(), 0);
+    }
+}
