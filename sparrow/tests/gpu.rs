@@ -905,7 +905,7 @@ fn small_spmv_diagonal_rows() {
 /// r + reach, the first row that can reach both ends doing so.
 fn near_rows<T: Scalar>(n: usize, reach: usize) -> Csr<T> {
     let mut rng = sparrow::matrix::Rng::new(61);
-    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let mut t: Triplets<T> = (Vec::new(), Vec::new(), Vec::new());
     let mut ends = false;
     for row in 0..n {
         let (lo, hi) = (row.saturating_sub(reach), (row + reach).min(n - 1));
@@ -917,15 +917,29 @@ fn near_rows<T: Scalar>(n: usize, reach: usize) -> Csr<T> {
             cols[1] = hi;
             ends = true;
         }
-        cols.sort_unstable();
-        cols.dedup();
-        for col in cols {
-            r.push(row);
-            c.push(col);
-            v.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
-        }
+        push_row(&mut t, row, cols, &mut rng);
     }
-    Csr::from_triplets(n, n, &r, &c, &v).unwrap()
+    Csr::from_triplets(n, n, &t.0, &t.1, &t.2).unwrap()
+}
+
+/// Row and column lists and values of a matrix built row by row.
+type Triplets<T> = (Vec<usize>, Vec<usize>, Vec<T>);
+
+/// Appends row `row` with the distinct ones of `cols` (sorted here) and values uniform in
+/// [-1, 1).
+fn push_row<T: Scalar>(
+    t: &mut Triplets<T>,
+    row: usize,
+    mut cols: Vec<usize>,
+    rng: &mut sparrow::matrix::Rng,
+) {
+    cols.sort_unstable();
+    cols.dedup();
+    for col in cols {
+        t.0.push(row);
+        t.1.push(col);
+        t.2.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
+    }
 }
 
 /// SpMV over 16-bit column offsets from the row: a FEM-like matrix and rows reaching exactly
@@ -989,22 +1003,16 @@ fn column_slices() {
     let g = gpu();
     let device = Device::Cuda(g.clone());
     let mut rng = sparrow::matrix::Rng::new(41);
-    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    let mut t: Triplets<T> = (Vec::new(), Vec::new(), Vec::new());
     let crowd_rows = 150_000;
     for row in 0..crowd_rows {
         let mut cols: Vec<usize> = (0..18).map(|_| rng.below(6000) as usize).collect();
         cols.extend((0..2).map(|_| rng.below(150_000) as usize));
-        cols.sort_unstable();
-        cols.dedup();
-        for col in cols {
-            r.push(row);
-            c.push(col);
-            v.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
-        }
+        push_row(&mut t, row, cols, &mut rng);
     }
     let mats: Vec<Csr<T>> = vec![
         gen::power_law(200_000, 200_003, 16.0, 20_000, 1.5, 31).unwrap(),
-        Csr::from_triplets(crowd_rows, 150_000, &r, &c, &v).unwrap(),
+        Csr::from_triplets(crowd_rows, 150_000, &t.0, &t.1, &t.2).unwrap(),
         gen::sparse_rows(100_000, 160_001, 0.3, 32, 32).unwrap(),
     ];
     for (i, a) in mats.iter().enumerate() {

@@ -83,6 +83,11 @@ fn rowvec_args<T: Scalar>(
     args
 }
 
+/// The layout a path needs from the upload, or the refusal naming `path` with `why`.
+fn built<X>(layout: &Option<X>, why: impl Into<String>) -> Result<&X> {
+    layout.as_ref().ok_or_else(|| Error::invalid("path", why))
+}
+
 /// Refuses N > 1 for a path that computes SpMV only; `what` names it with its verb.
 fn spmv_only(what: &str, n: usize) -> Result<()> {
     if n != 1 {
@@ -132,12 +137,10 @@ pub(crate) fn launch<T: Scalar>(
     }
     if matches!(path, GpuPath::Diag | GpuPath::DiagLanes { .. }) {
         spmv_only("the diagonal path computes", n)?;
-        let dg = a.diag.as_ref().ok_or_else(|| {
-            Error::invalid(
-                "path",
-                "the diagonal path needs a matrix whose rows repeat one pattern of diagonals",
-            )
-        })?;
+        let dg = built(
+            &a.diag,
+            "the diagonal path needs a matrix whose rows repeat one pattern of diagonals",
+        )?;
         let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
         let mut args = Args::new();
         args.i64(a.nrows as i64)
@@ -164,14 +167,9 @@ pub(crate) fn launch<T: Scalar>(
     }
     if let GpuPath::Near { lanes } = path {
         spmv_only("the near path computes", n)?;
-        let off = a.near.as_ref().ok_or_else(|| {
-            Error::invalid(
-                "path",
-                format!(
+        let off = built(&a.near, format!(
                     "the near path needs a matrix whose columns all lie within {NEAR_REACH} of their row"
-                ),
-            )
-        })?;
+                ))?;
         let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
         let mut args = Args::new();
         args.i64(a.nrows as i64)
@@ -184,12 +182,7 @@ pub(crate) fn launch<T: Scalar>(
     }
     if path == GpuPath::Sliced {
         spmv_only("the column slices compute", n)?;
-        let sl = a.slices.as_ref().ok_or_else(|| {
-            Error::invalid(
-                "path",
-                "the column slices need a matrix of scattered columns whose blocks' copies of x pay (RowStats::sliceable) on a GPU that runs their kernel",
-            )
-        })?;
+        let sl = built(&a.slices, "the column slices need a matrix of scattered columns whose blocks' copies of x pay (RowStats::sliceable) on a GPU that runs their kernel")?;
         if sl.blocks == 0 {
             return Ok(());
         }
@@ -238,12 +231,10 @@ pub(crate) fn launch<T: Scalar>(
         let mut args = Args::new();
         args.ptr(gpu.ptr(&st.work));
         if path == GpuPath::Packed {
-            let p = a.packed.as_ref().ok_or_else(|| {
-                Error::invalid(
-                    "path",
-                    "the packed blocks need a matrix whose work blocks each span under 2^16 columns",
-                )
-            })?;
+            let p = built(
+                &a.packed,
+                "the packed blocks need a matrix whose work blocks each span under 2^16 columns",
+            )?;
             args.ptr(gpu.ptr(&p.base))
                 .ptr(gpu.ptr(&p.ends))
                 .ptr(gpu.ptr(&p.cols));
@@ -259,12 +250,10 @@ pub(crate) fn launch<T: Scalar>(
         return gpu.launch(&kernel, shape, &mut args);
     }
     if let GpuPath::RowBlock { rows, .. } = path {
-        let rb = a.row_blocks.as_ref().ok_or_else(|| {
-            Error::invalid(
-                "path",
-                "the row blocks need a matrix whose neighbouring rows share their columns",
-            )
-        })?;
+        let rb = built(
+            &a.row_blocks,
+            "the row blocks need a matrix whose neighbouring rows share their columns",
+        )?;
         if rb.rows != rows as usize {
             return Err(Error::invalid(
                 "path",
