@@ -263,8 +263,8 @@ pub struct DeviceCsr<T> {
     /// ([`RowStats::blockable`]).
     pub row_blocks: Option<DeviceRowBlocks<T>>,
     /// Host time of the analysis (statistics, long rows, work blocks, the packed columns, the
-    /// diagonals, the column offsets and the column-slice layout with their uploads, rows by length, the row blocks and
-    /// their upload), milliseconds.
+    /// diagonals, the column offsets and the column-slice layout with their uploads, rows by
+    /// length, the row blocks and their upload), milliseconds.
     pub analysis_ms: f64,
 }
 

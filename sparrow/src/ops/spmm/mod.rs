@@ -143,8 +143,9 @@ impl<T: Scalar> Spmm<T> {
 
 /// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
 /// work blocks (and packed columns), a pattern of diagonals with its rows' bits, the 16-bit
-/// column offsets of a matrix near its diagonal, the column-slice layout, rows sorted by length, row blocks, `dense_elems` elements
-/// of B and C, and the long rows' partial sums for N columns.
+/// column offsets of a matrix near its diagonal, the column-slice layout (f32), rows sorted by
+/// length, row blocks, `dense_elems` elements of B and C, and the long rows' partial sums for
+/// N columns.
 pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
     let a_bytes = 8 * (2 * a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
