@@ -217,9 +217,9 @@ pub enum GpuPath {
         /// Lanes a row ([`NEAR_LANES`]).
         lanes: u32,
     },
-    /// SpMV over the column-slice layout ([`RowStats::sliceable`]): entries sorted by slice of
-    /// columns, each slice of x copied into shared memory, the row pieces' sums there; rows cut
-    /// into pieces summed in order by a second kernel (N = 1 only).
+    /// f32 SpMV over the column-slice layout ([`RowStats::sliceable`]): entries sorted by slice
+    /// of columns, each slice of x copied into shared memory, the row pieces' sums there; rows
+    /// cut into pieces summed in order by a second kernel (N = 1 only).
     Sliced,
     /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
     /// 4-entry vectors.
