@@ -254,8 +254,8 @@ pub struct DeviceCsr<T> {
     /// [`NEAR_REACH`](crate::matrix::NEAR_REACH) of the diagonal ([`RowStats::near`]), for
     /// the SpMV path that reads 2 bytes a column instead of 4.
     pub near: Option<CudaSlice<i16>>,
-    /// The column-slice layout, for f32 values where the statistics say it pays
-    /// ([`RowStats::sliceable`]) and this GPU runs its kernel ([`slices::runs_on`]).
+    /// The column-slice layout, where the statistics say these values take it
+    /// ([`RowStats::sliced_for`]) and this GPU runs its kernel ([`slices::runs_on`]).
     pub slices: Option<DeviceSlices<T>>,
     /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
     pub sorted_rows: CudaSlice<i64>,
@@ -368,8 +368,8 @@ impl<T: Scalar> DeviceCsr<T> {
         } else {
             None
         };
-        let elem = std::mem::size_of::<T>();
-        let slices = if elem == 4 && stats.sliceable() && slices::runs_on(gpu.limits(), elem) {
+        let slices = if stats.sliced_for(std::mem::size_of::<T>()) && slices::runs_on(gpu.limits())
+        {
             let l = slices::build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).ok_or_else(
                 || Error::unsupported("the column-slice layout: a block's records pass 2^26"),
             )?;

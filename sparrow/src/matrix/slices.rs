@@ -46,51 +46,41 @@ pub const PAD_ROW: u32 = 0xffff;
 /// 2n + 1 records, a stage to a multiple of 4.
 const SAFE_PART: usize = (SLICE_STAGE - 2 * SLICE_WARPS - 4) / 2;
 
-/// Columns of x a stage holds for values of `elem_bytes` bytes (48 KB).
-pub fn slice_cols(elem_bytes: usize) -> usize {
-    49152 / elem_bytes
-}
+/// Columns of x a stage holds: 48 KB of f32, the values the kernel runs (`SLICE_COLS` in
+/// spmm.cu). Layouts of other value types (the unit tests') use the same slices.
+pub const SLICE_COLS: usize = 12288;
+/// Stages in flight in shared memory with bulk copies (`SLICE_XB` in spmm.cu).
+pub const SLICE_STAGES: usize = 3;
 
-/// Stages in flight in shared memory for values of `elem_bytes` bytes.
-pub fn slice_stages(elem_bytes: usize) -> usize {
-    if elem_bytes == 4 {
-        3
-    } else {
-        2
-    }
-}
-
-/// Shared memory of one stage for values of `elem_bytes` bytes: x's slice, the records' words
-/// and values, the descriptor, rounded up to 128 bytes (`SLICE_STAGE_BYTES` in spmm.cu), so
-/// each stage's bulk copies land on 128-byte lines.
-pub fn stage_bytes(elem_bytes: usize) -> usize {
-    (slice_cols(elem_bytes) * elem_bytes + SLICE_STAGE * (4 + elem_bytes) + DESC_WORDS * 4)
-        .next_multiple_of(128)
+/// Shared memory of one stage: x's slice, the 8-byte records, the descriptor, rounded up to
+/// 128 bytes (`SLICE_STAGE_BYTES` in spmm.cu), so each stage's bulk copies land on 128-byte
+/// lines.
+pub const fn stage_bytes() -> usize {
+    (SLICE_COLS * 4 + SLICE_STAGE * 8 + DESC_WORDS * 4).next_multiple_of(128)
 }
 
 /// Dynamic shared memory of the kernel: all its stages with bulk copies (`bulk`), else one,
-/// and the pieces' sums.
-pub fn smem_bytes(elem_bytes: usize, bulk: bool) -> usize {
-    let stages = if bulk { slice_stages(elem_bytes) } else { 1 };
-    stages * stage_bytes(elem_bytes) + SLICE_PIECES * elem_bytes
+/// and the pieces' f32 sums.
+pub fn smem_bytes(bulk: bool) -> usize {
+    let stages = if bulk { SLICE_STAGES } else { 1 };
+    stages * stage_bytes() + SLICE_PIECES * 4
 }
 
 /// Static shared memory of the kernel at most (its stages' mbarriers).
 const STATIC_SMEM: usize = 256;
 
-/// Whether a GPU with these limits runs the kernel for values of `elem_bytes` bytes: its
-/// block of 1,024 threads and the shared memory of one stage (every GPU of sm_80 and newer
-/// but f64 on those with 100 KB a block).
-pub fn runs_on(limits: &crate::device::Limits, elem_bytes: usize) -> bool {
+/// Whether a GPU with these limits runs the kernel: its block of 1,024 threads and the shared
+/// memory of one stage (every GPU of sm_80 and newer).
+pub fn runs_on(limits: &crate::device::Limits) -> bool {
     limits.max_threads_per_block >= 1024
-        && limits.smem_per_block_optin as usize >= smem_bytes(elem_bytes, false) + STATIC_SMEM
+        && limits.smem_per_block_optin as usize >= smem_bytes(false) + STATIC_SMEM
 }
 
 /// Whether the kernel copies its stages in by bulk copies on a GPU with these limits: sm_90
 /// and room for every stage (x contiguous and 16-byte aligned besides, which the launch checks).
-pub fn bulk_on(limits: &crate::device::Limits, elem_bytes: usize) -> bool {
+pub fn bulk_on(limits: &crate::device::Limits) -> bool {
     limits.compute_capability.0 >= 9
-        && limits.smem_per_block_optin as usize >= smem_bytes(elem_bytes, true) + STATIC_SMEM
+        && limits.smem_per_block_optin as usize >= smem_bytes(true) + STATIC_SMEM
 }
 
 /// Pieces a row of `len` entries is cut into (an empty row keeps one, so its y is written).
@@ -177,7 +167,7 @@ pub fn build<T: Scalar>(
     values: &[T],
 ) -> Option<SliceLayout<T>> {
     use rayon::prelude::*;
-    let sc = slice_cols(std::mem::size_of::<T>());
+    let sc = SLICE_COLS;
     let nnz = col_idx.len();
     // Pieces, and each row's first piece.
     let mut vbase = Vec::with_capacity(nrows + 1);
@@ -214,12 +204,10 @@ pub fn build<T: Scalar>(
     let nblocks = piece0.len() - 1;
     // Piece -> row, and the cut rows' slots.
     let mut piece_row = vec![0u32; npieces];
-    for r in 0..nrows {
-        piece_row[vbase[r]..vbase[r + 1]].fill(r as u32);
-    }
     let mut piece_out = vec![0i32; npieces];
     let (mut cut_rows, mut cut_start) = (Vec::new(), vec![0i32]);
     for r in 0..nrows {
+        piece_row[vbase[r]..vbase[r + 1]].fill(r as u32);
         let p = vbase[r + 1] - vbase[r];
         if p > 1 {
             let s0 = *cut_start.last().unwrap();
@@ -276,18 +264,20 @@ pub fn build<T: Scalar>(
                 let slice = keyed[i].0 >> 40;
                 let j = i + keyed[i..].iter().take_while(|k| k.0 >> 40 == slice).count();
                 let all = &keyed[i..j];
-                // One stage for the slice when it fits, else parts of SAFE_PART entries.
-                let mut parts: Vec<&[(u64, usize)]> = vec![all];
-                if all.len() > SAFE_PART
-                    && stage(all, &mut Vec::new(), &mut Vec::new(), 0) > SLICE_STAGE
-                {
-                    parts = all.chunks(SAFE_PART).collect();
-                }
-                for part in parts {
-                    let start = recs.len();
-                    let end = stage(part, &mut recs, &mut desc, start);
-                    debug_assert!(end - start <= SLICE_STAGE);
+                // One stage for the slice when it fits; else, taken back, parts of SAFE_PART
+                // entries, which always fit.
+                let (start, dstart) = (recs.len(), desc.len());
+                if stage(all, &mut recs, &mut desc, start) - start <= SLICE_STAGE {
                     desc.extend([slice as u32, 0, 0]);
+                } else {
+                    recs.truncate(start);
+                    desc.truncate(dstart);
+                    for part in all.chunks(SAFE_PART) {
+                        let start = recs.len();
+                        let end = stage(part, &mut recs, &mut desc, start);
+                        debug_assert!(end - start <= SLICE_STAGE);
+                        desc.extend([slice as u32, 0, 0]);
+                    }
                 }
                 i = j;
             }
@@ -372,7 +362,7 @@ mod tests {
     /// that no step holds a piece twice and every stage fits, and returns y.
     fn walk(l: &SliceLayout<f64>, nrows: usize, x: &[f64]) -> Vec<f64> {
         assert_eq!(l.enc.len(), l.vals.len());
-        let sc = slice_cols(8);
+        let sc = SLICE_COLS;
         let mask = (1u32 << SS_SHIFT) - 1;
         let mut y = vec![f64::NAN; nrows];
         let mut slots = vec![0.0; *l.cut_start.last().unwrap() as usize];
@@ -476,11 +466,27 @@ mod tests {
     }
 
     #[test]
+    fn blocks_stop_at_their_piece_capacity() {
+        // Ten rows of entries, then 19,990 empty rows: the entries end a block each, and the
+        // empty rows' pieces (no entries) fill blocks up to SLICE_PIECES and no further.
+        let n = 20_000;
+        let rows: Vec<Vec<i32>> = (0..n)
+            .map(|r| if r < 10 { vec![r as i32] } else { vec![] })
+            .collect();
+        let a = from_rows(n, 50, &rows);
+        let l = build(n, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        let sizes: Vec<i32> = l.piece0.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(sizes.contains(&(SLICE_PIECES as i32)), "{sizes:?}");
+        assert_eq!(sizes.iter().sum::<i32>() as usize, n);
+        check(&a);
+    }
+
+    #[test]
     fn three_f32_stages_fit_a_hopper_block() {
         // The H200's 227 KB a block with opt-in; each stage on 128-byte lines.
-        assert_eq!(stage_bytes(4) % 128, 0);
-        assert!(smem_bytes(4, true) + STATIC_SMEM <= 232_448);
-        assert!(smem_bytes(4, false) < smem_bytes(4, true));
+        assert_eq!(stage_bytes() % 128, 0);
+        assert!(smem_bytes(true) + STATIC_SMEM <= 232_448);
+        assert!(smem_bytes(false) < smem_bytes(true));
     }
 
     #[test]

@@ -181,7 +181,7 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
                 if st.near() {
                     v.extend(NEAR_LANES.map(|lanes| Some(GpuPath::Near { lanes })));
                 }
-                if st.sliceable() && std::mem::size_of::<T>() == 4 {
+                if st.sliced_for(std::mem::size_of::<T>()) {
                     v.push(Some(GpuPath::Sliced));
                 }
                 if st.diagonals > 0 {

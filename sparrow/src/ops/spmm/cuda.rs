@@ -183,12 +183,8 @@ pub(crate) fn launch<T: Scalar>(
     if path == GpuPath::Sliced {
         spmv_only("the column slices compute", n)?;
         let sl = built(&a.slices, "the column slices need a matrix of scattered columns whose blocks' copies of x pay (RowStats::sliceable) on a GPU that runs their kernel")?;
-        if sl.blocks == 0 {
-            return Ok(());
-        }
-        let elem = std::mem::size_of::<T>();
         // Bulk copies read x as 16-byte vectors from its first element.
-        let bulk = slices::bulk_on(gpu.limits(), elem) && ldb == 1 && b.is_multiple_of(16);
+        let bulk = slices::bulk_on(gpu.limits()) && ldb == 1 && b.is_multiple_of(16);
         let kernel = gpu.kernel(&SPMM, &sliced_name(T::NAME))?;
         let mut args = Args::new();
         args.ptr(gpu.ptr(&sl.recs))
@@ -207,7 +203,7 @@ pub(crate) fn launch<T: Scalar>(
             .ptr(gpu.ptr(&sl.slots))
             .i32(bulk as i32);
         let shape = LaunchShape::linear(sl.blocks as u32, SLICE_THREADS)
-            .with_smem(slices::smem_bytes(elem, bulk) as u32);
+            .with_smem(slices::smem_bytes(bulk) as u32);
         gpu.launch(&kernel, shape, &mut args)?;
         if sl.cut > 0 {
             let kernel = gpu.kernel(&SPMM, &cut_name(T::NAME))?;

@@ -133,7 +133,7 @@ impl<T: Scalar> Spmm<T> {
     ) -> Result<()> {
         check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
         self.check_scalars()?;
-        let slices = crate::matrix::slices::runs_on(gpu.limits(), std::mem::size_of::<T>());
+        let slices = crate::matrix::slices::runs_on(gpu.limits());
         let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, b.ncols, slices)? else {
             return Ok(());
         };
@@ -164,12 +164,10 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
     let near = if st.near() { 2 * a.nnz() as u64 } else { 0 };
     // The column slices: a second copy of the entries (4 + s bytes each, with under 1/16 more
     // padding), a piece's row, stage descriptors and the cut rows' sums.
-    let sliced = if s == 4 && st.sliceable() {
+    let sliced = if st.sliced_for(s as usize) {
         let recs = a.nnz() as u64 + a.nnz() as u64 / 16 + 64 * st.slice_blocks() as u64;
         let stages = st.slice_blocks() as u64
-            * (a.ncols()
-                .div_ceil(crate::matrix::slices::slice_cols(s as usize)) as u64
-                + 1)
+            * (a.ncols().div_ceil(crate::matrix::slices::SLICE_COLS) as u64 + 1)
             + a.nnz() as u64 / 900;
         (4 + s) * recs
             + (4 + s) * st.pieces as u64
@@ -215,7 +213,7 @@ pub fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) ->
 }
 
 /// The GPU path for this request with the reason, or None when there is nothing to launch;
-/// `slices` says whether the GPU runs the column-slice kernel for `T`
+/// `slices` says whether the GPU runs the column-slice kernel
 /// ([`crate::matrix::slices::runs_on`]). The plan and the launch both ask here, so what
 /// `--explain` prints is what runs.
 pub(crate) fn gpu_path<T: Scalar>(
@@ -235,7 +233,7 @@ pub(crate) fn gpu_path<T: Scalar>(
                 "path",
                 format!(
                     "forced path Sliced needs blocks of 1,024 threads with {} bytes of shared memory, more than this GPU allows",
-                    crate::matrix::slices::smem_bytes(elem, false)
+                    crate::matrix::slices::smem_bytes(false)
                 ),
             )),
             None => Ok(Some((p, format!("path forced to {p:?}")))),
@@ -261,7 +259,7 @@ pub(crate) fn plan_for<T: Scalar>(
             reason: "the device is the CPU: rayon over rows".into(),
         }),
         Device::Cuda(gpu) => {
-            let slices = crate::matrix::slices::runs_on(gpu.limits(), std::mem::size_of::<T>());
+            let slices = crate::matrix::slices::runs_on(gpu.limits());
             let Some((path, mut reason)) = gpu_path::<T>(force, stats, n, slices)? else {
                 return Ok(Plan {
                     op,

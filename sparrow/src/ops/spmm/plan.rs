@@ -54,7 +54,7 @@ use crate::kernels::{
 };
 use crate::matrix::diagonals::{DIAG_MAX, DIAG_SHARE};
 use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
-use crate::matrix::slices::{slice_cols, smem_bytes, SLICE_PIECE, SLICE_WARPS, SLICE_X_RATIO};
+use crate::matrix::slices::{smem_bytes, SLICE_COLS, SLICE_PIECE, SLICE_WARPS, SLICE_X_RATIO};
 use crate::matrix::{RowStats, LEN_CLASSES, NEAR_REACH, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
@@ -555,7 +555,7 @@ impl GpuPath {
                 ))
             })?;
             return Ok(LaunchShape::linear(blocks, 32 * (SLICE_WARPS as u32 + 1))
-                .with_smem(smem_bytes(elem_bytes, true) as u32));
+                .with_smem(smem_bytes(true) as u32));
         }
         let blocks = match *self {
             GpuPath::RowVec { cols, ksplit, .. } => {
@@ -733,7 +733,7 @@ pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) ->
                 ),
             );
         }
-        if slices && elem_bytes == 4 && stats.sliceable() {
+        if slices && stats.sliced_for(elem_bytes) {
             return (
                 GpuPath::Sliced,
                 format!(
@@ -742,7 +742,7 @@ pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) ->
                     stats.slice_blocks(),
                     stats.ncols,
                     stats.nnz,
-                    slice_cols(elem_bytes),
+                    SLICE_COLS,
                     stats.pieces,
                 ),
             );

@@ -127,7 +127,7 @@ impl<T: Scalar> Spmv<T> {
                 format!("has {} elements but A has {} rows", y.len(), a.nrows),
             ));
         }
-        let slices = crate::matrix::slices::runs_on(gpu.limits(), std::mem::size_of::<T>());
+        let slices = crate::matrix::slices::runs_on(gpu.limits());
         let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, 1, slices)? else {
             return Ok(());
         };
