@@ -1147,8 +1147,10 @@ fn gpu_policy_takes_near_path_for_spmv() {
 
 #[test]
 fn gpu_policy_takes_column_slices_for_scattered_spmv() {
-    use sparrow::matrix::slices::{SLICE_BLOCKS, SLICE_PIECE, SLICE_PIECES, SLICE_X_RATIO};
-    // Power-law rows over as many columns as rows: 132 blocks' copies of x about 8.5 times the
+    use sparrow::matrix::slices::{
+        SLICE_GROUPS, SLICE_MEMBERS, SLICE_PIECE, SLICE_PIECES, SLICE_X_RATIO,
+    };
+    // Power-law rows over as many columns as rows: 66 groups' copies of x about 4.3 times the
     // entries.
     let a = gen::power_law::<f32>(150_000, 150_000, 16.0, 5_000, 1.5, 8).unwrap();
     let st = a.row_stats();
@@ -1162,8 +1164,12 @@ fn gpu_policy_takes_column_slices_for_scattered_spmv() {
     assert!(why.contains("shared memory"), "{why}");
     let shape = path.shape(&st, 4).unwrap();
     assert_eq!(
-        (shape.grid[0] as usize, shape.block[0]),
-        (SLICE_BLOCKS, 1024)
+        (shape.grid[0] as usize, shape.block[0], shape.cluster),
+        (
+            SLICE_GROUPS * SLICE_MEMBERS,
+            1024,
+            Some([SLICE_MEMBERS as u32, 1, 1])
+        )
     );
     // A GPU that cannot run the kernel keeps the path it took before, as do N = 8 and f64.
     assert_ne!(plan::choose_on(&st, 1, 4, false).0, GpuPath::Sliced);
@@ -1179,17 +1185,18 @@ fn gpu_policy_takes_column_slices_for_scattered_spmv() {
     assert!(why.contains("N = 2"), "{why}");
     // The bound on the copies of x: at the ratio the slices are taken, one column more not.
     let mut at = st;
-    at.ncols = SLICE_X_RATIO * at.nnz / SLICE_BLOCKS;
+    at.ncols = SLICE_X_RATIO * at.nnz / SLICE_GROUPS;
     assert!(at.sliceable());
     at.ncols += 1;
     assert!(!at.sliceable());
     assert_ne!(plan::choose(&at, 1, 4).0, GpuPath::Sliced);
     let why = GpuPath::Sliced.why_not(1, &at, 4).unwrap();
-    assert!(why.contains("at most 10 times"), "{why}");
-    // More pieces than 132 blocks hold take more blocks, whose copies count.
+    assert!(why.contains("at most 5 times"), "{why}");
+    // More pieces than 66 groups hold take more groups, whose copies count.
     let mut many = st;
-    many.pieces = SLICE_PIECES * SLICE_BLOCKS + 1;
-    assert_eq!(many.slice_blocks(), SLICE_BLOCKS + 1);
+    many.pieces = SLICE_PIECES * SLICE_GROUPS + 1;
+    assert_eq!(many.slice_groups(), SLICE_GROUPS + 1);
+    assert_eq!(many.slice_blocks(), (SLICE_GROUPS + 1) * SLICE_MEMBERS);
     // Local columns never take them, whatever the ratio.
     let banded = gen::banded::<f32>(50_000, 64, 1).unwrap().row_stats();
     assert!(!banded.scattered() && !banded.sliceable());

@@ -171,11 +171,13 @@ impl<T: Scalar> DeviceRowBlocks<T> {
 
 /// The column-slice layout of an f32 matrix on the GPU ([`slices`](crate::matrix::slices)).
 pub struct DeviceSlices<T> {
-    /// Blocks of the main launch.
+    /// Blocks of the main launch with clusters, a cluster a group.
     pub blocks: usize,
+    /// Groups of blocks sharing their pieces (the blocks of a launch without clusters).
+    pub groups: usize,
     /// Rows cut into pieces.
     pub cut: usize,
-    /// Each record: its column in its slice << 16 | piece in its block, then its f32 value's
+    /// Each record: its column in its slice << 16 | piece in its group, then its f32 value's
     /// bits, so a stage's records arrive by one bulk copy.
     pub recs: CudaSlice<u32>,
     /// Each block's first record.
@@ -184,7 +186,7 @@ pub struct DeviceSlices<T> {
     pub stage0: CudaSlice<i32>,
     /// The stages' descriptors.
     pub desc: CudaSlice<u32>,
-    /// Each block's first piece (`blocks + 1`).
+    /// Each group's first piece (`groups + 1`).
     pub piece0: CudaSlice<i32>,
     /// Each piece's row, or -1 - its slot.
     pub piece_out: CudaSlice<i32>,
@@ -201,6 +203,7 @@ impl<T: Scalar> DeviceSlices<T> {
         let nslots = *l.cut_start.last().unwrap_or(&0) as usize;
         Ok(DeviceSlices {
             blocks: l.blocks(),
+            groups: l.groups(),
             cut: l.cut_rows.len(),
             recs: gpu.upload(
                 &l.enc

@@ -181,6 +181,26 @@ __device__ __forceinline__ void mbar_arrive(u64* bar) {
 // block's) generic-proxy accesses to shared memory before later bulk-copy (async-proxy)
 // writes into the same buffer.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// barrier.cluster.arrive.release + wait.acquire (sm_90): every thread of the cluster's blocks
+// meets here, and their shared-memory writes before it are visible to the others' reads after.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// %cluster_ctarank (sm_90): this block's rank in its cluster.
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// ld.shared::cluster.f32 of `p`'s word in the shared memory of the cluster's block `rank`
+// (sm_90, distributed shared memory: mapa turns this block's address into that block's).
+__device__ __forceinline__ float ld_cluster_f32(const float* p, u32 rank) {
+    u32 a;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem_addr(p)), "r"(rank));
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+    return v;
+}
 // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes (sm_90, the TMA's
 // non-tensor form): copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from
 // global to shared memory and reports them to `bar`.

@@ -1167,26 +1167,31 @@ __device__ __forceinline__ void spmv_near(i64 nrows, const i64* __restrict__ row
 
 // f32 SpMV over the column-slice layout (matrix::slices, scattered columns): x copied into shared
 // memory a slice at a time, so an entry reads its x there instead of gathering a sector from
-// L2. A block owns a run of row pieces whose sums live in shared memory; a stage is one slice
-// of x, the block's records in it (column in the slice << 16 | piece, and the value) and the
-// stage's descriptor (each warp's first record with its step width, the end, the slice).
-// Each warp adds its records in steps in which no piece appears twice (the layout deals them
-// so), a lane's product straight into its piece's sum: every sum takes its additions in one
-// fixed order. With `bulk` (sm_90, x contiguous and 16-byte aligned) warp SLICE_WARPS copies
-// SLICE_XB stages ahead by bulk copies and every thread of the others releases each stage by an
-// mbarrier arrival, so no warp waits on another; otherwise the whole block loads each stage
-// and waits on barriers. Pieces of cut rows go to `slots`, summed in order by spmv_cut.
+// L2. A group of SLICE_MEMBERS blocks owns a run of row pieces; each member keeps sums for all
+// of them in shared memory and takes every SLICE_MEMBERS-th of the group's stages, so the
+// group copies x once between them. A stage is one slice of x, the records in it (column in
+// the slice << 16 | piece, and the value) and its descriptor (each warp's first record with
+// its step width, the end, the slice). Each warp adds its records in steps in which no piece
+// appears twice (the layout deals them so), a lane's product straight into its piece's sum:
+// every sum takes its additions in one fixed order. With `bulk` (sm_90, x contiguous and
+// 16-byte aligned) a group is a cluster: warp SLICE_WARPS copies SLICE_XB stages ahead by bulk
+// copies, every thread of the others releases each stage by an mbarrier arrival, so no warp
+// waits on another, and at the end each member adds a share of the pieces' sums over the
+// members in rank order through distributed shared memory. Otherwise one block a group loads
+// each of its members' stages in turn and waits on barriers. Pieces of cut rows go to
+// `slots`, summed in order by spmv_cut.
 #define SLICE_WARPS 31
 #define SLICE_THREADS (32 * (SLICE_WARPS + 1))
-#define SLICE_STAGE 2048
+#define SLICE_MEMBERS 2
+#define SLICE_STAGE 2560
 #define SLICE_DESC 36
 #define SLICE_SS_SHIFT 26
 #define SLICE_POS 0x3ffffffu
 #define SLICE_PAD 0xffffu
-// Columns of x a stage holds (48 KB), stages in flight, and a stage's bytes: x's slice, the
+// Columns of x a stage holds (32 KB), stages in flight, and a stage's bytes: x's slice, the
 // records (8 bytes each), the descriptor, rounded up to 128 so every stage's copies land on
 // 128-byte lines.
-#define SLICE_COLS 12288
+#define SLICE_COLS 8192
 #define SLICE_XB 3
 #define SLICE_STAGE_BYTES ((SLICE_COLS * 4 + SLICE_STAGE * 8 + SLICE_DESC * 4 + 127) / 128 * 128)
 // Warp w's records of one stage (its descriptor `d` in shared memory): (column in the slice
@@ -1218,20 +1223,31 @@ __device__ __forceinline__ void spmv_sliced(const uint2* __restrict__ recs, cons
     const int stages = bulk ? XB : 1;
 #else
     const int stages = 1;
+    bulk = 0;
 #endif
     // The pieces' sums after the stages the launch gave room for (slices::smem_bytes).
     float* ys = reinterpret_cast<float*>(slice_smem + stages * SB);
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, blk = blockIdx.x;
-    const int v0 = piece0[blk], nv = piece0[blk + 1] - v0;
-    const int st0 = stage0[blk], nst = stage0[blk + 1] - st0;
-    const i64 base = block_base[blk];
+    // With bulk, block blk is member blk % SLICE_MEMBERS of its group (the cluster's rank);
+    // otherwise block blk is the whole of group blk.
+    const int g = bulk ? blk / SLICE_MEMBERS : blk;
+    const int v0 = piece0[g], nv = piece0[g + 1] - v0;
     auto xs_of = [&](int b) { return reinterpret_cast<float*>(slice_smem + b * SB); };
     auto rs_of = [&](int b) { return reinterpret_cast<uint2*>(slice_smem + b * SB + SC * 4); };
     auto d_of = [&](int b) { return reinterpret_cast<u32*>(slice_smem + b * SB + SC * 4 + SLICE_STAGE * 8); };
+    auto put = [&](int i, float s) {
+        const int o = piece_out[v0 + i];
+        if (o >= 0)
+            axpby_store(y + (i64)o * ldy, s, alpha, beta);
+        else
+            slots[-1 - o] = s;
+    };
     for (int i = tid; i < nv; i += SLICE_THREADS) ys[i] = 0.f;
 #if __CUDA_ARCH__ >= 900
     __shared__ __align__(8) u64 full[XB], empty[XB];
     if (bulk) {
+        const int st0 = stage0[blk], nst = stage0[blk + 1] - st0;
+        const i64 base = block_base[blk];
         if (tid == 0) {
             for (int b = 0; b < XB; b++) {
                 mbar_init(&full[b], 1);
@@ -1279,13 +1295,27 @@ __device__ __forceinline__ void spmv_sliced(const uint2* __restrict__ recs, cons
                 mbar_arrive(&empty[b]);
             }
         }
-        __syncthreads();
-    } else
+        // Every member's sums are done; each adds its share of the pieces over the members in
+        // rank order, then waits until no other member still reads its sums.
+        __syncwarp();
+        cluster_sync();
+        const u32 rank = cluster_rank();
+        const int lo = nv * (int)rank / SLICE_MEMBERS, hi = nv * ((int)rank + 1) / SLICE_MEMBERS;
+        for (int i = lo + tid; i < hi; i += SLICE_THREADS) {
+            float s = ld_cluster_f32(ys + i, 0);
+            for (u32 q = 1; q < SLICE_MEMBERS; q++) s += ld_cluster_f32(ys + i, q);
+            put(i, s);
+        }
+        cluster_sync();
+        return;
+    }
 #endif
-    {
-        float* xs = xs_of(0);
-        uint2* rs = rs_of(0);
-        u32* d = d_of(0);
+    float* xs = xs_of(0);
+    uint2* rs = rs_of(0);
+    u32* d = d_of(0);
+    for (int m = g * SLICE_MEMBERS; m < (g + 1) * SLICE_MEMBERS; m++) {
+        const int st0 = stage0[m], nst = stage0[m + 1] - st0;
+        const i64 base = block_base[m];
         for (int k = 0; k < nst; k++) {
             __syncthreads();  // the last stage's sums are done (and ys is zeroed)
             if (tid < SLICE_DESC) d[tid] = desc[(i64)(st0 + k) * SLICE_DESC + tid];
@@ -1298,15 +1328,9 @@ __device__ __forceinline__ void spmv_sliced(const uint2* __restrict__ recs, cons
             __syncthreads();
             if (w < SLICE_WARPS) slice_sums(d, w, lane, xs, rs, ys);
         }
-        __syncthreads();
     }
-    for (int i = tid; i < nv; i += SLICE_THREADS) {
-        const int o = piece_out[v0 + i];
-        if (o >= 0)
-            axpby_store(y + (i64)o * ldy, ys[i], alpha, beta);
-        else
-            slots[-1 - o] = ys[i];
-    }
+    __syncthreads();
+    for (int i = tid; i < nv; i += SLICE_THREADS) put(i, ys[i]);
 }
 // The cut rows: a warp a row adds its pieces' sums, lane i those i, i + 32, ..., then the
 // lanes by xor shuffles, the same order on every run.

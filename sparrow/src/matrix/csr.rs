@@ -126,19 +126,25 @@ impl RowStats {
         self.reach <= NEAR_REACH
     }
 
-    /// Blocks the column-slice layout deals the row pieces to:
-    /// [`SLICE_BLOCKS`](super::slices::SLICE_BLOCKS), or more where the pieces need them.
+    /// Groups the column-slice layout deals the row pieces to:
+    /// [`SLICE_GROUPS`](super::slices::SLICE_GROUPS), or more where the pieces need them.
+    pub fn slice_groups(&self) -> usize {
+        super::slices::SLICE_GROUPS.max(self.pieces.div_ceil(super::slices::SLICE_PIECES))
+    }
+
+    /// Blocks of the column-slice kernel: [`SLICE_MEMBERS`](super::slices::SLICE_MEMBERS) a
+    /// group.
     pub fn slice_blocks(&self) -> usize {
-        super::slices::SLICE_BLOCKS.max(self.pieces.div_ceil(super::slices::SLICE_PIECES))
+        self.slice_groups() * super::slices::SLICE_MEMBERS
     }
 
     /// Whether SpMV takes the column-slice layout (`spmv_sliced`): scattered columns
-    /// ([`RowStats::scattered`]) and the blocks' copies of x, [`RowStats::slice_blocks`] times
+    /// ([`RowStats::scattered`]) and the groups' copies of x, [`RowStats::slice_groups`] times
     /// the columns, at most [`SLICE_X_RATIO`](super::slices::SLICE_X_RATIO) times the entries.
     pub fn sliceable(&self) -> bool {
         self.scattered()
             && self.nnz > 0
-            && self.slice_blocks() as u128 * self.ncols as u128
+            && self.slice_groups() as u128 * self.ncols as u128
                 <= super::slices::SLICE_X_RATIO as u128 * self.nnz as u128
     }
 

@@ -1,12 +1,17 @@
 //! The column-slice layout for SpMV on scattered columns (`spmv_sliced`). Gathering x at random
 //! columns costs an L2 request a 32-byte sector per entry whatever the kernel does (16M of them
 //! on the H200 take 106-117 us), so a block copies x into shared memory a slice of columns at a
-//! time instead, and reads entries sorted by slice. Each block owns a run of row pieces (rows
-//! longer than [`SLICE_PIECE`] cut into pieces that take every p-th entry, summed in piece order
-//! by a second kernel) whose sums live in shared memory, dealt to [`SLICE_WARPS`] warps by
-//! entries. A stage is one slice of x and the block's records in it (at most [`SLICE_STAGE`];
-//! a slice with more takes several stages). A record is a 32-bit word (the column in its
-//! slice << 16 | the piece in its block) and the value: the bytes of CSR.
+//! time instead, and reads entries sorted by slice. Each group of [`SLICE_MEMBERS`] blocks (a
+//! cluster) owns a run of row pieces (rows longer than [`SLICE_PIECE`] cut into pieces that
+//! take every p-th entry, summed in piece order by a second kernel), dealt to [`SLICE_WARPS`]
+//! warps by entries. A stage is one slice of x and the group's records in it (at most
+//! [`SLICE_STAGE`]; a slice with more takes several stages). A record is a 32-bit word (the
+//! column in its slice << 16 | the piece in its group) and the value: the bytes of CSR.
+//!
+//! The members of a group take its stages in turn, each holding sums for all the group's
+//! pieces in shared memory, and add their sums in rank order at the end through distributed
+//! shared memory. So a group copies x through L2 once, split between its blocks: those copies,
+//! 132 blocks' of the whole of x when every block had rows of its own, set the kernel's pace.
 //!
 //! Inside a stage each warp's entries are laid out in steps in which no piece appears twice
 //! (`deal`), so a lane adds its product straight into its piece's sum and every sum takes
@@ -14,25 +19,28 @@
 
 use crate::Scalar;
 
-/// Blocks the rows are dealt to (more when the pieces do not fit): one a SM on the H200, which
-/// holds one block of this kernel's shared memory at a time.
-pub const SLICE_BLOCKS: usize = 132;
+/// Groups the rows are dealt to (more when the pieces do not fit): their blocks fill the
+/// H200's 132 SMs, each of which holds one block of this kernel's shared memory at a time.
+pub const SLICE_GROUPS: usize = 66;
+/// Blocks of a group (a cluster), sharing its pieces and taking its stages in turn.
+pub const SLICE_MEMBERS: usize = 2;
 /// The longest row piece: rows longer are cut, so a piece has about 1 to 2 entries a slice
 /// and a warp's steps stay full.
 pub const SLICE_PIECE: usize = 128;
 /// Warps of a block that sum entries; one more copies the stages in.
 pub const SLICE_WARPS: usize = 31;
 /// Records a stage holds.
-pub const SLICE_STAGE: usize = 2048;
-/// Row pieces a block holds (their sums fill the shared memory the H200's 227 KB a block
+pub const SLICE_STAGE: usize = 2560;
+/// Row pieces a group holds (their sums fill the shared memory the H200's 227 KB a block
 /// leaves beside three f32 stages).
-pub const SLICE_PIECES: usize = 8704;
-/// The policy takes the slices where the blocks' copies of x, blocks times columns, are at
+pub const SLICE_PIECES: usize = 17_920;
+/// The policy takes the slices where the groups' copies of x, groups times columns, are at
 /// most this many times the entries. On the H200 (cold) the f32 uniform and power-law rows
-/// (8.3 and 8.6) ran 1.59x and 1.46x cuSPARSE on them, against 1.10x and 1.03x before
-/// (`bench/results/2026-12-04-h200-spmv-column-slices.txt`); the long rows' 2,000,000 short
-/// rows (43) and the mostly empty rows (82) would copy far more x than they have entries.
-pub const SLICE_X_RATIO: usize = 10;
+/// (4.1 and 4.3) ran 1.59x and 1.46x cuSPARSE on them with 132 blocks of their own rows,
+/// against 1.10x and 1.03x before (`bench/results/2026-12-04-h200-spmv-column-slices.txt`);
+/// the long rows' 2,000,000 short rows (21) and the mostly empty rows (41) would copy far more
+/// x than they have entries.
+pub const SLICE_X_RATIO: usize = 5;
 /// Words of a stage's descriptor: each warp's first record with its step width above
 /// [`SS_SHIFT`], the end of the last warp's records, the stage's padded end, its slice, and
 /// two zero words so a descriptor is whole 16-byte vectors for the bulk copies
@@ -46,9 +54,9 @@ pub const PAD_ROW: u32 = 0xffff;
 /// 2n + 1 records, a stage to a multiple of 4.
 const SAFE_PART: usize = (SLICE_STAGE - 2 * SLICE_WARPS - 4) / 2;
 
-/// Columns of x a stage holds: 48 KB of f32, the values the kernel runs (`SLICE_COLS` in
+/// Columns of x a stage holds: 32 KB of f32, the values the kernel runs (`SLICE_COLS` in
 /// spmm.cu). Layouts of other value types (the unit tests') use the same slices.
-pub const SLICE_COLS: usize = 12288;
+pub const SLICE_COLS: usize = 8192;
 /// Stages in flight in shared memory with bulk copies (`SLICE_XB` in spmm.cu).
 pub const SLICE_STAGES: usize = 3;
 
@@ -76,10 +84,12 @@ pub fn runs_on(limits: &crate::device::Limits) -> bool {
         && limits.smem_per_block_optin as usize >= smem_bytes(false) + STATIC_SMEM
 }
 
-/// Whether the kernel copies its stages in by bulk copies on a GPU with these limits: sm_90
-/// and room for every stage (x contiguous and 16-byte aligned besides, which the launch checks).
+/// Whether the kernel copies its stages in by bulk copies, a cluster a group, on a GPU with
+/// these limits: sm_90 and room for every stage (x contiguous and 16-byte aligned besides,
+/// which the launch checks). Otherwise a block a group runs its members' stages in turn.
 pub fn bulk_on(limits: &crate::device::Limits) -> bool {
     limits.compute_capability.0 >= 9
+        && limits.max_cluster_portable as usize >= SLICE_MEMBERS
         && limits.smem_per_block_optin as usize >= smem_bytes(true) + STATIC_SMEM
 }
 
@@ -88,9 +98,10 @@ pub fn pieces_of(len: usize) -> usize {
     len.div_ceil(SLICE_PIECE).max(1)
 }
 
-/// The layout of a matrix, ready to upload.
+/// The layout of a matrix, ready to upload. Block `g * SLICE_MEMBERS + m` is member m of
+/// group g.
 pub struct SliceLayout<T> {
-    /// Each record's column in its slice << 16 | piece in its block ([`PAD_ROW`] for padding).
+    /// Each record's column in its slice << 16 | piece in its group ([`PAD_ROW`] for padding).
     pub enc: Vec<u32>,
     /// Each record's value (0 for padding).
     pub vals: Vec<T>,
@@ -100,7 +111,7 @@ pub struct SliceLayout<T> {
     pub stage0: Vec<i32>,
     /// [`DESC_WORDS`] words a stage, positions relative to its block's first record.
     pub desc: Vec<u32>,
-    /// Each block's first piece, and the total (`blocks + 1`).
+    /// Each group's first piece, and the total (`groups + 1`).
     pub piece0: Vec<i32>,
     /// Each piece's row, or -1 - its slot among the cut rows' pieces.
     pub piece_out: Vec<i32>,
@@ -111,9 +122,14 @@ pub struct SliceLayout<T> {
 }
 
 impl<T> SliceLayout<T> {
-    /// Blocks of the main launch.
+    /// Blocks of the main launch with clusters ([`SLICE_MEMBERS`] a group).
     pub fn blocks(&self) -> usize {
         self.block_base.len()
+    }
+
+    /// Groups of blocks sharing their pieces.
+    pub fn groups(&self) -> usize {
+        self.piece0.len().saturating_sub(1)
     }
 }
 
@@ -182,8 +198,8 @@ pub fn build<T: Scalar>(
         let p = pieces_of(len);
         (len + p - 1 - k) / p
     };
-    // Blocks of about equal entries, at most SLICE_PIECES pieces each.
-    let target = nnz.div_ceil(SLICE_BLOCKS).max(1);
+    // Groups of about equal entries, at most SLICE_PIECES pieces each.
+    let target = nnz.div_ceil(SLICE_GROUPS).max(1);
     let mut piece0 = vec![0i32];
     let (mut cur_e, mut cur_p) = (0usize, 0usize);
     for r in 0..nrows {
@@ -201,7 +217,7 @@ pub fn build<T: Scalar>(
     if npieces == 0 {
         piece0.truncate(1);
     }
-    let nblocks = piece0.len() - 1;
+    let ngroups = piece0.len() - 1;
     // Piece -> row, and the cut rows' slots.
     let mut piece_row = vec![0u32; npieces];
     let mut piece_out = vec![0i32; npieces];
@@ -220,12 +236,12 @@ pub fn build<T: Scalar>(
             piece_out[vbase[r]] = r as i32;
         }
     }
-    // Each block's stream, built in parallel.
-    let streams: Vec<Option<BlockStream>> = (0..nblocks)
+    // Each group's members' streams, built in parallel.
+    let streams: Vec<Option<Vec<BlockStream>>> = (0..ngroups)
         .into_par_iter()
-        .map(|b| {
-            let (p_lo, p_hi) = (piece0[b] as usize, piece0[b + 1] as usize);
-            // Warps by entries: each piece's warp from the entries before it in the block.
+        .map(|g| {
+            let (p_lo, p_hi) = (piece0[g] as usize, piece0[g + 1] as usize);
+            // Warps by entries: each piece's warp from the entries before it in the group.
             let mut warp = Vec::with_capacity(p_hi - p_lo);
             let lens: Vec<usize> = (p_lo..p_hi)
                 .map(|p| {
@@ -257,8 +273,16 @@ pub fn build<T: Scalar>(
                 }
             }
             keyed.sort_unstable_by_key(|k| k.0);
-            let mut recs: Vec<(u32, usize)> = Vec::with_capacity(total + total / 16);
-            let mut desc: Vec<u32> = Vec::new();
+            // The members take the stages in turn, each into its own stream.
+            let mut members: Vec<BlockStream> = (0..SLICE_MEMBERS)
+                .map(|_| {
+                    (
+                        Vec::with_capacity(total / SLICE_MEMBERS + total / 16),
+                        Vec::new(),
+                    )
+                })
+                .collect();
+            let mut next = 0usize;
             let mut i = 0;
             while i < keyed.len() {
                 let slice = keyed[i].0 >> 40;
@@ -266,31 +290,35 @@ pub fn build<T: Scalar>(
                 let all = &keyed[i..j];
                 // One stage for the slice when it fits; else, taken back, parts of SAFE_PART
                 // entries, which always fit.
+                let (recs, desc) = &mut members[next % SLICE_MEMBERS];
                 let (start, dstart) = (recs.len(), desc.len());
-                if stage(all, &mut recs, &mut desc, start) - start <= SLICE_STAGE {
+                if stage(all, recs, desc, start) - start <= SLICE_STAGE {
                     desc.extend([slice as u32, 0, 0]);
+                    next += 1;
                 } else {
                     recs.truncate(start);
                     desc.truncate(dstart);
                     for part in all.chunks(SAFE_PART) {
+                        let (recs, desc) = &mut members[next % SLICE_MEMBERS];
                         let start = recs.len();
-                        let end = stage(part, &mut recs, &mut desc, start);
+                        let end = stage(part, recs, desc, start);
                         debug_assert!(end - start <= SLICE_STAGE);
                         desc.extend([slice as u32, 0, 0]);
+                        next += 1;
                     }
                 }
                 i = j;
             }
-            if recs.len() >= 1 << SS_SHIFT {
+            if members.iter().any(|m| m.0.len() >= 1 << SS_SHIFT) {
                 return None;
             }
-            Some((recs, desc))
+            Some(members)
         })
         .collect();
     let mut layout = SliceLayout {
         enc: Vec::new(),
         vals: Vec::new(),
-        block_base: Vec::with_capacity(nblocks),
+        block_base: Vec::with_capacity(ngroups * SLICE_MEMBERS),
         stage0: vec![0],
         desc: Vec::new(),
         piece0,
@@ -298,11 +326,15 @@ pub fn build<T: Scalar>(
         cut_rows,
         cut_start,
     };
-    let total: usize = streams.iter().flatten().map(|s| s.0.len()).sum();
+    let total: usize = streams.iter().flatten().flatten().map(|s| s.0.len()).sum();
     layout.enc.reserve(total);
     layout.vals.reserve(total);
-    for s in streams {
-        let (recs, desc) = s?;
+    for (recs, desc) in streams
+        .into_iter()
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+    {
         layout.block_base.push(layout.enc.len() as i64);
         for (enc, e) in recs {
             layout.enc.push(enc);
@@ -366,39 +398,47 @@ mod tests {
         let mask = (1u32 << SS_SHIFT) - 1;
         let mut y = vec![f64::NAN; nrows];
         let mut slots = vec![0.0; *l.cut_start.last().unwrap() as usize];
-        for b in 0..l.blocks() {
-            let np = (l.piece0[b + 1] - l.piece0[b]) as usize;
+        assert_eq!(l.blocks(), l.groups() * SLICE_MEMBERS);
+        for g in 0..l.groups() {
+            let np = (l.piece0[g + 1] - l.piece0[g]) as usize;
             assert!(np <= SLICE_PIECES);
+            // Each member's sums, then added in rank order as the cluster does.
             let mut sums = vec![0.0; np];
-            let base = l.block_base[b] as usize;
-            assert_eq!(base % 4, 0);
-            for s in l.stage0[b] as usize..l.stage0[b + 1] as usize {
-                let d = &l.desc[s * DESC_WORDS..(s + 1) * DESC_WORDS];
-                let (lo, end) = ((d[0] & mask) as usize, d[SLICE_WARPS + 1] as usize);
-                assert_eq!(lo % 4, 0);
-                assert!(end - lo <= SLICE_STAGE, "stage of {} records", end - lo);
-                let slice = d[SLICE_WARPS + 2] as usize;
-                for w in 0..SLICE_WARPS {
-                    let (p0, p1) = ((d[w] & mask) as usize, (d[w + 1] & mask) as usize);
-                    let ss = (d[w] >> SS_SHIFT) as usize;
-                    assert!((1..=32).contains(&ss));
-                    for step in (p0..p1).step_by(ss) {
-                        let mut seen = std::collections::HashSet::new();
-                        for q in step..(step + ss).min(p1) {
-                            let e = l.enc[base + q];
-                            let piece = e & 0xffff;
-                            if piece == PAD_ROW {
-                                continue;
+            for b in g * SLICE_MEMBERS..(g + 1) * SLICE_MEMBERS {
+                let mut own = vec![0.0; np];
+                let base = l.block_base[b] as usize;
+                assert_eq!(base % 4, 0);
+                for s in l.stage0[b] as usize..l.stage0[b + 1] as usize {
+                    let d = &l.desc[s * DESC_WORDS..(s + 1) * DESC_WORDS];
+                    let (lo, end) = ((d[0] & mask) as usize, d[SLICE_WARPS + 1] as usize);
+                    assert_eq!(lo % 4, 0);
+                    assert!(end - lo <= SLICE_STAGE, "stage of {} records", end - lo);
+                    let slice = d[SLICE_WARPS + 2] as usize;
+                    for w in 0..SLICE_WARPS {
+                        let (p0, p1) = ((d[w] & mask) as usize, (d[w + 1] & mask) as usize);
+                        let ss = (d[w] >> SS_SHIFT) as usize;
+                        assert!((1..=32).contains(&ss));
+                        for step in (p0..p1).step_by(ss) {
+                            let mut seen = std::collections::HashSet::new();
+                            for q in step..(step + ss).min(p1) {
+                                let e = l.enc[base + q];
+                                let piece = e & 0xffff;
+                                if piece == PAD_ROW {
+                                    continue;
+                                }
+                                assert!(seen.insert(piece), "piece {piece} twice in a step");
+                                let col = slice * sc + (e >> 16) as usize;
+                                own[piece as usize] += l.vals[base + q] * x[col];
                             }
-                            assert!(seen.insert(piece), "piece {piece} twice in a step");
-                            let col = slice * sc + (e >> 16) as usize;
-                            sums[piece as usize] += l.vals[base + q] * x[col];
                         }
                     }
                 }
+                for (s, o) in sums.iter_mut().zip(own) {
+                    *s += o;
+                }
             }
             for (i, &v) in sums.iter().enumerate() {
-                let o = l.piece_out[l.piece0[b] as usize + i];
+                let o = l.piece_out[l.piece0[g] as usize + i];
                 if o >= 0 {
                     y[o as usize] = v;
                 } else {
@@ -452,6 +492,8 @@ mod tests {
         let a = gen::uniform::<f64>(20_000, 1_000, 30, 6).unwrap();
         let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
         assert!(l.stage0.last().copied().unwrap() as usize > l.blocks());
+        // One slice's stages go to the members in turn: every block has some.
+        assert!(l.stage0.windows(2).all(|w| w[1] > w[0]), "{:?}", l.stage0);
         check(&a);
     }
 
@@ -466,9 +508,9 @@ mod tests {
     }
 
     #[test]
-    fn blocks_stop_at_their_piece_capacity() {
-        // Ten rows of entries, then 19,990 empty rows: the entries end a block each, and the
-        // empty rows' pieces (no entries) fill blocks up to SLICE_PIECES and no further.
+    fn groups_stop_at_their_piece_capacity() {
+        // Ten rows of entries, then 19,990 empty rows: the entries end a group each, and the
+        // empty rows' pieces (no entries) fill groups up to SLICE_PIECES and no further.
         let n = 20_000;
         let rows: Vec<Vec<i32>> = (0..n)
             .map(|r| if r < 10 { vec![r as i32] } else { vec![] })

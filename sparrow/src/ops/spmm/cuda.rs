@@ -202,8 +202,14 @@ pub(crate) fn launch<T: Scalar>(
             .scalar(beta)
             .ptr(gpu.ptr(&sl.slots))
             .i32(bulk as i32);
-        let shape = LaunchShape::linear(sl.blocks as u32, SLICE_THREADS)
-            .with_smem(slices::smem_bytes(bulk) as u32);
+        // With bulk copies a group is a cluster of its members; without, a block.
+        let shape = if bulk {
+            LaunchShape::linear(sl.blocks as u32, SLICE_THREADS)
+                .with_cluster(slices::SLICE_MEMBERS as u32)
+        } else {
+            LaunchShape::linear(sl.groups as u32, SLICE_THREADS)
+        }
+        .with_smem(slices::smem_bytes(bulk) as u32);
         gpu.launch(&kernel, shape, &mut args)?;
         if sl.cut > 0 {
             let kernel = gpu.kernel(&SPMM, &cut_name(T::NAME))?;

@@ -166,9 +166,9 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
     // padding), a piece's row, stage descriptors and the cut rows' sums.
     let sliced = if st.sliced_for(s as usize) {
         let recs = a.nnz() as u64 + a.nnz() as u64 / 16 + 64 * st.slice_blocks() as u64;
-        let stages = st.slice_blocks() as u64
-            * (a.ncols().div_ceil(crate::matrix::slices::SLICE_COLS) as u64 + 1)
-            + a.nnz() as u64 / 900;
+        let stages = st.slice_groups() as u64
+            * (a.ncols().div_ceil(crate::matrix::slices::SLICE_COLS) as u64 + 2)
+            + a.nnz() as u64 / 1200;
         (4 + s) * recs
             + (4 + s) * st.pieces as u64
             + 4 * 36 * stages

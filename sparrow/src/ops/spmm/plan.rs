@@ -10,10 +10,11 @@
 //!   (FEM-like, dense diagonal blocks; in f32 rows of [`NEAR_MEAN_F32`] entries or more on
 //!   average): `near`, lanes of a row that read each column as a 16-bit offset from the row
 //!   (built on upload), four entries a lane at once ([`near_lanes`]).
-//! - f32 SpMV on scattered columns where the blocks' copies of x stay within
+//! - f32 SpMV on scattered columns where the row groups' copies of x stay within
 //!   [`SLICE_X_RATIO`] times the entries ([`RowStats::sliceable`]: uniform and power-law rows):
 //!   `sliced`, entries sorted by slice of columns (built on upload), each slice of x copied
-//!   into shared memory and the rows' sums there ([`crate::matrix::slices`]).
+//!   into shared memory by one block of its group's cluster, the rows' sums there, added over
+//!   the cluster at the end ([`crate::matrix::slices`]).
 //! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
 //!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
 //!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows with
@@ -54,7 +55,9 @@ use crate::kernels::{
 };
 use crate::matrix::diagonals::{DIAG_MAX, DIAG_SHARE};
 use crate::matrix::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX};
-use crate::matrix::slices::{smem_bytes, SLICE_COLS, SLICE_PIECE, SLICE_WARPS, SLICE_X_RATIO};
+use crate::matrix::slices::{
+    smem_bytes, SLICE_COLS, SLICE_MEMBERS, SLICE_PIECE, SLICE_WARPS, SLICE_X_RATIO,
+};
 use crate::matrix::{RowStats, LEN_CLASSES, NEAR_REACH, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 use crate::{Error, Result};
 
@@ -218,8 +221,9 @@ pub enum GpuPath {
         lanes: u32,
     },
     /// f32 SpMV over the column-slice layout ([`RowStats::sliceable`]): entries sorted by slice
-    /// of columns, each slice of x copied into shared memory, the row pieces' sums there; rows
-    /// cut into pieces summed in order by a second kernel (N = 1 only).
+    /// of columns, each slice of x copied into shared memory by one block of a cluster, the row
+    /// pieces' sums there, added over the cluster; rows cut into pieces summed in order by a
+    /// second kernel (N = 1 only).
     Sliced,
     /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
     /// 4-entry vectors.
@@ -445,9 +449,9 @@ impl GpuPath {
                 "runs f32 values only: {ty}'s slices of x are twice the bytes, and on the H200 it ran 0.64-0.69x cuSPARSE"
             )),
             GpuPath::Sliced if !stats.sliceable() => Some(format!(
-                "needs scattered columns (a block of {WINDOW_ROWS} rows spanning over {SCATTER_WINDOW}; here {}) and {} blocks' copies of x ({} columns each) at most {SLICE_X_RATIO} times the {} entries",
+                "needs scattered columns (a block of {WINDOW_ROWS} rows spanning over {SCATTER_WINDOW}; here {}) and {} groups' copies of x ({} columns each) at most {SLICE_X_RATIO} times the {} entries",
                 stats.window_max,
-                stats.slice_blocks(),
+                stats.slice_groups(),
                 stats.ncols,
                 stats.nnz
             )),
@@ -547,7 +551,8 @@ impl GpuPath {
     /// memory for a block's products, as the launch gives them).
     pub fn shape(&self, stats: &RowStats, elem_bytes: usize) -> Result<LaunchShape> {
         if *self == GpuPath::Sliced {
-            // The layout's blocks on an sm_90 GPU (bulk copies, every stage in shared memory).
+            // The layout's blocks on an sm_90 GPU (bulk copies, every stage in shared memory,
+            // a cluster a group).
             let blocks = u32::try_from(stats.slice_blocks()).map_err(|_| {
                 Error::unsupported(format!(
                     "{} row pieces need more than 2^32 blocks",
@@ -555,6 +560,7 @@ impl GpuPath {
                 ))
             })?;
             return Ok(LaunchShape::linear(blocks, 32 * (SLICE_WARPS as u32 + 1))
+                .with_cluster(SLICE_MEMBERS as u32)
                 .with_smem(smem_bytes(true) as u32));
         }
         let blocks = match *self {
@@ -737,9 +743,9 @@ pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) ->
             return (
                 GpuPath::Sliced,
                 format!(
-                    "N = 1, scattered columns (blocks of {WINDOW_ROWS} rows span up to {}) and {} blocks' copies of x ({} columns each) within {SLICE_X_RATIO} times the {} entries: entries sorted by slice of {} columns, each slice of x copied into shared memory, {} row pieces' sums there (rows over {SLICE_PIECE} entries cut into pieces, summed in order by a second kernel)",
+                    "N = 1, scattered columns (blocks of {WINDOW_ROWS} rows span up to {}) and {} groups' copies of x ({} columns each) within {SLICE_X_RATIO} times the {} entries: entries sorted by slice of {} columns, each slice of x copied into shared memory by one of a group's {SLICE_MEMBERS} blocks (a cluster), {} row pieces' sums there (rows over {SLICE_PIECE} entries cut into pieces, summed in order by a second kernel)",
                     stats.window_max,
-                    stats.slice_blocks(),
+                    stats.slice_groups(),
                     stats.ncols,
                     stats.nnz,
                     SLICE_COLS,
