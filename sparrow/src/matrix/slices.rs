@@ -147,27 +147,35 @@ fn shape(n: usize, c: usize) -> (usize, usize) {
     (n.div_ceil(t), t)
 }
 
-/// Lays out one warp's group (entries as (piece, value index, column in slice), sorted by piece
-/// then column): pieces by count, most first, each piece's entries together, dealt to the
-/// steps in turn (entry i to step i % T, lane i / T), so no step holds a piece twice. Returns
-/// the step width; `out` gets T * width records, padding included.
-fn deal(group: &[(u32, usize, u32)], out: &mut Vec<(u32, usize)>) -> usize {
-    let mut runs: Vec<(usize, usize)> = Vec::new(); // (start, len) of each piece's run
+/// Lays out one warp's group (its keyed entries, as in [`build`], in piece order): pieces by
+/// count, most first, each piece's entries together, dealt to the steps in turn (entry i to
+/// step i % T, lane i / T), so no step holds a piece twice. Returns the step width; `out` gets
+/// T * width records, padding included. `runs` is scratch, kept between calls so the dealing
+/// allocates nothing.
+fn deal(
+    group: &[(u64, usize)],
+    runs: &mut Vec<(usize, usize)>,
+    out: &mut Vec<(u32, usize)>,
+) -> usize {
+    let piece = |k: &(u64, usize)| ((k.0 >> 20) & 0x7fff) as u32;
+    runs.clear(); // (start, len) of each piece's run
     let mut i = 0;
     while i < group.len() {
-        let j = i + group[i..].iter().take_while(|e| e.0 == group[i].0).count();
+        let p = piece(&group[i]);
+        let j = i + group[i..].iter().take_while(|e| piece(e) == p).count();
         runs.push((i, j - i));
         i = j;
     }
     let c = runs.iter().map(|r| r.1).max().unwrap_or(0);
     let (ss, t) = shape(group.len(), c);
-    runs.sort_by_key(|r| std::cmp::Reverse(r.1)); // stable: ties keep piece order
+    // Most entries first, ties in piece order (the runs' starts).
+    runs.sort_unstable_by_key(|r| (std::cmp::Reverse(r.1), r.0));
     let base = out.len();
     out.resize(base + t * ss, (PAD_ROW, usize::MAX));
     let mut k = 0;
-    for (start, len) in runs {
+    for &(start, len) in runs.iter() {
         for e in &group[start..start + len] {
-            out[base + (k % t) * ss + k / t] = (e.2 << 16 | e.0, e.1);
+            out[base + (k % t) * ss + k / t] = (((e.0 & 0xfffff) as u32) << 16 | piece(e), e.1);
             k += 1;
         }
     }
@@ -272,7 +280,29 @@ pub fn build<T: Scalar>(
                     e += np;
                 }
             }
-            keyed.sort_unstable_by_key(|k| k.0);
+            // By slice, stably: the entries came in (warp, piece, column) order, so each
+            // slice's keys end up sorted (a counting sort where a comparison sort of the
+            // group's entries took a quarter of the build).
+            let nslices = keyed
+                .iter()
+                .map(|k| (k.0 >> 40) as usize + 1)
+                .max()
+                .unwrap_or(0);
+            let mut at = vec![0usize; nslices + 1];
+            for k in &keyed {
+                at[(k.0 >> 40) as usize + 1] += 1;
+            }
+            for s in 0..nslices {
+                at[s + 1] += at[s];
+            }
+            let mut sorted = vec![(0u64, 0usize); keyed.len()];
+            for &k in &keyed {
+                let s = (k.0 >> 40) as usize;
+                sorted[at[s]] = k;
+                at[s] += 1;
+            }
+            let keyed = sorted;
+            let mut runs = Vec::new();
             // The members take the stages in turn, each into its own stream.
             let mut members: Vec<BlockStream> = (0..SLICE_MEMBERS)
                 .map(|_| {
@@ -292,7 +322,7 @@ pub fn build<T: Scalar>(
                 // entries, which always fit.
                 let (recs, desc) = &mut members[next % SLICE_MEMBERS];
                 let (start, dstart) = (recs.len(), desc.len());
-                if stage(all, recs, desc, start) - start <= SLICE_STAGE {
+                if stage(all, &mut runs, recs, desc, start) - start <= SLICE_STAGE {
                     desc.extend([slice as u32, 0, 0]);
                     next += 1;
                 } else {
@@ -301,7 +331,7 @@ pub fn build<T: Scalar>(
                     for part in all.chunks(SAFE_PART) {
                         let (recs, desc) = &mut members[next % SLICE_MEMBERS];
                         let start = recs.len();
-                        let end = stage(part, recs, desc, start);
+                        let end = stage(part, &mut runs, recs, desc, start);
                         debug_assert!(end - start <= SLICE_STAGE);
                         desc.extend([slice as u32, 0, 0]);
                         next += 1;
@@ -356,6 +386,7 @@ pub fn build<T: Scalar>(
 /// slice word to `desc`, and returns the end of its records.
 fn stage(
     part: &[(u64, usize)],
+    runs: &mut Vec<(usize, usize)>,
     recs: &mut Vec<(u32, usize)>,
     desc: &mut Vec<u32>,
     start: usize,
@@ -367,12 +398,8 @@ fn stage(
             .iter()
             .take_while(|k| (k.0 >> 35) & 31 == w)
             .count();
-        let group: Vec<(u32, usize, u32)> = part[i..j]
-            .iter()
-            .map(|k| (((k.0 >> 20) & 0x7fff) as u32, k.1, (k.0 & 0xfffff) as u32))
-            .collect();
         let at = start + recs.len() - base;
-        let ss = deal(&group, recs);
+        let ss = deal(&part[i..j], runs, recs);
         desc.push(at as u32 | (ss as u32) << SS_SHIFT);
         i = j;
     }
