@@ -993,7 +993,7 @@ fn small_spmv_near_rows() {
 
 /// The column-slice path on scattered columns: power-law rows (rows over 128 entries cut into
 /// pieces, a first row of 20,000, an x whose length is no multiple of a 16-byte vector), rows
-/// whose entries crowd one slice (each block's slice takes several stages) and rows with empty
+/// whose entries crowd one slice (each group's slice takes several stages) and rows with empty
 /// ones between (f32, the values it runs). The policy takes it; y = 0.5 A x - 2 y twice, bit for
 /// bit; y = A x over NaN; N = 1 through SpMM with leading dimensions 3 and 2 (the block-wide
 /// build) leaves C's padding NaN; N = 2 and a banded matrix are refused.

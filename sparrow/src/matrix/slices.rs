@@ -11,7 +11,8 @@
 //! The members of a group take its stages in turn, each holding sums for all the group's
 //! pieces in shared memory, and add their sums in rank order at the end through distributed
 //! shared memory. So a group copies x through L2 once, split between its blocks: those copies,
-//! 132 blocks' of the whole of x when every block had rows of its own, set the kernel's pace.
+//! 132 blocks' of the whole of x when every block had rows of its own, set the kernel's pace
+//! then; now the round trips of the stages a block copies in do.
 //!
 //! Inside a stage each warp's entries are laid out in steps in which no piece appears twice
 //! (`deal`), so a lane adds its product straight into its piece's sum and every sum takes
@@ -36,9 +37,9 @@ pub const SLICE_STAGE: usize = 2560;
 pub const SLICE_PIECES: usize = 17_920;
 /// The policy takes the slices where the groups' copies of x, groups times columns, are at
 /// most this many times the entries. On the H200 (cold) the f32 uniform and power-law rows
-/// (4.1 and 4.3) ran 1.59x and 1.46x cuSPARSE on them with 132 blocks of their own rows,
-/// against 1.10x and 1.03x before (`bench/results/2026-12-04-h200-spmv-column-slices.txt`);
-/// the long rows' 2,000,000 short rows (21) and the mostly empty rows (41) would copy far more
+/// (4.1 and 4.3) run 1.94x and 1.78x cuSPARSE on them, against 1.10x and 1.03x on their
+/// gathers (`bench/results/2026-12-04-h200-spmv-slice-clusters.txt`); the long rows'
+/// 2,000,000 short rows (22, in 113 groups) and the mostly empty rows (21) would copy far more
 /// x than they have entries.
 pub const SLICE_X_RATIO: usize = 5;
 /// Words of a stage's descriptor: each warp's first record with its step width above
@@ -515,7 +516,7 @@ mod tests {
 
     #[test]
     fn crowded_slices_take_several_stages() {
-        // Every entry in the first slice: each block's slice far over a stage.
+        // Every entry in the first slice: each group's slice far over a stage.
         let a = gen::uniform::<f64>(20_000, 1_000, 30, 6).unwrap();
         let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
         assert!(l.stage0.last().copied().unwrap() as usize > l.blocks());
