@@ -150,7 +150,8 @@ impl RowStats {
 
     /// Whether values of `elem_bytes` bytes take the column slices: f32 where
     /// [`RowStats::sliceable`]. The policy, the upload and the memory estimate ask here; f64's
-    /// slices of x hold half the columns, and on the H200 it ran 0.64-0.69x cuSPARSE on them.
+    /// slices of x hold half the columns, and on the H200 it ran 0.64-0.69x cuSPARSE on them
+    /// (blocks without clusters).
     pub fn sliced_for(&self, elem_bytes: usize) -> bool {
         elem_bytes == 4 && self.sliceable()
     }

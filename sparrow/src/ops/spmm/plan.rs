@@ -446,7 +446,7 @@ impl GpuPath {
                 stats.reach
             )),
             GpuPath::Sliced if elem_bytes != 4 => Some(format!(
-                "runs f32 values only: {ty}'s slices of x are twice the bytes, and on the H200 it ran 0.64-0.69x cuSPARSE"
+                "runs f32 values only: {ty}'s slices of x are twice the bytes, and on the H200 it ran 0.64-0.69x cuSPARSE (blocks without clusters)"
             )),
             GpuPath::Sliced if !stats.sliceable() => Some(format!(
                 "needs scattered columns (a block of {WINDOW_ROWS} rows spanning over {SCATTER_WINDOW}; here {}) and {} groups' copies of x ({} columns each) at most {SLICE_X_RATIO} times the {} entries",
@@ -693,7 +693,8 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
 /// [`crate::matrix::slices::runs_on`]) or not: f32 SpMV on scattered columns takes the slices
 /// where [`RowStats::sliceable`] and the GPU runs them. f64 keeps its path: its slices of x
 /// are twice the bytes, and on the H200 (cold) the uniform and power-law rows ran 0.64-0.69x
-/// cuSPARSE on them (`bench/results/2026-12-04-h200-spmv-column-slices.txt`).
+/// cuSPARSE on them with a block of their own for every run of rows, before the clusters
+/// (`bench/results/2026-12-04-h200-spmv-column-slices.txt`); not measured since.
 pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
