@@ -54,6 +54,10 @@ pub const PAD_ROW: u32 = 0xffff;
 /// Largest stage size where any dealing fits: a warp's group of n entries pads to under
 /// 2n + 1 records, a stage to a multiple of 4.
 const SAFE_PART: usize = (SLICE_STAGE - 2 * SLICE_WARPS - 4) / 2;
+// A record holds a piece in 16 bits (PAD_ROW marks padding) and a column in its slice in 16;
+// the build's keys hold the piece in 15 bits, the column in 20 and the warp in 5.
+const _: () = assert!(SLICE_PIECES < PAD_ROW as usize && SLICE_PIECES <= 1 << 15);
+const _: () = assert!(SLICE_COLS <= 1 << 16 && SLICE_WARPS <= 32);
 
 /// Columns of x a stage holds: 32 KB of f32, the values the kernel runs (`SLICE_COLS` in
 /// spmm.cu). Layouts of other value types (the unit tests') use the same slices.
