@@ -993,8 +993,10 @@ fn small_spmv_near_rows() {
 
 /// The column-slice path on scattered columns: power-law rows (rows over 128 entries cut into
 /// pieces, a first row of 20,000, an x whose length is no multiple of a 16-byte vector), rows
-/// whose entries crowd one slice (each group's slice takes several stages) and rows with empty
-/// ones between (f32, the values it runs). The policy takes it; y = 0.5 A x - 2 y twice, bit for
+/// whose entries crowd one slice (each group's slice takes several stages), rows with empty
+/// ones between, and a run of 40,000 empty rows before a last row of entries in one slice (a
+/// group of no stages, and one whose second block has none) (f32, the values it runs). The
+/// policy takes it; y = 0.5 A x - 2 y twice, bit for
 /// bit; y = A x over NaN; N = 1 through SpMM with leading dimensions 3 and 2 (the block-wide
 /// build) leaves C's padding NaN; N = 2 and a banded matrix are refused.
 fn column_slices() {
@@ -1010,10 +1012,23 @@ fn column_slices() {
         cols.extend((0..2).map(|_| rng.below(150_000) as usize));
         push_row(&mut t, row, cols, &mut rng);
     }
+    let mut e: Triplets<T> = (Vec::new(), Vec::new(), Vec::new());
+    let (full_rows, empty_rows) = (100_000, 40_000);
+    for row in 0..full_rows {
+        let cols = (0..20).map(|_| rng.below(140_000) as usize).collect();
+        push_row(&mut e, row, cols, &mut rng);
+    }
+    push_row(
+        &mut e,
+        full_rows + empty_rows,
+        (0..10).map(|j| 7 * j).collect(),
+        &mut rng,
+    );
     let mats: Vec<Csr<T>> = vec![
         gen::power_law(200_000, 200_003, 16.0, 20_000, 1.5, 31).unwrap(),
         Csr::from_triplets(crowd_rows, 150_000, &t.0, &t.1, &t.2).unwrap(),
         gen::sparse_rows(100_000, 160_001, 0.3, 32, 32).unwrap(),
+        Csr::from_triplets(full_rows + empty_rows + 1, 140_000, &e.0, &e.1, &e.2).unwrap(),
     ];
     for (i, a) in mats.iter().enumerate() {
         let st = a.row_stats();
@@ -1029,7 +1044,14 @@ fn column_slices() {
                 *l.stage0.last().unwrap() as usize > 4 * l.blocks(),
                 "a crowded slice of over {SLICE_STAGE} records takes several stages"
             ),
-            _ => assert!(st.empty_rows > 20_000),
+            2 => assert!(st.empty_rows > 20_000),
+            _ => {
+                let stages: Vec<i32> = l.stage0.windows(2).map(|w| w[1] - w[0]).collect();
+                let mut groups = stages.chunks(slices::SLICE_MEMBERS);
+                let empty_group = groups.clone().any(|g| g.iter().all(|&n| n == 0));
+                let half = groups.any(|g| g[0] > 0 && g[1..].iter().all(|&n| n == 0));
+                assert!(empty_group && half, "stages a block: {stages:?}");
+            }
         }
         let da = DeviceCsr::upload(&g, a).unwrap();
         assert!(da.slices.is_some(), "matrix {i}");

@@ -171,9 +171,9 @@ impl<T: Scalar> DeviceRowBlocks<T> {
 
 /// The column-slice layout of an f32 matrix on the GPU ([`slices`](crate::matrix::slices)).
 pub struct DeviceSlices<T> {
-    /// Blocks of the main launch with clusters, a cluster a group.
-    pub blocks: usize,
-    /// Groups of blocks sharing their pieces (the blocks of a launch without clusters).
+    /// Groups of blocks sharing their pieces: a cluster of
+    /// [`SLICE_MEMBERS`](slices::SLICE_MEMBERS) blocks each with bulk copies, a block each
+    /// without.
     pub groups: usize,
     /// Rows cut into pieces.
     pub cut: usize,
@@ -202,7 +202,6 @@ impl<T: Scalar> DeviceSlices<T> {
     fn upload(gpu: &Gpu, l: &SliceLayout<T>) -> Result<Self> {
         let nslots = *l.cut_start.last().unwrap_or(&0) as usize;
         Ok(DeviceSlices {
-            blocks: l.blocks(),
             groups: l.groups(),
             cut: l.cut_rows.len(),
             recs: gpu.upload(

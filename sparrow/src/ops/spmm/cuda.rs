@@ -204,7 +204,7 @@ pub(crate) fn launch<T: Scalar>(
             .i32(bulk as i32);
         // With bulk copies a group is a cluster of its members; without, a block.
         let shape = if bulk {
-            LaunchShape::linear(sl.blocks as u32, SLICE_THREADS)
+            LaunchShape::linear((sl.groups * slices::SLICE_MEMBERS) as u32, SLICE_THREADS)
                 .with_cluster(slices::SLICE_MEMBERS as u32)
         } else {
             LaunchShape::linear(sl.groups as u32, SLICE_THREADS)
