@@ -204,13 +204,7 @@ impl<T: Scalar> DeviceSlices<T> {
         Ok(DeviceSlices {
             groups: l.groups(),
             cut: l.cut_rows.len(),
-            recs: gpu.upload(
-                &l.enc
-                    .iter()
-                    .zip(&l.vals)
-                    .flat_map(|(&e, v)| [e, (v.to_f64() as f32).to_bits()])
-                    .collect::<Vec<u32>>(),
-            )?,
+            recs: gpu.upload(&l.f32_records())?,
             block_base: gpu.upload(&l.block_base)?,
             stage0: gpu.upload(&l.stage0)?,
             desc: gpu.upload(&l.desc)?,

@@ -106,11 +106,13 @@ pub fn pieces_of(len: usize) -> usize {
 /// The layout of a matrix, ready to upload. Block `g * SLICE_MEMBERS + m` is member m of
 /// group g.
 pub struct SliceLayout<T> {
-    /// Each record's column in its slice << 16 | piece in its group ([`PAD_ROW`] for padding).
-    pub enc: Vec<u32>,
-    /// Each record's value (0 for padding).
-    pub vals: Vec<T>,
-    /// Each block's first record (a multiple of 4).
+    /// Each block's records: their column in the slice << 16 | piece in the group
+    /// ([`PAD_ROW`] for padding). Kept a vector a block, as the build makes them, so the
+    /// upload's one pass lays them out end to end with their values ([`Self::f32_records`]).
+    pub enc: Vec<Vec<u32>>,
+    /// Each block's records' values (0 for padding).
+    pub vals: Vec<Vec<T>>,
+    /// Each block's first record in the records end to end (a multiple of 4).
     pub block_base: Vec<i64>,
     /// Each block's first stage, and the total (`blocks + 1`).
     pub stage0: Vec<i32>,
@@ -138,9 +140,41 @@ impl<T> SliceLayout<T> {
     }
 }
 
-/// A block's records (the encoded word and the value's index, `usize::MAX` for padding) and
-/// its stages' descriptors.
-type BlockStream = (Vec<(u32, usize)>, Vec<u32>);
+impl<T: Scalar> SliceLayout<T> {
+    /// The blocks' records end to end as the kernel reads them: each record's word, then its
+    /// value's f32 bits. Written a block a task, as the entries run to tens of millions.
+    pub fn f32_records(&self) -> Vec<u32> {
+        use rayon::prelude::*;
+        let total: usize = self.enc.iter().map(Vec::len).sum();
+        let mut out = vec![0u32; 2 * total];
+        let mut parts = Vec::with_capacity(self.enc.len());
+        let mut rest = &mut out[..];
+        for (e, v) in self.enc.iter().zip(&self.vals) {
+            let (o, r) = std::mem::take(&mut rest).split_at_mut(2 * e.len());
+            rest = r;
+            parts.push((o, e, v));
+        }
+        parts.into_par_iter().for_each(|(o, e, v)| {
+            for (o, (&e, v)) in o.chunks_exact_mut(2).zip(e.iter().zip(v)) {
+                o[0] = e;
+                o[1] = (v.to_f64() as f32).to_bits();
+            }
+        });
+        out
+    }
+}
+
+/// One block's stream as the build makes it: its records' words and values, and its stages'
+/// descriptors.
+struct BlockStream<T> {
+    enc: Vec<u32>,
+    vals: Vec<T>,
+    desc: Vec<u32>,
+}
+
+/// An entry keyed by (slice, warp, piece in its group, column in its slice), as [`build`] sorts
+/// them, with its value.
+type Keyed<T> = (u64, T);
 
 /// Step width and steps for a warp's group of `n` entries whose most frequent piece has
 /// `c`: T = max(ceil(n / 32), c) steps of ceil(n / T) lanes.
@@ -152,36 +186,68 @@ fn shape(n: usize, c: usize) -> (usize, usize) {
     (n.div_ceil(t), t)
 }
 
-/// Lays out one warp's group (its keyed entries, as in [`build`], in piece order): pieces by
-/// count, most first, each piece's entries together, dealt to the steps in turn (entry i to
-/// step i % T, lane i / T), so no step holds a piece twice. Returns the step width; `out` gets
-/// T * width records, padding included. `runs` is scratch, kept between calls so the dealing
-/// allocates nothing.
-fn deal(
-    group: &[(u64, usize)],
-    runs: &mut Vec<(usize, usize)>,
-    out: &mut Vec<(u32, usize)>,
-) -> usize {
-    let piece = |k: &(u64, usize)| ((k.0 >> 20) & 0x7fff) as u32;
-    runs.clear(); // (start, len) of each piece's run
+/// The dealing's scratch, kept between calls so it allocates nothing: each piece's run
+/// (start, length) in a warp's group, the runs in dealing order, and the counting sort's
+/// buckets.
+#[derive(Default)]
+struct DealScratch {
+    runs: Vec<(usize, usize)>,
+    sorted: Vec<(usize, usize)>,
+    count: Vec<usize>,
+}
+
+/// Lays out one warp's group (its keyed entries in piece order): pieces by count, most first,
+/// each piece's entries together, dealt to the steps in turn (entry i to step i % T, lane
+/// i / T), so no step holds a piece twice. Returns the step width; `out` gets T * width
+/// records, padding included.
+fn deal<T: Scalar>(group: &[Keyed<T>], sc: &mut DealScratch, out: &mut BlockStream<T>) -> usize {
+    let piece = |k: &Keyed<T>| ((k.0 >> 20) & 0x7fff) as u32;
+    sc.runs.clear();
     let mut i = 0;
     while i < group.len() {
         let p = piece(&group[i]);
         let j = i + group[i..].iter().take_while(|e| piece(e) == p).count();
-        runs.push((i, j - i));
+        sc.runs.push((i, j - i));
         i = j;
     }
-    let c = runs.iter().map(|r| r.1).max().unwrap_or(0);
+    let c = sc.runs.iter().map(|r| r.1).max().unwrap_or(0);
     let (ss, t) = shape(group.len(), c);
-    // Most entries first, ties in piece order (the runs' starts).
-    runs.sort_unstable_by_key(|r| (std::cmp::Reverse(r.1), r.0));
-    let base = out.len();
-    out.resize(base + t * ss, (PAD_ROW, usize::MAX));
-    let mut k = 0;
-    for &(start, len) in runs.iter() {
+    // Most entries first, ties in piece order (the runs' starts): a stable counting sort by
+    // length (at most SLICE_PIECE), where most groups' pieces all have one entry.
+    let order = if sc.runs.iter().all(|r| r.1 == c) {
+        &sc.runs
+    } else {
+        sc.count.clear();
+        sc.count.resize(c + 1, 0);
+        for r in &sc.runs {
+            sc.count[c - r.1 + 1] += 1;
+        }
+        for k in 1..=c {
+            sc.count[k] += sc.count[k - 1];
+        }
+        sc.sorted.clear();
+        sc.sorted.resize(sc.runs.len(), (0, 0));
+        for r in &sc.runs {
+            let k = &mut sc.count[c - r.1];
+            sc.sorted[*k] = *r;
+            *k += 1;
+        }
+        &sc.sorted
+    };
+    let base = out.enc.len();
+    out.enc.resize(base + t * ss, PAD_ROW);
+    out.vals.resize(base + t * ss, T::ZERO);
+    // Entry k goes to step k % T, lane k / T, counted without dividing.
+    let (mut step, mut lane) = (0, 0);
+    for &(start, len) in order {
         for e in &group[start..start + len] {
-            out[base + (k % t) * ss + k / t] = (((e.0 & 0xfffff) as u32) << 16 | piece(e), e.1);
-            k += 1;
+            let at = base + step * ss + lane;
+            out.enc[at] = ((e.0 & 0xfffff) as u32) << 16 | piece(e);
+            out.vals[at] = e.1;
+            step += 1;
+            if step == t {
+                (step, lane) = (0, lane + 1);
+            }
         }
     }
     ss
@@ -249,171 +315,168 @@ pub fn build<T: Scalar>(
             piece_out[vbase[r]] = r as i32;
         }
     }
-    // Each group's members' streams, built in parallel.
-    let streams: Vec<Option<Vec<BlockStream>>> = (0..ngroups)
+    // Each group's members' streams, built in parallel; each task keeps its sorted entries'
+    // buffer and the dealing's scratch from group to group.
+    let streams: Vec<Option<Vec<BlockStream<T>>>> = (0..ngroups)
         .into_par_iter()
-        .map(|g| {
-            let (p_lo, p_hi) = (piece0[g] as usize, piece0[g + 1] as usize);
-            // Warps by entries: each piece's warp from the entries before it in the group.
-            let mut warp = Vec::with_capacity(p_hi - p_lo);
-            let lens: Vec<usize> = (p_lo..p_hi)
-                .map(|p| {
-                    let r = piece_row[p] as usize;
-                    piece_len(r, p - vbase[r])
-                })
-                .collect();
-            let total: usize = lens.iter().sum();
-            let mut before = 0usize;
-            for &l in &lens {
-                warp.push(((before * SLICE_WARPS) / total.max(1)).min(SLICE_WARPS - 1) as u64);
-                before += l;
-            }
-            // Entries keyed by (slice, warp, piece, column in slice).
-            let mut keyed: Vec<(u64, usize)> = Vec::with_capacity(total);
-            for p in p_lo..p_hi {
-                let r = piece_row[p] as usize;
-                let (k, np) = (p - vbase[r], vbase[r + 1] - vbase[r]);
-                let local = (p - p_lo) as u64;
-                let mut e = row_ptr[r] as usize + k;
-                while e < row_ptr[r + 1] as usize {
-                    let c = col_idx[e] as usize;
-                    let key = ((c / sc) as u64) << 40
-                        | warp[p - p_lo] << 35
-                        | local << 20
-                        | (c % sc) as u64;
-                    keyed.push((key, e));
-                    e += np;
+        .map_init(
+            || (Vec::new(), DealScratch::default()),
+            |(keyed, scratch): &mut (Vec<Keyed<T>>, DealScratch), g| {
+                let (p_lo, p_hi) = (piece0[g] as usize, piece0[g + 1] as usize);
+                // Warps by entries: each piece's warp from the entries before it in the group.
+                let mut warp = Vec::with_capacity(p_hi - p_lo);
+                let lens: Vec<usize> = (p_lo..p_hi)
+                    .map(|p| {
+                        let r = piece_row[p] as usize;
+                        piece_len(r, p - vbase[r])
+                    })
+                    .collect();
+                let total: usize = lens.iter().sum();
+                let mut before = 0usize;
+                for &l in &lens {
+                    warp.push(((before * SLICE_WARPS) / total.max(1)).min(SLICE_WARPS - 1) as u64);
+                    before += l;
                 }
-            }
-            // By slice, stably: the entries came in (warp, piece, column) order, so each
-            // slice's keys end up sorted (a counting sort where a comparison sort of the
-            // group's entries took a quarter of the build).
-            let nslices = keyed
-                .iter()
-                .map(|k| (k.0 >> 40) as usize + 1)
-                .max()
-                .unwrap_or(0);
-            let mut at = vec![0usize; nslices + 1];
-            for k in &keyed {
-                at[(k.0 >> 40) as usize + 1] += 1;
-            }
-            for s in 0..nslices {
-                at[s + 1] += at[s];
-            }
-            let mut sorted = vec![(0u64, 0usize); keyed.len()];
-            for &k in &keyed {
-                let s = (k.0 >> 40) as usize;
-                sorted[at[s]] = k;
-                at[s] += 1;
-            }
-            let keyed = sorted;
-            let mut runs = Vec::new();
-            // The members take the stages in turn, each into its own stream.
-            let mut members: Vec<BlockStream> = (0..SLICE_MEMBERS)
-                .map(|_| {
-                    (
-                        Vec::with_capacity(total / SLICE_MEMBERS + total / 16),
-                        Vec::new(),
-                    )
-                })
-                .collect();
-            let mut next = 0usize;
-            let mut i = 0;
-            while i < keyed.len() {
-                let slice = keyed[i].0 >> 40;
-                let j = i + keyed[i..].iter().take_while(|k| k.0 >> 40 == slice).count();
-                let all = &keyed[i..j];
-                // One stage for the slice when it fits; else, taken back, parts of SAFE_PART
-                // entries, which always fit.
-                let (recs, desc) = &mut members[next % SLICE_MEMBERS];
-                let (start, dstart) = (recs.len(), desc.len());
-                if stage(all, &mut runs, recs, desc, start) - start <= SLICE_STAGE {
-                    desc.extend([slice as u32, 0, 0]);
-                    next += 1;
-                } else {
-                    recs.truncate(start);
-                    desc.truncate(dstart);
-                    for part in all.chunks(SAFE_PART) {
-                        let (recs, desc) = &mut members[next % SLICE_MEMBERS];
-                        let start = recs.len();
-                        let end = stage(part, &mut runs, recs, desc, start);
-                        debug_assert!(end - start <= SLICE_STAGE);
-                        desc.extend([slice as u32, 0, 0]);
-                        next += 1;
+                // Each piece's entries in (warp, piece, column) order, keyed by (slice, warp,
+                // piece, column in slice).
+                let each = |visit: &mut dyn FnMut(u64, usize)| {
+                    for p in p_lo..p_hi {
+                        let r = piece_row[p] as usize;
+                        let (k, np) = (p - vbase[r], vbase[r + 1] - vbase[r]);
+                        let local = (p - p_lo) as u64;
+                        let mut e = row_ptr[r] as usize + k;
+                        while e < row_ptr[r + 1] as usize {
+                            let c = col_idx[e] as usize;
+                            let key = ((c / sc) as u64) << 40
+                                | warp[p - p_lo] << 35
+                                | local << 20
+                                | (c % sc) as u64;
+                            visit(key, e);
+                            e += np;
+                        }
                     }
+                };
+                // Placed by slice with a counting sort, stably, so each slice's keys come out
+                // sorted: one pass counts, the next places, and no unsorted copy is kept.
+                let mut at = Vec::new();
+                each(&mut |key, _| {
+                    let s = (key >> 40) as usize;
+                    if s + 1 >= at.len() {
+                        at.resize(s + 2, 0usize);
+                    }
+                    at[s + 1] += 1;
+                });
+                for s in 1..at.len() {
+                    at[s] += at[s - 1];
                 }
-                i = j;
-            }
-            if members.iter().any(|m| m.0.len() >= 1 << SS_SHIFT) {
-                return None;
-            }
-            Some(members)
-        })
+                keyed.clear();
+                keyed.resize(total, (0, T::ZERO));
+                each(&mut |key, e| {
+                    let s = (key >> 40) as usize;
+                    keyed[at[s]] = (key, values[e]);
+                    at[s] += 1;
+                });
+                // The members take the stages in turn, each into its own stream.
+                let cap = total / SLICE_MEMBERS + total / 16;
+                let mut members: Vec<BlockStream<T>> = (0..SLICE_MEMBERS)
+                    .map(|_| BlockStream {
+                        enc: Vec::with_capacity(cap),
+                        vals: Vec::with_capacity(cap),
+                        desc: Vec::new(),
+                    })
+                    .collect();
+                let mut next = 0usize;
+                let mut i = 0;
+                while i < keyed.len() {
+                    let slice = keyed[i].0 >> 40;
+                    let j = i + keyed[i..].iter().take_while(|k| k.0 >> 40 == slice).count();
+                    let all = &keyed[i..j];
+                    // One stage for the slice when it fits; else, taken back, parts of SAFE_PART
+                    // entries, which always fit.
+                    let m = &mut members[next % SLICE_MEMBERS];
+                    let (start, dstart) = (m.enc.len(), m.desc.len());
+                    if stage(all, scratch, m) - start <= SLICE_STAGE {
+                        m.desc.extend([slice as u32, 0, 0]);
+                        next += 1;
+                    } else {
+                        m.enc.truncate(start);
+                        m.vals.truncate(start);
+                        m.desc.truncate(dstart);
+                        for part in all.chunks(SAFE_PART) {
+                            let m = &mut members[next % SLICE_MEMBERS];
+                            let start = m.enc.len();
+                            let end = stage(part, scratch, m);
+                            debug_assert!(end - start <= SLICE_STAGE);
+                            m.desc.extend([slice as u32, 0, 0]);
+                            next += 1;
+                        }
+                    }
+                    i = j;
+                }
+                if members.iter().any(|m| m.enc.len() >= 1 << SS_SHIFT) {
+                    return None;
+                }
+                Some(members)
+            },
+        )
         .collect();
-    let mut layout = SliceLayout {
-        enc: Vec::new(),
-        vals: Vec::new(),
-        block_base: Vec::with_capacity(ngroups * SLICE_MEMBERS),
-        stage0: vec![0],
-        desc: Vec::new(),
-        piece0,
-        piece_out,
-        cut_rows,
-        cut_start,
-    };
-    let total: usize = streams.iter().flatten().flatten().map(|s| s.0.len()).sum();
-    layout.enc.reserve(total);
-    layout.vals.reserve(total);
-    for (recs, desc) in streams
+    let streams: Vec<BlockStream<T>> = streams
         .into_iter()
         .collect::<Option<Vec<_>>>()?
         .into_iter()
         .flatten()
-    {
-        layout.block_base.push(layout.enc.len() as i64);
-        for (enc, e) in recs {
-            layout.enc.push(enc);
-            layout.vals.push(if e == usize::MAX {
-                T::from_f64(0.0)
-            } else {
-                values[e]
-            });
-        }
-        let st = *layout.stage0.last().unwrap() + (desc.len() / DESC_WORDS) as i32;
-        layout.stage0.push(st);
-        layout.desc.extend(desc);
+        .collect();
+    let mut block_base = Vec::with_capacity(streams.len());
+    let mut stage0 = vec![0i32];
+    let (mut desc, mut enc, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    let mut total = 0usize;
+    for s in streams {
+        block_base.push(total as i64);
+        total += s.enc.len();
+        stage0.push(*stage0.last().unwrap() + (s.desc.len() / DESC_WORDS) as i32);
+        desc.extend_from_slice(&s.desc);
+        enc.push(s.enc);
+        vals.push(s.vals);
     }
-    Some(layout)
+    Some(SliceLayout {
+        enc,
+        vals,
+        block_base,
+        stage0,
+        desc,
+        piece0,
+        piece_out,
+        cut_rows,
+        cut_start,
+    })
 }
 
-/// Lays out one stage (entries keyed as in [`build`]) after `start` records of its block:
-/// appends its records to `recs` (padded to a multiple of 4) and its descriptor but for the
-/// slice word to `desc`, and returns the end of its records.
-fn stage(
-    part: &[(u64, usize)],
-    runs: &mut Vec<(usize, usize)>,
-    recs: &mut Vec<(u32, usize)>,
-    desc: &mut Vec<u32>,
-    start: usize,
+/// Lays out one stage (entries keyed as in [`build`]) at the end of a block's stream: appends
+/// its records (padded to a multiple of 4) and its descriptor but for the slice word, and
+/// returns the end of its records.
+fn stage<T: Scalar>(
+    part: &[Keyed<T>],
+    scratch: &mut DealScratch,
+    out: &mut BlockStream<T>,
 ) -> usize {
-    let base = recs.len();
     let mut i = 0;
     for w in 0..SLICE_WARPS as u64 {
         let j = i + part[i..]
             .iter()
             .take_while(|k| (k.0 >> 35) & 31 == w)
             .count();
-        let at = start + recs.len() - base;
-        let ss = deal(&part[i..j], runs, recs);
-        desc.push(at as u32 | (ss as u32) << SS_SHIFT);
+        let at = out.enc.len();
+        let ss = deal(&part[i..j], scratch, out);
+        out.desc.push(at as u32 | (ss as u32) << SS_SHIFT);
         i = j;
     }
-    desc.push((start + recs.len() - base) as u32);
-    while !(recs.len() - base).is_multiple_of(4) {
-        recs.push((PAD_ROW, usize::MAX));
+    out.desc.push(out.enc.len() as u32);
+    while !out.enc.len().is_multiple_of(4) {
+        out.enc.push(PAD_ROW);
+        out.vals.push(T::ZERO);
     }
-    let end = start + recs.len() - base;
-    desc.push(end as u32);
+    let end = out.enc.len();
+    out.desc.push(end as u32);
     end
 }
 
@@ -425,7 +488,15 @@ mod tests {
     /// Runs the layout as the kernel does (stage by stage, warp by warp, step by step), checking
     /// that no step holds a piece twice and every stage fits, and returns y.
     fn walk(l: &SliceLayout<f64>, nrows: usize, x: &[f64]) -> Vec<f64> {
-        assert_eq!(l.enc.len(), l.vals.len());
+        assert_eq!(l.enc.len(), l.blocks());
+        assert_eq!(l.vals.len(), l.blocks());
+        // The blocks' records lie end to end, each block's first on a 16-byte line.
+        let mut at = 0;
+        for (b, e) in l.enc.iter().enumerate() {
+            assert_eq!(l.block_base[b], at, "block {b}");
+            assert_eq!(at % 4, 0);
+            at += e.len() as i64;
+        }
         let sc = SLICE_COLS;
         let mask = (1u32 << SS_SHIFT) - 1;
         let mut y = vec![f64::NAN; nrows];
@@ -438,8 +509,8 @@ mod tests {
             let mut sums = vec![0.0; np];
             for b in g * SLICE_MEMBERS..(g + 1) * SLICE_MEMBERS {
                 let mut own = vec![0.0; np];
-                let base = l.block_base[b] as usize;
-                assert_eq!(base % 4, 0);
+                let (enc, vals) = (&l.enc[b], &l.vals[b]);
+                assert_eq!(enc.len(), vals.len());
                 for s in l.stage0[b] as usize..l.stage0[b + 1] as usize {
                     let d = &l.desc[s * DESC_WORDS..(s + 1) * DESC_WORDS];
                     let (lo, end) = ((d[0] & mask) as usize, d[SLICE_WARPS + 1] as usize);
@@ -453,14 +524,14 @@ mod tests {
                         for step in (p0..p1).step_by(ss) {
                             let mut seen = std::collections::HashSet::new();
                             for q in step..(step + ss).min(p1) {
-                                let e = l.enc[base + q];
+                                let e = enc[q];
                                 let piece = e & 0xffff;
                                 if piece == PAD_ROW {
                                     continue;
                                 }
                                 assert!(seen.insert(piece), "piece {piece} twice in a step");
                                 let col = slice * sc + (e >> 16) as usize;
-                                own[piece as usize] += l.vals[base + q] * x[col];
+                                own[piece as usize] += vals[q] * x[col];
                             }
                         }
                     }
@@ -556,6 +627,28 @@ mod tests {
     }
 
     #[test]
+    fn f32_records_pair_each_word_with_its_value() {
+        let a = gen::power_law::<f64>(200_000, 200_000, 4.0, 2_000, 1.5, 9).unwrap();
+        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        let r = l.f32_records();
+        let (enc, vals) = (l.enc.concat(), l.vals.concat());
+        assert!(l.enc.iter().filter(|e| !e.is_empty()).count() > 100);
+        assert_eq!(r.len(), 2 * enc.len());
+        for (i, (&e, &v)) in enc.iter().zip(&vals).enumerate() {
+            assert_eq!(
+                (r[2 * i], r[2 * i + 1]),
+                (e, (v as f32).to_bits()),
+                "record {i}"
+            );
+        }
+        for (b, &base) in l.block_base.iter().enumerate() {
+            if let Some(&e) = l.enc[b].first() {
+                assert_eq!(r[2 * base as usize], e, "block {b}");
+            }
+        }
+    }
+
+    #[test]
     fn three_f32_stages_fit_a_hopper_block() {
         // The H200's 227 KB a block with opt-in; each stage on 128-byte lines.
         assert_eq!(stage_bytes() % 128, 0);
@@ -568,7 +661,7 @@ mod tests {
         let a = from_rows(3, 5, &[vec![], vec![], vec![]]);
         let l = build(3, a.row_ptr(), a.col_idx(), a.values()).unwrap();
         assert_eq!(l.piece_out, vec![0, 1, 2]);
-        assert!(l.enc.is_empty());
+        assert!(l.enc.iter().all(Vec::is_empty));
         check(&a);
         let z = from_rows(0, 5, &[]);
         let l = build(0, z.row_ptr(), z.col_idx(), z.values()).unwrap();
