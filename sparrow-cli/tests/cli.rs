@@ -204,6 +204,23 @@ fn bad_inputs_give_one_line_errors() {
         "error: invalid argument `--tie-break`: \"first\" is not fast, smaller-index or larger-index"
     );
 
+    // bench analysis needs no GPU, and refuses the GPU comparison's options.
+    let e = failure(&sparrow(&["bench", "analysis", "--plot", "x.svg"]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--plot`: applies to bench spmm and spmv, not analysis"
+    );
+    let e = failure(&sparrow(&["bench", "analysis", "--dtype", "f16"]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--dtype`: \"f16\" is not f32 or f64"
+    );
+    let e = failure(&sparrow(&["bench", "nope"]));
+    assert_eq!(
+        e,
+        "error: invalid argument `op`: \"nope\" is not spmm, spmv, topk, cs, seacells or analysis"
+    );
+
     // info --kernels checks its filter before it compiles anything (or needs libnvrtc).
     let e = failure(&sparrow(&[
         "info",
@@ -765,6 +782,42 @@ fn seacells_writes_every_output() {
         s(&dir),
     ]));
     assert!(e.contains("--labels"), "{e}");
+}
+
+/// `bench analysis` times the host half of an upload's analysis on the CPU, one JSON record
+/// a matrix and type.
+#[test]
+fn bench_analysis_times_the_host_analysis_without_a_gpu() {
+    let out = sparrow(&[
+        "--json",
+        "bench",
+        "analysis",
+        "--matrix",
+        "powerlaw-small",
+        "--dtype",
+        "f32,f64",
+        "--reps",
+        "10",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for (l, dt) in lines.iter().zip(["f32", "f64"]) {
+        assert_eq!(l["op"], "analysis");
+        assert_eq!(l["matrix"], "powerlaw-small");
+        assert_eq!(l["dtype"], dt);
+        assert_eq!(l["reps"], 10);
+        assert!(l["nnz"].as_u64().unwrap() > 1_000_000);
+        let (st, rest) = (
+            l["stats_ms"].as_f64().unwrap(),
+            l["rest_ms"].as_f64().unwrap(),
+        );
+        assert!(st > 0.0 && rest > 0.0, "{l}");
+        assert!(l["min_total_ms"].as_f64().unwrap() <= st + rest, "{l}");
+    }
 }
 
 /// `bench seacells` on a small mixture reports the fit's stages, purity and peak memory in its

@@ -9,7 +9,8 @@ use sparrow::{Device, Error, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// spmm, spmv, topk, cs or seacells.
+    /// spmm, spmv, topk, cs, seacells, or analysis (the host half of an upload's analysis of
+    /// each --matrix, on the CPUs: no GPU needed).
     op: String,
     /// Comma-separated matrix names, or all (powerlaw, banded, empty90); see --suite.
     #[arg(long, default_value = "all")]
@@ -176,22 +177,9 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     if args.op == "topk" {
         return topk(ctx, &args);
     }
-    let mut names = list("--matrix", &args.matrix)?;
-    if args.suite {
-        names = matrices::SUITE.iter().map(|s| s.to_string()).collect();
-    } else if names == ["all"] {
-        names = matrices::NAMES[..3].iter().map(|s| s.to_string()).collect();
-    }
-    for n in &names {
-        if !matrices::NAMES.contains(&n.as_str()) {
-            return Err(Error::invalid(
-                "--matrix",
-                format!(
-                    "unknown matrix {n:?}; choose from {} or all",
-                    matrices::NAMES.join(", ")
-                ),
-            ));
-        }
+    let names = matrix_names(&args)?;
+    if args.op == "analysis" {
+        return analysis(ctx, &args, &names);
     }
     let n_arg = if args.suite && args.n == "1,8,32,128" {
         "8,32,64,128,256"
@@ -225,7 +213,10 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     if cfg.op != "spmm" && cfg.op != "spmv" {
         return Err(Error::invalid(
             "op",
-            format!("{:?} is not spmm or spmv", cfg.op),
+            format!(
+                "{:?} is not spmm, spmv, topk, cs, seacells or analysis",
+                cfg.op
+            ),
         ));
     }
     let device = ctx.open_device()?;
@@ -245,6 +236,79 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     }
     if let Some(p) = &args.plot {
         plot_ratios(p, &records)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The panel matrices `--matrix` and `--suite` name.
+fn matrix_names(args: &Args) -> Result<Vec<String>> {
+    let mut names = list("--matrix", &args.matrix)?;
+    if args.suite {
+        names = matrices::SUITE.iter().map(|s| s.to_string()).collect();
+    } else if names == ["all"] {
+        names = matrices::NAMES[..3].iter().map(|s| s.to_string()).collect();
+    }
+    for n in &names {
+        if !matrices::NAMES.contains(&n.as_str()) {
+            return Err(Error::invalid(
+                "--matrix",
+                format!(
+                    "unknown matrix {n:?}; choose from {} or all",
+                    matrices::NAMES.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(names)
+}
+
+/// The host half of each matrix's upload analysis, on this machine's CPUs (no GPU needed).
+fn analysis(ctx: &super::Ctx, args: &Args, names: &[String]) -> Result<ExitCode> {
+    for (flag, given) in [
+        ("--plot", args.plot.is_some()),
+        ("--cpu", args.cpu),
+        ("--sweep", args.sweep || args.sweep_kernels.is_some()),
+    ] {
+        if given {
+            return Err(Error::invalid(
+                flag,
+                "applies to bench spmm and spmv, not analysis",
+            ));
+        }
+    }
+    let pb = super::spinner("bench analysis");
+    let records = sparrow::bench::analysis::run(
+        names,
+        &list("--dtype", &args.dtype)?,
+        args.reps.max(10),
+        &mut |m| pb.set_message(m.to_string()),
+    )?;
+    pb.finish_and_clear();
+    emit_json(ctx, args.jsonl.as_deref(), &records)?;
+    if ctx.json {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(r) = records.first() {
+        println!(
+            "the host half of the upload's analysis, {} threads, median of {} (statistics, then the rest)",
+            r.threads, r.reps
+        );
+    }
+    println!(
+        "{:<14} {:<4} {:>9} {:>9} {:>9} {:>9}  built",
+        "matrix", "type", "nnz", "stats ms", "rest ms", "min ms"
+    );
+    for r in &records {
+        println!(
+            "{:<14} {:<4} {:>9} {:>9.1} {:>9.1} {:>9.1}  {}",
+            r.matrix,
+            r.dtype,
+            r.nnz,
+            r.stats_ms,
+            r.rest_ms,
+            r.min_total_ms,
+            r.built.join(", ")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,8 @@
 //! `sparrow bench`: our kernels beside cuSPARSE (and optionally the CPU backend) on the same
 //! data in the same process, timed with CUDA events, reported against the copy bandwidth
-//! measured in the same run.
+//! measured in the same run; `analysis` times the host half of an upload's analysis alone.
 
+pub mod analysis;
 pub mod cs;
 pub mod matrices;
 mod products;

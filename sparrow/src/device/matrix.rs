@@ -3,14 +3,15 @@
 use cudarc::driver::CudaSlice;
 
 use super::Gpu;
-use crate::matrix::diagonals::{consecutive, follow_bits, longest_run, offsets_at};
-use crate::matrix::near::near_offsets;
-use crate::matrix::row_blocks::{for_upload, RowBlocks};
+use crate::matrix::analysis::{HostAnalysis, LongRowChunks};
+#[cfg(doc)]
+use crate::matrix::diagonals::{consecutive, follow_bits, longest_run};
+use crate::matrix::row_blocks::RowBlocks;
 use crate::matrix::slices::{self, SliceLayout};
-use crate::matrix::work::{
-    pack_columns, rows_by_length, stream_partition, PackedColumns, STREAM_ITEMS_EVEN,
-};
-use crate::matrix::{Csr, Dense, RowStats, CHUNK, LONG_ROW};
+#[cfg(doc)]
+use crate::matrix::work::{pack_columns, rows_by_length, stream_partition};
+use crate::matrix::work::{PackedColumns, STREAM_ITEMS_EVEN};
+use crate::matrix::{Csr, Dense, RowStats};
 use crate::{Error, Result, Scalar};
 
 /// Entries per vector load of a row's column indices and values in the vector-A SpMM kernels
@@ -34,31 +35,17 @@ pub struct LongRows {
 }
 
 impl LongRows {
-    fn build(gpu: &Gpu, row_ptr: &[i64]) -> Result<Option<Self>> {
-        let (mut rows, mut chunk_ptr, mut starts, mut ends) =
-            (Vec::new(), vec![0i64], Vec::new(), Vec::new());
-        for (r, w) in row_ptr.windows(2).enumerate() {
-            if (w[1] - w[0]) as usize > LONG_ROW {
-                rows.push(r as i64);
-                let mut s = w[0];
-                while s < w[1] {
-                    starts.push(s);
-                    s = (s + CHUNK as i64).min(w[1]);
-                    ends.push(s);
-                }
-                chunk_ptr.push(starts.len() as i64);
-            }
-        }
-        if rows.is_empty() {
+    fn upload(gpu: &Gpu, c: &LongRowChunks) -> Result<Option<Self>> {
+        if c.rows.is_empty() {
             return Ok(None);
         }
         Ok(Some(LongRows {
-            nrows: rows.len(),
-            nchunks: starts.len(),
-            rows: gpu.upload(&rows)?,
-            chunk_ptr: gpu.upload(&chunk_ptr)?,
-            starts: gpu.upload(&starts)?,
-            ends: gpu.upload(&ends)?,
+            nrows: c.rows.len(),
+            nchunks: c.starts.len(),
+            rows: gpu.upload(&c.rows)?,
+            chunk_ptr: gpu.upload(&c.chunk_ptr)?,
+            starts: gpu.upload(&c.starts)?,
+            ends: gpu.upload(&c.ends)?,
         }))
     }
 }
@@ -81,20 +68,15 @@ pub struct StreamWork<T> {
 }
 
 impl<T: Scalar> StreamWork<T> {
-    /// The blocks on the GPU, and their host copy.
-    fn build(gpu: &Gpu, row_ptr: &[i64], items: usize) -> Result<(Self, Vec<i64>)> {
-        let mut work = Vec::new();
-        let nblocks = stream_partition(row_ptr, items, |b| work.extend_from_slice(&b));
-        Ok((
-            StreamWork {
-                nblocks,
-                items,
-                work: gpu.upload(&work)?,
-                partial: gpu.alloc_zeroed(nblocks)?,
-                counters: gpu.alloc_zeroed(nblocks)?,
-            },
-            work,
-        ))
+    /// The work blocks ([`HostAnalysis::work`]) on the GPU, with their scratch.
+    fn upload(gpu: &Gpu, work: &[i64], nblocks: usize, items: usize) -> Result<Self> {
+        Ok(StreamWork {
+            nblocks,
+            items,
+            work: gpu.upload(work)?,
+            partial: gpu.alloc_zeroed(nblocks)?,
+            counters: gpu.alloc_zeroed(nblocks)?,
+        })
     }
 }
 
@@ -199,12 +181,12 @@ pub struct DeviceSlices<T> {
 }
 
 impl<T: Scalar> DeviceSlices<T> {
-    fn upload(gpu: &Gpu, l: &SliceLayout<T>) -> Result<Self> {
+    fn upload(gpu: &Gpu, l: &SliceLayout<T>, records: &[u32]) -> Result<Self> {
         let nslots = *l.cut_start.last().unwrap_or(&0) as usize;
         Ok(DeviceSlices {
             groups: l.groups(),
             cut: l.cut_rows.len(),
-            recs: gpu.upload(&l.f32_records())?,
+            recs: gpu.upload(records)?,
             block_base: gpu.upload(&l.block_base)?,
             stage0: gpu.upload(&l.stage0)?,
             desc: gpu.upload(&l.desc)?,
@@ -222,7 +204,7 @@ impl<T: Scalar> DeviceSlices<T> {
 /// blocks (with the packed columns where they fit), the pattern of diagonals and the 16-bit
 /// column offsets where the matrix has them, the column-slice layout for scattered columns
 /// where it pays, the rows sorted by length and, where neighbouring rows share their
-/// columns, the row blocks.
+/// columns, the row blocks. The host half of the analysis is [`HostAnalysis`].
 pub struct DeviceCsr<T> {
     /// Rows.
     pub nrows: usize,
@@ -306,76 +288,36 @@ impl<T: Scalar> DeviceCsr<T> {
         let col_idx = gpu.upload_padded(a.col_idx(), VEC_ENTRIES)?;
         let values = gpu.upload_padded(a.values(), VEC_ENTRIES)?;
         let t = std::time::Instant::now();
-        let long_rows = LongRows::build(gpu, a.row_ptr())?;
-        let (stream, work) = StreamWork::build(gpu, a.row_ptr(), stats.stream_items)?;
-        let packed = if stats.packable() {
-            let p = pack_columns(a.row_ptr(), a.col_idx(), &work).ok_or_else(|| {
-                Error::invalid(
-                    "stats",
-                    "say the matrix packs, but a work block spans more than 2^16 columns",
-                )
-            })?;
-            Some(PackedCols::upload(gpu, &p)?)
-        } else {
-            None
+        let h = HostAnalysis::of(a, &stats, slices::runs_on(gpu.limits()))?;
+        let long_rows = LongRows::upload(gpu, &h.long_rows)?;
+        let stream = StreamWork::upload(gpu, &h.work, h.work_blocks, stats.stream_items)?;
+        let packed = h
+            .packed
+            .as_ref()
+            .map(|p| PackedCols::upload(gpu, p))
+            .transpose()?;
+        let diag = match &h.diag {
+            Some(d) => Some(DeviceDiag {
+                ndiag: d.offsets.len(),
+                run_at: d.run_at,
+                run: d.run.clone(),
+                first: d.first,
+                offsets: gpu.upload(&d.offsets)?,
+                bits: gpu.upload(&d.bits)?,
+            }),
+            None => None,
         };
-        let diag = if stats.diagonals > 0 {
-            // The pattern off the row the statistics name, checked against the rows they count.
-            let off = (stats.diag_row < a.nrows())
-                .then(|| offsets_at(a.row_ptr(), a.col_idx(), stats.diag_row))
-                .flatten()
-                .filter(|o| o.len() == stats.diagonals);
-            let (bits, count) = match &off {
-                Some(o) => follow_bits(a.row_ptr(), a.col_idx(), o),
-                None => (Vec::new(), 0),
-            };
-            let Some(off) = off.filter(|_| count == stats.diag_rows) else {
-                return Err(Error::invalid(
-                    "stats",
-                    format!(
-                        "say {} rows repeat {} diagonals (those of row {}), but the matrix has no such pattern",
-                        stats.diag_rows, stats.diagonals, stats.diag_row
-                    ),
-                ));
-            };
-            let run = longest_run(&bits, a.nrows());
-            Some(DeviceDiag {
-                ndiag: off.len(),
-                run_at: a.row_ptr()[run.start],
-                run,
-                first: consecutive(&off),
-                offsets: gpu.upload(&off)?,
-                bits: gpu.upload(&bits)?,
-            })
-        } else {
-            None
-        };
-        let near = if stats.near() {
-            let off = near_offsets(a.row_ptr(), a.col_idx()).ok_or_else(|| {
-                Error::invalid(
-                    "stats",
-                    format!(
-                        "say every column lies within {} of its row, but one lies farther",
-                        stats.reach
-                    ),
-                )
-            })?;
-            Some(gpu.upload(&off)?)
-        } else {
-            None
-        };
-        let slices = if stats.sliced_for(std::mem::size_of::<T>()) && slices::runs_on(gpu.limits())
-        {
-            let l = slices::build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).ok_or_else(
-                || Error::unsupported("the column-slice layout: a block's records pass 2^26"),
-            )?;
-            Some(DeviceSlices::upload(gpu, &l)?)
-        } else {
-            None
-        };
-        let sorted_rows = gpu.upload(&rows_by_length(a.row_ptr()))?;
-        let row_blocks = for_upload(a, &stats)?
-            .map(|b| DeviceRowBlocks::upload(gpu, &b))
+        let near = h.near.as_deref().map(|o| gpu.upload(o)).transpose()?;
+        let slices = h
+            .slices
+            .as_ref()
+            .map(|s| DeviceSlices::upload(gpu, &s.layout, &s.records))
+            .transpose()?;
+        let sorted_rows = gpu.upload(&h.sorted_rows)?;
+        let row_blocks = h
+            .row_blocks
+            .as_ref()
+            .map(|b| DeviceRowBlocks::upload(gpu, b))
             .transpose()?;
         Ok(DeviceCsr {
             nrows: a.nrows(),

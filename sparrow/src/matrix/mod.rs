@@ -1,6 +1,7 @@
 //! Matrices: validated CSR, row-major dense with a leading dimension, their file formats and
 //! reproducible generators.
 
+pub mod analysis;
 mod csr;
 mod dense;
 pub mod diagonals;
