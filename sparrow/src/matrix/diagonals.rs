@@ -7,6 +7,12 @@
 //! pattern, and passes the longest run of such rows ([`longest_run`]) and a band's first
 //! offset ([`consecutive`]) with the launch.
 
+use rayon::prelude::*;
+
+/// Rows a rayon task checks against a pattern: the checks of every row of every upload, run
+/// across the cores.
+const ROWS_PER_TASK: usize = 1 << 14;
+
 /// Most diagonals a pattern may hold (`DIAG_MAX` in spmm.cu, the shared memory the kernel
 /// keeps the offsets in), and most entries of any row where a pattern is found: a thread walks
 /// each row.
@@ -77,6 +83,8 @@ pub fn find_row(row_ptr: &[i64], col_idx: &[i32]) -> Option<(usize, Vec<i32>)> {
             continue;
         }
         let covered: usize = (0..nrows)
+            .into_par_iter()
+            .with_min_len(ROWS_PER_TASK)
             .filter(|&q| follows(row_ptr, col_idx, q, &offsets))
             .map(len)
             .sum();
@@ -93,13 +101,19 @@ pub fn find_row(row_ptr: &[i64], col_idx: &[i32]) -> Option<(usize, Vec<i32>)> {
 pub fn follow_bits(row_ptr: &[i64], col_idx: &[i32], offsets: &[i32]) -> (Vec<u32>, usize) {
     let nrows = row_ptr.len().saturating_sub(1);
     let mut bits = vec![0u32; nrows.div_ceil(32)];
-    let mut count = 0usize;
-    for r in 0..nrows {
-        if follows(row_ptr, col_idx, r, offsets) {
-            bits[r / 32] |= 1 << (r % 32);
-            count += 1;
-        }
-    }
+    let count = bits
+        .par_iter_mut()
+        .with_min_len(ROWS_PER_TASK / 32)
+        .enumerate()
+        .map(|(w, word)| {
+            for r in 32 * w..(32 * w + 32).min(nrows) {
+                if follows(row_ptr, col_idx, r, offsets) {
+                    *word |= 1 << (r % 32);
+                }
+            }
+            word.count_ones() as usize
+        })
+        .sum();
     (bits, count)
 }
 
@@ -220,6 +234,11 @@ mod tests {
         let off = find(s.row_ptr(), s.col_idx()).expect("3-D stencil");
         assert_eq!(off.len(), 27);
         check_bits(&s, &off, 30 * 30 * 30 - 28 * 28 * 28);
+
+        // Rows over several tasks, not a whole number of words.
+        let b = gen::banded::<f32>(70_001, 8, 1).unwrap();
+        let off = find(b.row_ptr(), b.col_idx()).expect("long band");
+        check_bits(&b, &off, 7);
 
         let id = from_rows(100, &(0..100).map(|r| vec![r]).collect::<Vec<_>>());
         let off = find(id.row_ptr(), id.col_idx()).unwrap();
