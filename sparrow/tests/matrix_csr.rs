@@ -446,3 +446,71 @@ fn upload_builds_the_height_the_statistics_name_and_refuses_foreign_counts() {
     let e = for_upload(&b64, &off).unwrap_err().to_string();
     assert!(e.contains("stats") && e.contains("blocks of 4 rows"), "{e}");
 }
+
+/// The row statistics' pass, run across tasks of rows, gives what one walk over the rows
+/// gives: lengths, classes, pieces, reach, the column windows of 32 rows and the spread of
+/// runs of 8, on rows enough for several tasks and not a whole number of windows.
+#[test]
+fn row_statistics_match_one_walk_over_the_rows() {
+    use sparrow::matrix::{len_class, slices::pieces_of, LONG_ROW, SPREAD_RUN, WINDOW_ROWS};
+    // Rows of up to 20,000 entries: some over LONG_ROW, which the long-row counts take.
+    let m = sparrow::matrix::gen::power_law::<f64>(100_003, 90_000, 6.0, 20_000, 1.5, 4).unwrap();
+    let st = m.row_stats();
+    let len = |r: usize| m.row_range(r).len();
+    let n = m.nrows();
+    assert_eq!(st.max_len, (0..n).map(len).max().unwrap());
+    assert_eq!(st.empty_rows, (0..n).filter(|&r| len(r) == 0).count());
+    let long: Vec<usize> = (0..n).filter(|&r| len(r) > LONG_ROW).collect();
+    assert!(!long.is_empty());
+    assert_eq!(st.long_rows, long.len());
+    assert_eq!(
+        st.long_chunks,
+        long.iter()
+            .map(|&r| len(r).div_ceil(sparrow::matrix::CHUNK))
+            .sum::<usize>()
+    );
+    assert_eq!(st.pieces, (0..n).map(|r| pieces_of(len(r))).sum::<usize>());
+    let mut classes = [0usize; sparrow::matrix::LEN_CLASSES];
+    for r in (0..n).filter(|&r| len(r) <= LONG_ROW) {
+        classes[len_class(len(r))] += 1;
+    }
+    assert_eq!(st.len_classes, classes);
+    let reach = (0..n)
+        .filter(|&r| len(r) > 0)
+        .map(|r| {
+            let c = &m.col_idx()[m.row_range(r)];
+            (r as i64 - c[0] as i64).max(*c.last().unwrap() as i64 - r as i64)
+        })
+        .max()
+        .unwrap();
+    assert_eq!(st.reach as i64, reach);
+    let (mut wmax, mut wsum, mut wnnz) = (0usize, 0usize, 0usize);
+    for r0 in (0..n).step_by(WINDOW_ROWS) {
+        let rows: Vec<usize> = (r0..(r0 + WINDOW_ROWS).min(n))
+            .filter(|&r| len(r) > 0 && len(r) <= LONG_ROW)
+            .collect();
+        if let (Some(lo), Some(hi)) = (
+            rows.iter().map(|&r| m.col_idx()[m.row_range(r)][0]).min(),
+            rows.iter()
+                .map(|&r| *m.col_idx()[m.row_range(r)].last().unwrap())
+                .max(),
+        ) {
+            wmax = wmax.max((hi - lo + 1) as usize);
+            wsum += (hi - lo + 1) as usize;
+        }
+        wnnz += rows.iter().map(|&r| len(r)).sum::<usize>();
+    }
+    assert_eq!(st.window_max, wmax);
+    assert_eq!(st.window_reuse, wnnz as f64 / wsum as f64);
+    let short: Vec<usize> = (0..n)
+        .map(|r| if len(r) > LONG_ROW { 0 } else { len(r) })
+        .collect();
+    let run_sum: usize = short
+        .chunks(SPREAD_RUN)
+        .map(|c| c.len() * c.iter().max().unwrap())
+        .sum();
+    assert_eq!(
+        st.spread,
+        run_sum as f64 / short.iter().sum::<usize>() as f64
+    );
+}

@@ -216,6 +216,49 @@ pub const LEN_CLASSES: usize = 12;
 /// row.
 pub const SPREAD_RUN: usize = 8;
 
+/// Rows a task of the row statistics' pass takes: a whole number of [`WINDOW_ROWS`] and
+/// [`SPREAD_RUN`], so no window or run straddles two tasks.
+const PASS_ROWS: usize = 1 << 15;
+const _: () =
+    assert!(PASS_ROWS.is_multiple_of(WINDOW_ROWS) && PASS_ROWS.is_multiple_of(SPREAD_RUN));
+
+/// What the row statistics' pass sums or takes the largest of over a run of rows.
+#[derive(Default)]
+struct RowPass {
+    window_max: usize,
+    span_sum: usize,
+    short_nnz: usize,
+    max_len: usize,
+    empty: usize,
+    long_rows: usize,
+    long_chunks: usize,
+    len_classes: [usize; LEN_CLASSES],
+    run_sum: usize,
+    short_sum: usize,
+    reach: i64,
+    pieces: usize,
+}
+
+impl RowPass {
+    fn merge(mut a: Self, b: Self) -> Self {
+        a.window_max = a.window_max.max(b.window_max);
+        a.span_sum += b.span_sum;
+        a.short_nnz += b.short_nnz;
+        a.max_len = a.max_len.max(b.max_len);
+        a.empty += b.empty;
+        a.long_rows += b.long_rows;
+        a.long_chunks += b.long_chunks;
+        for (x, y) in a.len_classes.iter_mut().zip(b.len_classes) {
+            *x += y;
+        }
+        a.run_sum += b.run_sum;
+        a.short_sum += b.short_sum;
+        a.reach = a.reach.max(b.reach);
+        a.pieces += b.pieces;
+        a
+    }
+}
+
 /// The length class of a row of `len <= LONG_ROW` entries.
 pub fn len_class(len: usize) -> usize {
     (usize::BITS - len.leading_zeros()) as usize
@@ -456,37 +499,28 @@ impl<T: Scalar> Csr<T> {
 
     /// Row-length statistics and the reach in one pass over the row pointers (rows are sorted,
     /// so a row's first and last column bound its distance from the diagonal), and the column
-    /// windows of blocks of rows from each row's first and last column index.
+    /// windows of blocks of rows from each row's first and last column index; the pass runs
+    /// across the cores, [`PASS_ROWS`] rows a task.
     pub fn row_stats(&self) -> RowStats {
-        let (window_max, span_sum, short_nnz) = self.windows();
-        let mut max_len = 0usize;
-        let (mut empty, mut long_rows, mut long_chunks) = (0usize, 0usize, 0usize);
-        let mut len_classes = [0usize; LEN_CLASSES];
-        let (mut run_max, mut run_sum, mut short_sum) = (0usize, 0usize, 0usize);
-        let (mut reach, mut pieces) = (0i64, 0usize);
-        for (r, w) in self.row_ptr.windows(2).enumerate() {
-            let len = (w[1] - w[0]) as usize;
-            max_len = max_len.max(len);
-            pieces += super::slices::pieces_of(len);
-            empty += (len == 0) as usize;
-            if len > 0 {
-                let first = i64::from(self.col_idx[w[0] as usize]);
-                let last = i64::from(self.col_idx[w[1] as usize - 1]);
-                reach = reach.max(r as i64 - first).max(last - r as i64);
-            }
-            if len > LONG_ROW {
-                long_rows += 1;
-                long_chunks += len.div_ceil(CHUNK);
-            } else {
-                len_classes[len_class(len)] += 1;
-                short_sum += len;
-                run_max = run_max.max(len);
-            }
-            if r % SPREAD_RUN == SPREAD_RUN - 1 || r + 1 == self.nrows {
-                run_sum += (r % SPREAD_RUN + 1) * run_max;
-                run_max = 0;
-            }
-        }
+        use rayon::prelude::*;
+        let p = (0..self.nrows.div_ceil(PASS_ROWS))
+            .into_par_iter()
+            .map(|c| self.row_pass(c * PASS_ROWS..((c + 1) * PASS_ROWS).min(self.nrows)))
+            .reduce(RowPass::default, RowPass::merge);
+        let RowPass {
+            window_max,
+            span_sum,
+            short_nnz,
+            max_len,
+            empty,
+            long_rows,
+            long_chunks,
+            len_classes,
+            run_sum,
+            short_sum,
+            reach,
+            pieces,
+        } = p;
         let mut st = RowStats {
             nrows: self.nrows,
             ncols: self.ncols,
@@ -554,28 +588,52 @@ impl<T: Scalar> Csr<T> {
         st
     }
 
-    /// (widest window, sum of windows, entries) over blocks of [`WINDOW_ROWS`] rows, rows over
-    /// [`LONG_ROW`] and empty ones left out. Rows are sorted, so a row's first and last entries
-    /// bound its columns.
-    fn windows(&self) -> (usize, usize, usize) {
-        let (mut max, mut sum, mut nnz) = (0usize, 0usize, 0usize);
-        for r0 in (0..self.nrows).step_by(WINDOW_ROWS) {
-            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-            for r in r0..(r0 + WINDOW_ROWS).min(self.nrows) {
-                let (s, e) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
-                if e > s && e - s <= LONG_ROW {
-                    lo = lo.min(self.col_idx[s] as i64);
-                    hi = hi.max(self.col_idx[e - 1] as i64);
-                    nnz += e - s;
+    /// The row statistics' pass over rows `rows` (starting on a multiple of [`PASS_ROWS`]):
+    /// row lengths, the reach, and the column windows of blocks of [`WINDOW_ROWS`] rows (rows
+    /// over [`LONG_ROW`] and empty ones left out; rows are sorted, so a row's first and last
+    /// entries bound its columns).
+    fn row_pass(&self, rows: std::ops::Range<usize>) -> RowPass {
+        let mut p = RowPass::default();
+        let mut run_max = 0usize;
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        for r in rows {
+            let (s, e) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
+            let len = e - s;
+            p.max_len = p.max_len.max(len);
+            p.pieces += super::slices::pieces_of(len);
+            p.empty += (len == 0) as usize;
+            if len > 0 {
+                let first = i64::from(self.col_idx[s]);
+                let last = i64::from(self.col_idx[e - 1]);
+                p.reach = p.reach.max(r as i64 - first).max(last - r as i64);
+                if len <= LONG_ROW {
+                    lo = lo.min(first);
+                    hi = hi.max(last);
+                    p.short_nnz += len;
                 }
             }
-            if hi >= lo {
-                let span = (hi - lo + 1) as usize;
-                max = max.max(span);
-                sum += span;
+            if len > LONG_ROW {
+                p.long_rows += 1;
+                p.long_chunks += len.div_ceil(CHUNK);
+            } else {
+                p.len_classes[len_class(len)] += 1;
+                p.short_sum += len;
+                run_max = run_max.max(len);
+            }
+            if r % SPREAD_RUN == SPREAD_RUN - 1 || r + 1 == self.nrows {
+                p.run_sum += (r % SPREAD_RUN + 1) * run_max;
+                run_max = 0;
+            }
+            if r % WINDOW_ROWS == WINDOW_ROWS - 1 || r + 1 == self.nrows {
+                if hi >= lo {
+                    let span = (hi - lo + 1) as usize;
+                    p.window_max = p.window_max.max(span);
+                    p.span_sum += span;
+                }
+                (lo, hi) = (i64::MAX, i64::MIN);
             }
         }
-        (max, sum, nnz)
+        p
     }
 
     /// The same structure with values converted to `U` (rounding when narrowing).
