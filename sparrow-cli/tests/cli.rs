@@ -210,6 +210,11 @@ fn bad_inputs_give_one_line_errors() {
         e,
         "error: invalid argument `--plot`: applies to bench spmm and spmv, not analysis"
     );
+    let e = failure(&sparrow(&["bench", "analysis", "--n", "8"]));
+    assert_eq!(
+        e,
+        "error: invalid argument `--n`: applies to bench spmm and spmv, not analysis"
+    );
     let e = failure(&sparrow(&["bench", "analysis", "--dtype", "f16"]));
     assert_eq!(
         e,

@@ -265,6 +265,7 @@ fn matrix_names(args: &Args) -> Result<Vec<String>> {
 /// The host half of each matrix's upload analysis, on this machine's CPUs (no GPU needed).
 fn analysis(ctx: &super::Ctx, args: &Args, names: &[String]) -> Result<ExitCode> {
     for (flag, given) in [
+        ("--n", args.n != "1,8,32,128"),
         ("--plot", args.plot.is_some()),
         ("--cpu", args.cpu),
         ("--sweep", args.sweep || args.sweep_kernels.is_some()),
