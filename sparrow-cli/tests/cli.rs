@@ -823,6 +823,27 @@ fn bench_analysis_times_the_host_analysis_without_a_gpu() {
         assert!(st > 0.0 && rest > 0.0, "{l}");
         assert!(l["min_total_ms"].as_f64().unwrap() <= st + rest, "{l}");
     }
+    // The table: its heading, then one row a matrix and type with the same entries.
+    let out = sparrow(&["bench", "analysis", "--matrix", "powerlaw-small"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("the host half of the upload's analysis"));
+    let head: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        head,
+        ["matrix", "type", "nnz", "stats", "ms", "rest", "ms", "min", "ms", "built"]
+    );
+    let row: Vec<&str> = lines[2].split_whitespace().collect();
+    let nnz = sparrow::bench::matrices::build::<f32>("powerlaw-small")
+        .unwrap()
+        .nnz()
+        .to_string();
+    assert_eq!(row[..3], ["powerlaw-small", "f32", nnz.as_str()]);
+    for t in &row[3..6] {
+        assert!(t.parse::<f64>().unwrap() > 0.0, "{text}");
+    }
 }
 
 /// `bench seacells` on a small mixture reports the fit's stages, purity and peak memory in its

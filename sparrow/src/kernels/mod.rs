@@ -29,6 +29,24 @@ pub const SPMM: KernelModule = KernelModule {
     entry_points: spmm_entry_points,
 };
 
+/// The value of `#define NAME value` in spmm.cu (decimal, or hex with a `u` suffix), for the
+/// tests that hold the host's constants to the kernel's.
+#[cfg(test)]
+pub(crate) fn spmm_define(name: &str) -> u64 {
+    let prefix = format!("#define {name} ");
+    SPMM.source
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|v| {
+            let v = v.trim();
+            match v.strip_prefix("0x") {
+                Some(h) => u64::from_str_radix(h.trim_end_matches('u'), 16).ok(),
+                None => v.parse().ok(),
+            }
+        })
+        .unwrap_or_else(|| panic!("spmm.cu defines no number {name}"))
+}
+
 /// (column lanes, entry lanes, segments per column lane) of every row-vector SpMM kernel:
 /// every pair of powers of two with at most 32 lanes in all, and 2 or 4 segments per lane
 /// for 32 column lanes and for 8 column lanes of one entry lane each (short rows at N above

@@ -102,9 +102,10 @@ impl<T: Scalar> HostAnalysis<T> {
     /// GPU runs the column-slice kernel ([`slices::runs_on`]). Statistics that claim a
     /// pattern, packing or reach the matrix lacks are refused, naming `stats`.
     pub fn of(a: &Csr<T>, stats: &RowStats, slices: bool) -> Result<Self> {
-        let work_items = stats.stream_items;
         let mut work = Vec::new();
-        let work_blocks = stream_partition(a.row_ptr(), work_items, |b| work.extend_from_slice(&b));
+        let work_blocks = stream_partition(a.row_ptr(), stats.stream_items, |b| {
+            work.extend_from_slice(&b)
+        });
         let packed = if stats.packable() {
             Some(
                 pack_columns(a.row_ptr(), a.col_idx(), &work).ok_or_else(|| {

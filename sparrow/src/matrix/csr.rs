@@ -500,7 +500,7 @@ impl<T: Scalar> Csr<T> {
     /// Row-length statistics and the reach in one pass over the row pointers (rows are sorted,
     /// so a row's first and last column bound its distance from the diagonal), and the column
     /// windows of blocks of rows from each row's first and last column index; the pass runs
-    /// across the cores, [`PASS_ROWS`] rows a task.
+    /// across the cores, 32,768 rows a task.
     pub fn row_stats(&self) -> RowStats {
         use rayon::prelude::*;
         let p = (0..self.nrows.div_ceil(PASS_ROWS))

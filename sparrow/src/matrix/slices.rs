@@ -648,6 +648,22 @@ mod tests {
         }
     }
 
+    /// The layout's sizes and encodings are the kernel's: a drift would make it read stages,
+    /// descriptors or records at the wrong places.
+    #[test]
+    fn slice_constants_match_the_kernel() {
+        let def = |name: &str| crate::kernels::spmm_define(name) as usize;
+        assert_eq!(def("SLICE_WARPS"), SLICE_WARPS);
+        assert_eq!(def("SLICE_MEMBERS"), SLICE_MEMBERS);
+        assert_eq!(def("SLICE_STAGE"), SLICE_STAGE);
+        assert_eq!(def("SLICE_DESC"), DESC_WORDS);
+        assert_eq!(def("SLICE_SS_SHIFT"), SS_SHIFT as usize);
+        assert_eq!(def("SLICE_POS"), (1 << SS_SHIFT) - 1);
+        assert_eq!(def("SLICE_PAD"), PAD_ROW as usize);
+        assert_eq!(def("SLICE_COLS"), SLICE_COLS);
+        assert_eq!(def("SLICE_XB"), SLICE_STAGES);
+    }
+
     #[test]
     fn three_f32_stages_fit_a_hopper_block() {
         // The H200's 227 KB a block with opt-in; each stage on 128-byte lines.

@@ -240,14 +240,7 @@ mod tests {
     /// the skewed rows' fewer) and has room for the bounds of STREAM_MAX_ROWS rows.
     #[test]
     fn stream_items_match_the_kernel() {
-        let src = crate::kernels::SPMM.source;
-        let def = |name: &str| -> usize {
-            let prefix = format!("#define {name} ");
-            src.lines()
-                .find_map(|l| l.strip_prefix(prefix.as_str()))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("spmm.cu defines no {name}"))
-        };
+        let def = |name: &str| crate::kernels::spmm_define(name) as usize;
         assert_eq!(def("STREAM_BLOCK"), crate::ops::spmm::plan::BLOCK as usize);
         assert_eq!(def("STREAM_ITEMS"), STREAM_ITEMS_EVEN);
         // From the worst alignment (3 entries ahead of the first in its vector) the block's
