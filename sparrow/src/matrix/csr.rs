@@ -227,13 +227,13 @@ const _: () =
 struct RowPass {
     window_max: usize,
     span_sum: usize,
-    short_nnz: usize,
     max_len: usize,
     empty: usize,
     long_rows: usize,
     long_chunks: usize,
     len_classes: [usize; LEN_CLASSES],
     run_sum: usize,
+    /// Entries of the rows of at most LONG_ROW (the windows' entries too: empty rows add none).
     short_sum: usize,
     reach: i64,
     pieces: usize,
@@ -243,7 +243,6 @@ impl RowPass {
     fn merge(mut a: Self, b: Self) -> Self {
         a.window_max = a.window_max.max(b.window_max);
         a.span_sum += b.span_sum;
-        a.short_nnz += b.short_nnz;
         a.max_len = a.max_len.max(b.max_len);
         a.empty += b.empty;
         a.long_rows += b.long_rows;
@@ -510,7 +509,6 @@ impl<T: Scalar> Csr<T> {
         let RowPass {
             window_max,
             span_sum,
-            short_nnz,
             max_len,
             empty,
             long_rows,
@@ -541,7 +539,7 @@ impl<T: Scalar> Csr<T> {
             window_reuse: if span_sum == 0 {
                 0.0
             } else {
-                short_nnz as f64 / span_sum as f64
+                short_sum as f64 / span_sum as f64
             },
             len_classes,
             spread: if short_sum == 0 {
@@ -609,7 +607,6 @@ impl<T: Scalar> Csr<T> {
                 if len <= LONG_ROW {
                     lo = lo.min(first);
                     hi = hi.max(last);
-                    p.short_nnz += len;
                 }
             }
             if len > LONG_ROW {
