@@ -42,7 +42,8 @@ enum Command {
     Seacells(commands::seacells::Args),
     /// The k largest or smallest keys of every segment.
     Topk(commands::topk::Args),
-    /// Time our kernels beside cuSPARSE (and optionally the CPU) on the same data.
+    /// Time our kernels beside cuSPARSE (and optionally the CPU) on the same data; without a GPU,
+    /// time the CPU backend.
     Bench(commands::bench::Args),
     /// Run every GPU kernel against its reference and print a table.
     Validate,

@@ -846,6 +846,83 @@ fn bench_analysis_times_the_host_analysis_without_a_gpu() {
     }
 }
 
+/// `bench spmv|spmm` on the CPU times the CPU backend alone, one JSON record a matrix, type
+/// and N, against the host's read bandwidth; the GPU timing's options are refused.
+#[test]
+fn bench_products_on_the_cpu() {
+    let records = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = sparrow(args);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let nnz = sparrow::bench::matrices::build::<f32>("powerlaw-small")
+        .unwrap()
+        .nnz();
+    let common = [
+        "--matrix",
+        "powerlaw-small",
+        "--reps",
+        "10",
+        "--device",
+        "cpu",
+    ];
+    let mut args = vec!["--json", "bench", "spmv", "--dtype", "f32,f64"];
+    args.extend(common);
+    let spmv = records(&args);
+    assert_eq!(spmv.len(), 2);
+    for (r, dt) in spmv.iter().zip(["f32", "f64"]) {
+        assert_eq!(
+            (r["op"].as_str(), r["dtype"].as_str()),
+            (Some("spmv"), Some(dt))
+        );
+        assert_eq!(
+            (r["backend"].as_str(), r["n"].as_u64()),
+            (Some("cpu"), Some(1))
+        );
+        assert_eq!(r["nnz"].as_u64(), Some(nnz as u64));
+        assert!(r["speedup_vs_cusparse"].is_null() && r["analysis_ms"].is_null());
+        let (ms, bw, frac) = (
+            r["median_ms"].as_f64().unwrap(),
+            r["copy_bw_gbs"].as_f64().unwrap(),
+            r["frac_copy_bw"].as_f64().unwrap(),
+        );
+        assert!(
+            ms > 0.0 && bw > 0.0 && r["min_ms"].as_f64().unwrap() <= ms,
+            "{r}"
+        );
+        assert!(
+            (frac * bw - r["gbs"].as_f64().unwrap()).abs() < 1e-6 * bw,
+            "{r}"
+        );
+    }
+    let mut args = vec!["--json", "bench", "spmm", "--n", "3,8"];
+    args.extend(common);
+    let spmm = records(&args);
+    let ns: Vec<u64> = spmm.iter().map(|r| r["n"].as_u64().unwrap()).collect();
+    assert_eq!(ns, [3, 8]);
+    assert!(spmm
+        .iter()
+        .all(|r| r["backend"] == "cpu" && r["op"] == "spmm"));
+
+    for (flag, extra) in [
+        ("--cold", None),
+        ("--sweep", None),
+        ("--plot", Some("x.svg")),
+    ] {
+        let mut args = vec!["bench", "spmv", flag];
+        args.extend(extra);
+        args.extend(common);
+        let e = failure(&sparrow(&args));
+        assert_eq!(
+            e,
+            format!("error: invalid argument `{flag}`: applies to the GPU's kernels; on the CPU bench times the CPU backend alone")
+        );
+    }
+}
+
 /// `bench seacells` on a small mixture reports the fit's stages, purity and peak memory in its
 /// JSON lines, and names a malformed size.
 #[test]

@@ -204,7 +204,94 @@ fn plan_on_cpu_says_so() {
         .unwrap();
     assert_eq!(p.backend, Backend::Cpu);
     assert_eq!(p.kernel, None);
-    assert_eq!(p.reason, "the device is the CPU: rayon over rows");
+    assert!(
+        p.reason.starts_with("the device is the CPU"),
+        "{}",
+        p.reason
+    );
+    // run() gives the plan plan() gives.
+    let x = vec![1.0f32; 10];
+    let mut y = vec![0.0f32; 10];
+    let q = Spmv::new().run(&Device::Cpu, &a, &x, &mut y).unwrap();
+    assert_eq!((q.backend, q.reason), (Backend::Cpu, p.reason));
+}
+
+/// A matrix whose rows straddle the CPU backend's piece length (65,536 entries): empty rows,
+/// rows one short of it, at it, past it and several pieces long, among short ones, so its
+/// work spans many tasks.
+fn straddling_rows<T: Scalar>(seed: u64) -> Csr<T> {
+    const P: usize = 1 << 16;
+    let ncols = 200_000;
+    let mut lens = vec![0, P - 1, 7, P, 0, P + 1, 3 * P + 5];
+    let mut rng = Rng::new(seed);
+    lens.extend((0..30_000).map(|_| rng.below(12) as usize));
+    lens.push(2 * P);
+    let mut row_ptr = vec![0i64];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for &l in &lens {
+        // One column in each of l equal buckets: sorted and distinct.
+        for k in 0..l {
+            let bucket = ncols / l;
+            cols.push((k * bucket + rng.below(bucket as u64) as usize) as i32);
+            vals.push(T::from_f64(rng.range_f64(-1.0, 1.0)));
+        }
+        row_ptr.push(cols.len() as i64);
+    }
+    Csr::new(lens.len(), ncols, row_ptr, cols, vals).unwrap()
+}
+
+#[test]
+fn cpu_products_over_pieces_and_many_tasks() {
+    let a = straddling_rows::<f64>(3);
+    for n in [1, 3, 8, 16, 32, 64, 70, 130] {
+        check_spmm(&a, n, 1, 2, 0.5, -0.5, n as u64);
+    }
+    check_spmm(&a, 64, 0, 0, 1.0, 0.0, 5);
+    let a = straddling_rows::<f32>(4);
+    for n in [1, 8, 40] {
+        check_spmm(&a, n, 0, 3, 1.25, 0.0, n as u64);
+    }
+    for beta in [0.0f32, -0.5] {
+        let x = gen::dense::<f32>(a.ncols(), 1, 1, 9).unwrap().into_data();
+        let mut y = if beta == 0.0 {
+            vec![f32::NAN; a.nrows()]
+        } else {
+            gen::dense::<f32>(a.nrows(), 1, 1, 10).unwrap().into_data()
+        };
+        let (want, scale) = spmv_oracle::spmv(0.75, &a, &x, beta, &y);
+        Spmv::new()
+            .alpha(0.75)
+            .beta(beta)
+            .run(&Device::Cpu, &a, &x, &mut y)
+            .unwrap();
+        let got: Vec<f64> = y.iter().map(|&v| v as f64).collect();
+        let cmp = compare(&got, &want, &scale, tolerance::<f32>());
+        assert!(cmp.pass, "beta {beta}: {cmp:?}");
+    }
+}
+
+#[test]
+fn cpu_products_give_the_same_bits_on_any_number_of_threads() {
+    let a = straddling_rows::<f32>(5);
+    let b = gen::dense::<f32>(a.ncols(), 24, 24, 6).unwrap();
+    let x = gen::dense::<f32>(a.ncols(), 1, 1, 7).unwrap().into_data();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut c = Dense::filled(a.nrows(), 24, 24, 0.0f32).unwrap();
+            Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap();
+            let mut y = vec![0.0f32; a.nrows()];
+            Spmv::new().run(&Device::Cpu, &a, &x, &mut y).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            (bits(c.data()), bits(&y))
+        })
+    };
+    let one = run(1);
+    assert_eq!(one, run(3));
+    assert_eq!(one, run(8));
 }
 
 #[test]

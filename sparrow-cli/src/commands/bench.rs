@@ -1,4 +1,4 @@
-//! `sparrow bench spmm|spmv`: a table, and JSON lines for machines.
+//! `sparrow bench`: a table, and JSON lines for machines.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,7 +10,8 @@ use sparrow::{Device, Error, Result};
 #[derive(clap::Args)]
 pub struct Args {
     /// spmm, spmv, topk, cs, seacells, or analysis (the host half of an upload's analysis of
-    /// each --matrix, on the CPUs: no GPU needed).
+    /// each --matrix, on the CPUs: no GPU needed). With --device cpu (or auto where no GPU is
+    /// usable), spmm and spmv time the CPU backend alone against the host's read bandwidth.
     op: String,
     /// Comma-separated matrix names, or all (powerlaw, banded, empty90); see --suite.
     #[arg(long, default_value = "all")]
@@ -31,7 +32,7 @@ pub struct Args {
     /// Timed repetitions (at least 10).
     #[arg(long, default_value_t = 20)]
     reps: usize,
-    /// Also time the CPU backend.
+    /// Also time the CPU backend (beside the GPU's kernels; on the CPU it is what is timed).
     #[arg(long)]
     cpu: bool,
     /// Also time every GPU path that computes each case (rows marked `sweep`; bench topk:
@@ -220,13 +221,27 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         ));
     }
     let device = ctx.open_device()?;
-    let Device::Cuda(gpu) = &device else {
-        return Err(Error::unsupported(
-            "bench compares GPU kernels with cuSPARSE and needs a GPU (--device cuda)",
-        ));
-    };
     let pb = super::spinner("bench");
-    let records = sparrow::bench::run(gpu, &cfg, &mut |m| pb.set_message(m.to_string()))?;
+    let records = match &device {
+        Device::Cuda(gpu) => {
+            sparrow::bench::run(gpu, &cfg, &mut |m| pb.set_message(m.to_string()))?
+        }
+        Device::Cpu => {
+            for (flag, given) in [
+                ("--cold", args.cold),
+                ("--sweep", cfg.sweep),
+                ("--plot", args.plot.is_some()),
+            ] {
+                if given {
+                    return Err(Error::invalid(
+                        flag,
+                        "applies to the GPU's kernels; on the CPU bench times the CPU backend alone",
+                    ));
+                }
+            }
+            sparrow::bench::run_cpu(&cfg, &mut |m| pb.set_message(m.to_string()))?
+        }
+    };
     pb.finish_and_clear();
     super::report_compiles(&device);
     emit_json(ctx, args.jsonl.as_deref(), &records)?;
@@ -316,10 +331,12 @@ fn analysis(ctx: &super::Ctx, args: &Args, names: &[String]) -> Result<ExitCode>
 
 fn print_table(records: &[Record]) {
     if let Some(r) = records.first() {
-        println!(
-            "copy bandwidth measured in this run: {:.0} GB/s",
-            r.copy_bw_gbs
-        );
+        let what = if records.iter().all(|r| r.backend == "cpu") {
+            "the host's read bandwidth (the %copy column's base)"
+        } else {
+            "copy bandwidth"
+        };
+        println!("{what} measured in this run: {:.0} GB/s", r.copy_bw_gbs);
         if r.cold {
             println!("cold: the L2 was emptied before each GPU repetition");
         }

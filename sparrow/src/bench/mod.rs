@@ -1,6 +1,7 @@
 //! `sparrow bench`: our kernels beside cuSPARSE (and optionally the CPU backend) on the same
 //! data in the same process, timed with CUDA events, reported against the copy bandwidth
-//! measured in the same run; `analysis` times the host half of an upload's analysis alone.
+//! measured in the same run; [`run_cpu`] times the CPU backend alone against the host's read
+//! bandwidth, and `analysis` the host half of an upload's analysis.
 
 pub mod analysis;
 pub mod cs;
@@ -10,5 +11,7 @@ pub mod seacells;
 pub mod timing;
 pub mod topk;
 
-pub use products::{run, BenchConfig, Record};
-pub use timing::{copy_bandwidth, time_cpu, time_gpu, time_gpu_flushed, L2Flush, Timing};
+pub use products::{run, run_cpu, BenchConfig, Record};
+pub use timing::{
+    copy_bandwidth, host_read_bandwidth, time_cpu, time_gpu, time_gpu_flushed, L2Flush, Timing,
+};

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use super::matrices;
-use super::timing::{copy_bandwidth, time_cpu, time_gpu_flushed, L2Flush, Timing};
+use super::timing::{
+    copy_bandwidth, host_read_bandwidth, time_cpu, time_gpu_flushed, L2Flush, Timing,
+};
 use crate::baselines::cusparse::{
     CsrDescr, Cusparse, Enqueue, SpmmCall, SpmvCall, SPMM_ALGS, SPMV_ALGS,
 };
@@ -70,9 +72,10 @@ pub struct Record {
     pub gflops: f64,
     /// Minimum bytes moved (A, B and C once each) / median time.
     pub gbs: f64,
-    /// `gbs` over the copy bandwidth measured in this run.
+    /// `gbs` over `copy_bw_gbs`.
     pub frac_copy_bw: f64,
-    /// The device's copy bandwidth measured in this run, GB/s.
+    /// The bandwidth measured in this run, GB/s: the GPU's copy, or the host's read where only
+    /// the CPU backend was timed ([`run_cpu`]).
     pub copy_bw_gbs: f64,
     /// Best cuSPARSE median over ours (above 1: we are faster); on sparrow rows only.
     pub speedup_vs_cusparse: Option<f64>,
@@ -99,12 +102,7 @@ pub fn run(
     cfg: &BenchConfig,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<Record>> {
-    if cfg.op != "spmm" && cfg.op != "spmv" {
-        return Err(Error::invalid(
-            "op",
-            format!("{:?} is not spmm or spmv", cfg.op),
-        ));
-    }
+    check_op(&cfg.op)?;
     progress("measuring copy bandwidth");
     let bw = copy_bandwidth(gpu, 1 << 30)?;
     let mut out = Vec::new();
@@ -112,12 +110,7 @@ pub fn run(
         match dt.as_str() {
             "f32" => run_typed::<f32>(gpu, cfg, bw, progress, &mut out)?,
             "f64" => run_typed::<f64>(gpu, cfg, bw, progress, &mut out)?,
-            other => {
-                return Err(Error::invalid(
-                    "--dtype",
-                    format!("{other:?} is not f32 or f64"),
-                ))
-            }
+            other => return Err(bad_dtype(other)),
         }
     }
     Ok(out)
@@ -317,23 +310,89 @@ fn run_typed<T: Scalar>(
                 out[first].agreement = Some(agreement(&ours_c[..bc.len().min(ours_c.len())], &bc));
             }
             if cfg.cpu {
-                let mut c = c0.clone();
-                let t = if cfg.op == "spmm" {
-                    time_cpu(1, reps, || {
-                        spmm_cpu::spmm(T::from_f64(1.0), &a, &b, T::ZERO, &mut c);
-                        Ok(())
-                    })?
-                } else {
-                    let x = b.data().to_vec();
-                    let mut y = vec![T::ZERO; a.nrows()];
-                    time_cpu(1, reps, || {
-                        spmv_cpu::spmv(T::from_f64(1.0), &a, &x, T::ZERO, &mut y);
-                        Ok(())
-                    })?
-                };
-                out.push(record(cfg, name, &a, n, "cpu", "rayon", t, bw));
+                let t = time_cpu_case(&cfg.op, &a, &b, reps)?;
+                out.push(record(cfg, name, &a, n, "cpu", CPU_VARIANT, t, bw));
             }
         }
     }
     Ok(())
+}
+
+/// How the CPU backend's rows are named in the records.
+const CPU_VARIANT: &str = "rayon";
+
+/// Times the CPU backend's `C = A B` (SpMM) or `y = A x` (SpMV, B's one column as x).
+fn time_cpu_case<T: Scalar>(op: &str, a: &Csr<T>, b: &Dense<T>, reps: usize) -> Result<Timing> {
+    let one = T::from_f64(1.0);
+    if op == "spmm" {
+        let mut c = Dense::filled(a.nrows(), b.ncols(), b.ncols(), T::ZERO)?;
+        time_cpu(1, reps, || {
+            spmm_cpu::spmm(one, a, b, T::ZERO, &mut c);
+            Ok(())
+        })
+    } else {
+        let x = b.data().to_vec();
+        let mut y = vec![T::ZERO; a.nrows()];
+        time_cpu(1, reps, || {
+            spmv_cpu::spmv(one, a, &x, T::ZERO, &mut y);
+            Ok(())
+        })
+    }
+}
+
+/// Times the CPU backend alone (no GPU needed) on `cfg`'s matrices, against the host's read
+/// bandwidth measured in the same run; calls `progress` before each case. `cfg.cpu`, `sweep`
+/// and `cold` do not apply and are ignored.
+pub fn run_cpu(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Record>> {
+    check_op(&cfg.op)?;
+    progress("measuring the host's read bandwidth");
+    let bw = host_read_bandwidth(1 << 29)?;
+    let cfg = BenchConfig {
+        cold: false,
+        ..cfg.clone()
+    };
+    let mut out = Vec::new();
+    for dt in &cfg.dtypes {
+        match dt.as_str() {
+            "f32" => run_cpu_typed::<f32>(&cfg, bw, progress, &mut out)?,
+            "f64" => run_cpu_typed::<f64>(&cfg, bw, progress, &mut out)?,
+            other => return Err(bad_dtype(other)),
+        }
+    }
+    Ok(out)
+}
+
+fn run_cpu_typed<T: Scalar>(
+    cfg: &BenchConfig,
+    bw: f64,
+    progress: &mut dyn FnMut(&str),
+    out: &mut Vec<Record>,
+) -> Result<()> {
+    for name in &cfg.matrices {
+        progress(&format!("building {name} ({})", T::NAME));
+        let a: Csr<T> = matrices::build(name)?;
+        let ns = if cfg.op == "spmv" {
+            vec![1]
+        } else {
+            cfg.ns.clone()
+        };
+        for n in ns {
+            progress(&format!("{} {name} N={n} {} on the CPU", cfg.op, T::NAME));
+            let b = gen::dense::<T>(a.ncols(), n, n, 7)?;
+            let t = time_cpu_case(&cfg.op, &a, &b, cfg.reps.max(10))?;
+            out.push(record(cfg, name, &a, n, "cpu", CPU_VARIANT, t, bw));
+        }
+    }
+    Ok(())
+}
+
+fn check_op(op: &str) -> Result<()> {
+    if op != "spmm" && op != "spmv" {
+        return Err(Error::invalid("op", format!("{op:?} is not spmm or spmv")));
+    }
+    Ok(())
+}
+
+fn bad_dtype(dt: &str) -> Error {
+    Error::invalid("--dtype", format!("{dt:?} is not f32 or f64"))
 }

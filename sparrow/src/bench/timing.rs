@@ -142,6 +142,27 @@ pub fn time_cpu(warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -
     Ok(summarize(v))
 }
 
+/// The host's read bandwidth in GB/s: a sum over `bytes` across rayon's threads, median of
+/// 10. A read, not a copy, because the products mostly read, and a copy's writes cost the host
+/// a read of each line first that a count of bytes read plus written leaves out. The buffer is
+/// written first, so no read finds a page the system has not mapped yet.
+pub fn host_read_bandwidth(bytes: usize) -> Result<f64> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 17;
+    let words = (bytes / 8).max(CHUNK);
+    let src: Vec<u64> = (0..words as u64).into_par_iter().collect();
+    let mut sum = 0u64;
+    let t = time_cpu(2, 10, || {
+        sum = src
+            .par_chunks(CHUNK)
+            .map(|c| c.iter().fold(0u64, |a, &w| a.wrapping_add(w)))
+            .reduce(|| 0, u64::wrapping_add);
+        Ok(())
+    })?;
+    std::hint::black_box(sum);
+    Ok((words * 8) as f64 / (t.median_ms * 1e-3) / 1e9)
+}
+
 /// The device's copy bandwidth in GB/s: a device-to-device copy of `bytes`, counting bytes
 /// read plus bytes written, median of 10.
 pub fn copy_bandwidth(gpu: &Gpu, bytes: usize) -> Result<f64> {

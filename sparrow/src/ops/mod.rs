@@ -2,6 +2,7 @@
 //! backend from the request and the device and says why, and a backend per device kind.
 
 pub mod check;
+mod row_work;
 pub mod spmm;
 pub mod spmv;
 pub mod topk;

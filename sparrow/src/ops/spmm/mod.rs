@@ -103,11 +103,15 @@ impl<T: Scalar> Spmm<T> {
     /// Runs on host data: on a GPU, copies in, computes, copies back.
     pub fn run(&self, device: &Device, a: &Csr<T>, b: &Dense<T>, c: &mut Dense<T>) -> Result<Plan> {
         self.validate(a, b, c)?;
-        let stats = a.row_stats();
-        let plan = self.plan(device, &stats, b.ncols())?;
         match device {
-            Device::Cpu => cpu::spmm(self.alpha, a, b, self.beta, c),
+            // The CPU's plan reads no statistics: their pass would cost as much as the product.
+            Device::Cpu => {
+                cpu::spmm(self.alpha, a, b, self.beta, c);
+                Ok(cpu_plan("spmm"))
+            }
             Device::Cuda(gpu) => {
+                let stats = a.row_stats();
+                let plan = self.plan(device, &stats, b.ncols())?;
                 let bytes =
                     device_bytes::<T>(a, &stats, b.data().len() + c.data().len(), b.ncols());
                 gpu.ensure_fits(bytes, "this SpMM")?;
@@ -117,9 +121,9 @@ impl<T: Scalar> Spmm<T> {
                 let mut dc = DeviceDense::upload(gpu, c)?;
                 self.run_device(gpu, &da, &db, &mut dc)?;
                 *c = dc.download(gpu)?;
+                Ok(plan)
             }
         }
-        Ok(plan)
     }
 
     /// Enqueues the product on device-resident matrices with the path [`Spmm::plan`] names;
@@ -242,6 +246,20 @@ pub(crate) fn gpu_path<T: Scalar>(
     }
 }
 
+/// The CPU backend's plan, the same for every matrix.
+pub(crate) fn cpu_plan(op: &'static str) -> Plan {
+    Plan {
+        op,
+        backend: Backend::Cpu,
+        kernel: None,
+        shape: None,
+        reason: format!(
+            "the device is the CPU: rayon over rows in tasks of about {} entries, longer rows in pieces of that many",
+            crate::ops::row_work::PIECE
+        ),
+    }
+}
+
 pub(crate) fn plan_for<T: Scalar>(
     op: &'static str,
     device: &Device,
@@ -251,13 +269,7 @@ pub(crate) fn plan_for<T: Scalar>(
     split: bool,
 ) -> Result<Plan> {
     match device {
-        Device::Cpu => Ok(Plan {
-            op,
-            backend: Backend::Cpu,
-            kernel: None,
-            shape: None,
-            reason: "the device is the CPU: rayon over rows".into(),
-        }),
+        Device::Cpu => Ok(cpu_plan(op)),
         Device::Cuda(gpu) => {
             let slices = crate::matrix::slices::runs_on(gpu.limits());
             let Some((path, mut reason)) = gpu_path::<T>(force, stats, n, slices)? else {

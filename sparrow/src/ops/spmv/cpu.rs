@@ -1,36 +1,84 @@
-//! The rayon CPU backend for SpMV: rows in parallel, four independent partial sums per row so
-//! the adds pipeline instead of waiting on one another.
+//! The rayon CPU backend for SpMV: tasks of about equal work (`ops::row_work`), long rows in pieces
+//! added in order; four independent partial sums per row or piece so the adds pipeline instead
+//! of waiting on one another.
 
 use rayon::prelude::*;
 
 use crate::matrix::Csr;
+use crate::ops::row_work::{RowWork, Task};
 use crate::Scalar;
+
+/// What one task writes: its rows of y, or its piece's partial sum.
+enum Out<'a, T> {
+    Rows(std::ops::Range<usize>, &'a mut [T]),
+    Piece(std::ops::Range<usize>, &'a mut T),
+}
 
 /// `y = alpha * A * x + beta * y` on the CPU. Shapes are validated by the caller.
 pub fn spmv<T: Scalar>(alpha: T, a: &Csr<T>, x: &[T], beta: T, y: &mut [T]) {
-    let zero = T::ZERO;
-    y.par_iter_mut()
-        .enumerate()
-        .with_min_len(256)
-        .for_each(|(i, out)| {
-            let r = a.row_range(i);
-            let (cols, vals) = (&a.col_idx()[r.clone()], &a.values()[r]);
-            let mut acc = [zero; 4];
-            let mut ch_c = cols.chunks_exact(4);
-            let mut ch_v = vals.chunks_exact(4);
-            for (c4, v4) in (&mut ch_c).zip(&mut ch_v) {
-                for k in 0..4 {
-                    acc[k] += v4[k] * x[c4[k] as usize];
+    let work = RowWork::of(a.row_ptr());
+    let mut partial = vec![T::ZERO; work.slots()];
+    let (cols, vals) = (a.col_idx(), a.values());
+    let finish = |s: T, out: &mut T| {
+        *out = if beta == T::ZERO {
+            alpha * s
+        } else {
+            alpha * s + beta * *out
+        };
+    };
+    {
+        let mut rest_y = &mut y[..];
+        let mut rest_p = &mut partial[..];
+        let mut done = 0;
+        let mut outs = Vec::with_capacity(work.tasks.len());
+        for t in &work.tasks {
+            match t {
+                Task::Rows(r) => {
+                    let (_, tail) = std::mem::take(&mut rest_y).split_at_mut(r.start - done);
+                    let (mine, tail) = tail.split_at_mut(r.len());
+                    rest_y = tail;
+                    done = r.end;
+                    outs.push(Out::Rows(r.clone(), mine));
+                }
+                Task::Piece { entries, .. } => {
+                    let (p, tail) = std::mem::take(&mut rest_p).split_first_mut().expect("slot");
+                    rest_p = tail;
+                    outs.push(Out::Piece(entries.clone(), p));
                 }
             }
-            for (&c, &v) in ch_c.remainder().iter().zip(ch_v.remainder()) {
-                acc[0] += v * x[c as usize];
+        }
+        outs.into_par_iter().for_each(|o| match o {
+            Out::Rows(rows, ys) => {
+                for (i, out) in rows.zip(ys) {
+                    let r = a.row_range(i);
+                    finish(dot(&cols[r.clone()], &vals[r], x), out);
+                }
             }
-            let s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-            *out = if beta == zero {
-                alpha * s
-            } else {
-                alpha * s + beta * *out
-            };
+            Out::Piece(e, p) => *p = dot(&cols[e.clone()], &vals[e], x),
         });
+    }
+    for (row, slots) in &work.long {
+        let s = partial[slots.clone()]
+            .iter()
+            .fold(T::ZERO, |acc, &p| acc + p);
+        finish(s, &mut y[*row]);
+    }
+}
+
+/// Sum of `vals[k] * x[cols[k]]` in four interleaved partial sums.
+#[inline]
+fn dot<T: Scalar>(cols: &[i32], vals: &[T], x: &[T]) -> T {
+    let zero = T::ZERO;
+    let mut acc = [zero; 4];
+    let mut ch_c = cols.chunks_exact(4);
+    let mut ch_v = vals.chunks_exact(4);
+    for (c4, v4) in (&mut ch_c).zip(&mut ch_v) {
+        for k in 0..4 {
+            acc[k] += v4[k] * x[c4[k] as usize];
+        }
+    }
+    for (&c, &v) in ch_c.remainder().iter().zip(ch_v.remainder()) {
+        acc[0] += v * x[c as usize];
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
 }

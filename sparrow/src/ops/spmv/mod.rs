@@ -89,11 +89,15 @@ impl<T: Scalar> Spmv<T> {
     /// Runs on host data.
     pub fn run(&self, device: &Device, a: &Csr<T>, x: &[T], y: &mut [T]) -> Result<Plan> {
         self.validate(a, x.len(), y.len())?;
-        let stats = a.row_stats();
-        let plan = self.plan(device, &stats)?;
         match device {
-            Device::Cpu => cpu::spmv(self.alpha, a, x, self.beta, y),
+            // The CPU's plan reads no statistics: their pass would cost as much as the product.
+            Device::Cpu => {
+                cpu::spmv(self.alpha, a, x, self.beta, y);
+                Ok(super::spmm::cpu_plan("spmv"))
+            }
             Device::Cuda(gpu) => {
+                let stats = a.row_stats();
+                let plan = self.plan(device, &stats)?;
                 let bytes = super::spmm::device_bytes::<T>(a, &stats, x.len() + y.len(), 1);
                 gpu.ensure_fits(bytes, "this SpMV")?;
                 let da = DeviceCsr::upload_with_stats(gpu, a, stats)?;
@@ -101,9 +105,9 @@ impl<T: Scalar> Spmv<T> {
                 let dy = gpu.upload(y)?;
                 self.run_device(gpu, &da, &dx, &dy)?;
                 y.copy_from_slice(&gpu.download(&dy, y.len())?);
+                Ok(plan)
             }
         }
-        Ok(plan)
     }
 
     /// Enqueues SpMV on device-resident data; does not wait. `x` and `y` must hold at least
