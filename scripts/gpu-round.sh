@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole round on a GPU host, from the bundle folder: GPU tests, sanitizers on the small tests,
 # validate, info, the compile-cache check (demo twice on an empty cache), and every benchmark
-# (the upload's host analysis on the host's CPUs too) with the torch.topk side-by-side. Logs and JSON lines go to ${1:-.}; prints a summary last.
+# (the upload's host analysis and the CPU backend's SpMV on the host's CPUs too) with the torch.topk side-by-side. Logs and JSON lines go to ${1:-.}; prints a summary last.
 # Needs bench/torch_topk.py next to the bundle's parent (the repository) for the torch column.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +38,7 @@ step bench-suite "$here/sparrow" bench spmm --suite --dtype f32,f64 --jsonl "$ou
 step bench-spmv "$here/sparrow" bench spmv --matrix powerlaw,banded,empty90,longrows --dtype f32,f64 --cpu --jsonl "$out/bench.jsonl"
 step bench-topk "$here/sparrow" bench topk --jsonl "$out/bench.jsonl"
 step bench-analysis "$here/sparrow" bench analysis --suite --dtype f32,f64 --jsonl "$out/bench.jsonl"
+step bench-cpu-products "$here/sparrow" --device cpu bench spmv --suite --dtype f32,f64 --jsonl "$out/bench.jsonl"
 if [ -f "$here/../bench/torch_topk.py" ]; then
   step torch-topk python3 "$here/../bench/torch_topk.py" --jsonl "$out/bench.jsonl"
 fi
