@@ -923,6 +923,42 @@ fn bench_products_on_the_cpu() {
     }
 }
 
+/// `bench topk` on the CPU times the CPU backend, a record a shape; `--sweep` is refused.
+#[test]
+fn bench_topk_on_the_cpu() {
+    let out = sparrow(&[
+        "--json",
+        "bench",
+        "topk",
+        "--device",
+        "cpu",
+        "--shapes",
+        "20000x10x3,100x5x2",
+        "--reps",
+        "10",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let recs: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shapes: Vec<(u64, u64, u64)> = recs
+        .iter()
+        .map(|r| {
+            assert_eq!(r["variant"], "cpu");
+            assert!(r["median_ms"].as_f64().unwrap() > 0.0, "{r}");
+            (
+                r["len"].as_u64().unwrap(),
+                r["k"].as_u64().unwrap(),
+                r["segments"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shapes, [(20000, 10, 3), (100, 5, 2)]);
+    let e = failure(&sparrow(&["bench", "topk", "--device", "cpu", "--sweep"]));
+    assert_eq!(e, "error: invalid argument `--sweep`: applies to the GPU's kernels; on the CPU bench times the CPU backend alone");
+}
+
 /// `bench seacells` on a small mixture reports the fit's stages, purity and peak memory in its
 /// JSON lines, and names a malformed size.
 #[test]

@@ -3,7 +3,7 @@
 //! the GPU). The targets are f32 keys uniform in [1, 2) with the fast tie-break; the other
 //! cases (tie-breaks, adversarial patterns, bf16) are held to those times.
 
-use super::timing::time_gpu;
+use super::timing::{time_cpu, time_gpu};
 use crate::device::Gpu;
 use crate::ops::topk::data::{keys, Pattern};
 use crate::ops::topk::key::Key;
@@ -104,7 +104,7 @@ pub struct TopkRecord {
     pub k: usize,
     /// Number of segments.
     pub segments: usize,
-    /// The plan's kernels.
+    /// The plan's kernels, or `cpu` for the CPU backend.
     pub variant: String,
     /// Median time per call, ms.
     pub median_ms: f64,
@@ -114,7 +114,8 @@ pub struct TopkRecord {
     pub reps: usize,
     /// Key bytes read once / median time, GB/s.
     pub key_gbs: f64,
-    /// `key_gbs` over the copy bandwidth measured in this run.
+    /// `key_gbs` over the bandwidth measured in this run: the GPU's copy, or the host's read
+    /// for the CPU backend ([`run_cpu`]).
     pub frac_copy_bw: f64,
 }
 
@@ -148,6 +149,62 @@ pub fn run(
         }
     }
     Ok(out)
+}
+
+/// Times every shape in `shapes` for every case in `cases` on the CPU backend: a whole call
+/// on host keys, its outputs allocated as a caller's would be; `bw` is the host's read
+/// bandwidth ([`host_read_bandwidth`](crate::bench::host_read_bandwidth)).
+pub fn run_cpu(
+    shapes: &[(usize, usize, usize)],
+    cases: &[Case],
+    reps: usize,
+    bw: f64,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<TopkRecord>> {
+    let mut out = Vec::new();
+    for &shape in shapes {
+        for case in cases {
+            let (len, k, segments) = shape;
+            progress(&format!(
+                "topk {} {} len {len} k {k} x {segments} on the CPU",
+                case.key.name(),
+                case.pattern.0
+            ));
+            let n = len * segments;
+            let pat = case.pattern.1;
+            out.push(match case.key {
+                BenchKey::F32 => one_cpu(shape, *case, reps, bw, &keys::<f32>(n, pat, 21))?,
+                BenchKey::Bf16 => one_cpu(shape, *case, reps, bw, &bf16_keys(n, pat))?,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn one_cpu<K: Key>(
+    (len, k, segments): (usize, usize, usize),
+    case: Case,
+    reps: usize,
+    bw: f64,
+    data: &[K],
+) -> Result<TopkRecord> {
+    let req = TopK::largest(k).tie_break(case.tie);
+    let segs = Segments::Fixed {
+        count: segments,
+        len,
+    };
+    let timing = time_cpu(1, reps.max(10), || {
+        std::hint::black_box(req.run_keys(&Device::Cpu, data, segs)?);
+        Ok(())
+    })?;
+    Ok(record(
+        (len, k, segments),
+        case,
+        "cpu".to_string(),
+        &timing,
+        std::mem::size_of_val(data),
+        bw,
+    ))
 }
 
 /// bf16 keys of `pattern`; uniform ones are f32 uniform in [0, 1) rounded to bf16 (as a
