@@ -130,25 +130,7 @@ pub fn run(
     sweep: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<TopkRecord>> {
-    let mut out = Vec::new();
-    for &shape in shapes {
-        for case in cases {
-            let (len, k, segments) = shape;
-            progress(&format!(
-                "topk {} {} len {len} k {k} x {segments}",
-                case.key.name(),
-                case.pattern.0
-            ));
-            let n = len * segments;
-            let pat = case.pattern.1;
-            let t = (shape, *case, reps, bw, sweep);
-            out.extend(match case.key {
-                BenchKey::F32 => one(gpu, t, &keys::<f32>(n, pat, 21))?,
-                BenchKey::Bf16 => one(gpu, t, &bf16_keys(n, pat))?,
-            });
-        }
-    }
-    Ok(out)
+    run_on(Some(gpu), shapes, cases, (reps, bw, sweep), progress)
 }
 
 /// Times every shape in `shapes` for every case in `cases` on the CPU backend: a whole call
@@ -161,20 +143,35 @@ pub fn run_cpu(
     bw: f64,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<TopkRecord>> {
+    run_on(None, shapes, cases, (reps, bw, false), progress)
+}
+
+/// [`run`] on `gpu`, or [`run_cpu`] without one.
+fn run_on(
+    gpu: Option<&std::sync::Arc<Gpu>>,
+    shapes: &[(usize, usize, usize)],
+    cases: &[Case],
+    (reps, bw, sweep): (usize, f64, bool),
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<TopkRecord>> {
     let mut out = Vec::new();
     for &shape in shapes {
         for case in cases {
             let (len, k, segments) = shape;
             progress(&format!(
-                "topk {} {} len {len} k {k} x {segments} on the CPU",
+                "topk {} {} len {len} k {k} x {segments}{}",
                 case.key.name(),
-                case.pattern.0
+                case.pattern.0,
+                if gpu.is_some() { "" } else { " on the CPU" }
             ));
             let n = len * segments;
             let pat = case.pattern.1;
-            out.push(match case.key {
-                BenchKey::F32 => one_cpu(shape, *case, reps, bw, &keys::<f32>(n, pat, 21))?,
-                BenchKey::Bf16 => one_cpu(shape, *case, reps, bw, &bf16_keys(n, pat))?,
+            let t = (shape, *case, reps, bw, sweep);
+            out.extend(match (case.key, gpu) {
+                (BenchKey::F32, Some(g)) => one(g, t, &keys::<f32>(n, pat, 21))?,
+                (BenchKey::Bf16, Some(g)) => one(g, t, &bf16_keys(n, pat))?,
+                (BenchKey::F32, None) => vec![one_cpu(t, &keys::<f32>(n, pat, 21))?],
+                (BenchKey::Bf16, None) => vec![one_cpu(t, &bf16_keys(n, pat))?],
             });
         }
     }
@@ -182,10 +179,7 @@ pub fn run_cpu(
 }
 
 fn one_cpu<K: Key>(
-    (len, k, segments): (usize, usize, usize),
-    case: Case,
-    reps: usize,
-    bw: f64,
+    ((len, k, segments), case, reps, bw, _): Setup,
     data: &[K],
 ) -> Result<TopkRecord> {
     let req = TopK::largest(k).tie_break(case.tie);

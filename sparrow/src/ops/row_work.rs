@@ -79,6 +79,46 @@ impl RowWork {
     pub fn slots(&self) -> usize {
         self.long.last().map_or(0, |(_, s)| s.end)
     }
+
+    /// Each task with what it alone writes: its rows of `out` (rows `ld` apart, the last one
+    /// possibly shorter), or its piece's `width` partial sums in `partial` (`slots() * width`
+    /// long). The long rows' own outputs are in no task's share.
+    pub fn outputs<'a, T>(
+        &self,
+        out: &'a mut [T],
+        ld: usize,
+        partial: &'a mut [T],
+        width: usize,
+    ) -> Vec<Out<'a, T>> {
+        let (mut rest, mut rest_p) = (out, partial);
+        let mut done = 0;
+        let mut outs = Vec::with_capacity(self.tasks.len());
+        for t in &self.tasks {
+            match t {
+                Task::Rows(r) => {
+                    let (_, tail) = std::mem::take(&mut rest).split_at_mut((r.start - done) * ld);
+                    let (mine, tail) = tail.split_at_mut((r.len() * ld).min(tail.len()));
+                    rest = tail;
+                    done = r.end;
+                    outs.push(Out::Rows(r.clone(), mine));
+                }
+                Task::Piece { entries, .. } => {
+                    let (p, tail) = std::mem::take(&mut rest_p).split_at_mut(width);
+                    rest_p = tail;
+                    outs.push(Out::Piece(entries.clone(), p));
+                }
+            }
+        }
+        outs
+    }
+}
+
+/// What one task writes ([`RowWork::outputs`]).
+pub(crate) enum Out<'a, T> {
+    /// Rows `.0` and their outputs.
+    Rows(Range<usize>, &'a mut [T]),
+    /// A piece's entries and its partial sums.
+    Piece(Range<usize>, &'a mut [T]),
 }
 
 #[cfg(test)]

@@ -6,18 +6,12 @@
 use rayon::prelude::*;
 
 use crate::matrix::{Csr, Dense};
-use crate::ops::row_work::{RowWork, Task};
+use crate::ops::row_work::{Out, RowWork};
 use crate::Scalar;
 
 /// Columns of C accumulated at once: widths of 8 to 64 are unrolled with their sums in
 /// registers; the rest of a row's columns go through the same loop at run-time width.
 const COLS: usize = 64;
-
-/// What one task writes: its rows of C (rows `ld` apart), or its piece's partial row.
-enum Out<'a, T> {
-    Rows(std::ops::Range<usize>, &'a mut [T]),
-    Piece(std::ops::Range<usize>, &'a mut [T]),
-}
 
 /// The operands every task reads.
 struct Operands<'a, T> {
@@ -44,39 +38,16 @@ pub fn spmm<T: Scalar>(alpha: T, a: &Csr<T>, b: &Dense<T>, beta: T, c: &mut Dens
     let ldc = c.ld();
     let work = RowWork::of(a.row_ptr());
     let mut partial = vec![T::ZERO; work.slots() * n];
-    {
-        let mut rest_c = c.data_mut();
-        let mut rest_p = &mut partial[..];
-        let mut done = 0;
-        let mut outs = Vec::with_capacity(work.tasks.len());
-        for t in &work.tasks {
-            match t {
-                Task::Rows(r) => {
-                    // Rows of C are ld apart; the last one may end at ncols.
-                    let (_, tail) =
-                        std::mem::take(&mut rest_c).split_at_mut((r.start - done) * ldc);
-                    let (mine, tail) = tail.split_at_mut((r.len() * ldc).min(tail.len()));
-                    rest_c = tail;
-                    done = r.end;
-                    outs.push(Out::Rows(r.clone(), mine));
-                }
-                Task::Piece { entries, .. } => {
-                    let (p, tail) = std::mem::take(&mut rest_p).split_at_mut(n);
-                    rest_p = tail;
-                    outs.push(Out::Piece(entries.clone(), p));
-                }
+    let outs = work.outputs(c.data_mut(), ldc, &mut partial, n);
+    outs.into_par_iter().for_each(|o| match o {
+        Out::Rows(rows, cs) => {
+            let ranges = rows.map(|i| a.row_range(i));
+            for (r, crow) in ranges.zip(cs.chunks_mut(ldc)) {
+                product(&ops, r, alpha, beta, &mut crow[..n]);
             }
         }
-        outs.into_par_iter().for_each(|o| match o {
-            Out::Rows(rows, cs) => {
-                let ranges = rows.map(|i| a.row_range(i));
-                for (r, crow) in ranges.zip(cs.chunks_mut(ldc)) {
-                    product(&ops, r, alpha, beta, &mut crow[..n]);
-                }
-            }
-            Out::Piece(e, p) => product(&ops, e, T::from_f64(1.0), T::ZERO, p),
-        });
-    }
+        Out::Piece(e, p) => product(&ops, e, T::from_f64(1.0), T::ZERO, p),
+    });
     let data = c.data_mut();
     for (row, slots) in &work.long {
         let out = &mut data[row * ldc..row * ldc + n];

@@ -5,14 +5,8 @@
 use rayon::prelude::*;
 
 use crate::matrix::Csr;
-use crate::ops::row_work::{RowWork, Task};
+use crate::ops::row_work::{Out, RowWork};
 use crate::Scalar;
-
-/// What one task writes: its rows of y, or its piece's partial sum.
-enum Out<'a, T> {
-    Rows(std::ops::Range<usize>, &'a mut [T]),
-    Piece(std::ops::Range<usize>, &'a mut T),
-}
 
 /// `y = alpha * A * x + beta * y` on the CPU. Shapes are validated by the caller.
 pub fn spmv<T: Scalar>(alpha: T, a: &Csr<T>, x: &[T], beta: T, y: &mut [T]) {
@@ -26,37 +20,16 @@ pub fn spmv<T: Scalar>(alpha: T, a: &Csr<T>, x: &[T], beta: T, y: &mut [T]) {
             alpha * s + beta * *out
         };
     };
-    {
-        let mut rest_y = &mut y[..];
-        let mut rest_p = &mut partial[..];
-        let mut done = 0;
-        let mut outs = Vec::with_capacity(work.tasks.len());
-        for t in &work.tasks {
-            match t {
-                Task::Rows(r) => {
-                    let (_, tail) = std::mem::take(&mut rest_y).split_at_mut(r.start - done);
-                    let (mine, tail) = tail.split_at_mut(r.len());
-                    rest_y = tail;
-                    done = r.end;
-                    outs.push(Out::Rows(r.clone(), mine));
-                }
-                Task::Piece { entries, .. } => {
-                    let (p, tail) = std::mem::take(&mut rest_p).split_first_mut().expect("slot");
-                    rest_p = tail;
-                    outs.push(Out::Piece(entries.clone(), p));
-                }
+    let outs = work.outputs(y, 1, &mut partial, 1);
+    outs.into_par_iter().for_each(|o| match o {
+        Out::Rows(rows, ys) => {
+            for (i, out) in rows.zip(ys) {
+                let r = a.row_range(i);
+                finish(dot(&cols[r.clone()], &vals[r], x), out);
             }
         }
-        outs.into_par_iter().for_each(|o| match o {
-            Out::Rows(rows, ys) => {
-                for (i, out) in rows.zip(ys) {
-                    let r = a.row_range(i);
-                    finish(dot(&cols[r.clone()], &vals[r], x), out);
-                }
-            }
-            Out::Piece(e, p) => *p = dot(&cols[e.clone()], &vals[e], x),
-        });
-    }
+        Out::Piece(e, p) => p[0] = dot(&cols[e.clone()], &vals[e], x),
+    });
     for (row, slots) in &work.long {
         let s = partial[slots.clone()]
             .iter()
