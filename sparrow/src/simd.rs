@@ -16,26 +16,32 @@ pub(crate) fn allows(level: u8) -> bool {
     WIDEST.load(Ordering::Relaxed) >= level
 }
 
-/// Defines `fn $name(args) -> ret` whose body is compiled for AVX-512F, AVX2 and the baseline,
-/// and dispatches on the running CPU's features.
+/// Defines `fn $name(args) -> ret` (optionally generic: `fn $name<T: Bound>(..)`) whose body
+/// is compiled for AVX-512F, AVX2 and the baseline, and dispatches on the running CPU's
+/// features.
 macro_rules! multiversion {
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        $crate::simd::multiversion! {
+            $(#[$meta])* $vis fn $name<>($($arg: $ty),*) $(-> $ret)? $body
+        }
+    };
+    ($(#[$meta:meta])* $vis:vis fn $name:ident<$($g:ident: $bound:path),*>($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
         #[allow(clippy::too_many_arguments)]
-        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+        $vis fn $name<$($g: $bound),*>($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
-            fn body($($arg: $ty),*) $(-> $ret)? $body
+            fn body<$($g: $bound),*>($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
                 #[allow(clippy::too_many_arguments)]
-                unsafe fn wide($($arg: $ty),*) $(-> $ret)? {
+                unsafe fn wide<$($g: $bound),*>($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
                 #[target_feature(enable = "avx2")]
                 #[allow(clippy::too_many_arguments)]
-                unsafe fn half($($arg: $ty),*) $(-> $ret)? {
+                unsafe fn half<$($g: $bound),*>($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
                 if $crate::simd::allows(2) && std::arch::is_x86_feature_detected!("avx512f") {

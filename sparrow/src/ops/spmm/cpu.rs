@@ -69,50 +69,9 @@ fn finish<T: Scalar>(alpha: T, beta: T, s: T, old: T) -> T {
     }
 }
 
+crate::simd::multiversion! {
 /// `out = alpha * (entries of A) B + beta * out`, on the widest vectors the CPU has.
 fn product<T: Scalar>(
-    ops: &Operands<T>,
-    entries: std::ops::Range<usize>,
-    alpha: T,
-    beta: T,
-    out: &mut [T],
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        unsafe fn wide<T: Scalar>(
-            ops: &Operands<T>,
-            e: std::ops::Range<usize>,
-            alpha: T,
-            beta: T,
-            out: &mut [T],
-        ) {
-            product_body(ops, e, alpha, beta, out)
-        }
-        #[target_feature(enable = "avx2")]
-        unsafe fn half<T: Scalar>(
-            ops: &Operands<T>,
-            e: std::ops::Range<usize>,
-            alpha: T,
-            beta: T,
-            out: &mut [T],
-        ) {
-            product_body(ops, e, alpha, beta, out)
-        }
-        if crate::simd::allows(2) && std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU was just found to have AVX-512F.
-            return unsafe { wide(ops, entries, alpha, beta, out) };
-        }
-        if crate::simd::allows(1) && std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU was just found to have AVX2.
-            return unsafe { half(ops, entries, alpha, beta, out) };
-        }
-    }
-    product_body(ops, entries, alpha, beta, out)
-}
-
-#[inline(always)]
-fn product_body<T: Scalar>(
     ops: &Operands<T>,
     entries: std::ops::Range<usize>,
     alpha: T,
@@ -146,8 +105,9 @@ fn product_body<T: Scalar>(
         j0 += w;
     }
 }
+}
 
-/// [`product_body`] for W columns, W known at compile time so the sums stay in registers.
+/// [`product`] for W columns, W known at compile time so the sums stay in registers.
 #[inline(always)]
 fn fixed<T: Scalar, const W: usize>(
     ops: &Operands<T>,
