@@ -24,7 +24,7 @@ cp scripts/gpu-run.sh bundle/run.sh
 cp scripts/gpu-round.sh bundle/round.sh
 # Data the GPU tests read (SPARROW_DATA points here on the GPU host).
 mkdir -p bundle/data
-cp -r ../shared/data/pbmc68k_reduced bundle/data/
+cp -r data/pbmc68k_reduced bundle/data/
 # Every kernel module compiled for sm_90 ahead into bundle/kc.tar.gz (run.sh unpacks it into its
 # kernel cache, bundle/kc), so the GPU host's first use loads them instead of spending about 10 s
 # per module in NVRTC; needs libnvrtc 13.0 here (CI's, or SPARROW_NVRTC_LIB). Without it the GPU

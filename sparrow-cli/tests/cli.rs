@@ -661,7 +661,7 @@ fn complete_from_observed_entries() {
 #[test]
 fn seacells_writes_every_output() {
     let data =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/pbmc68k_reduced");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/pbmc68k_reduced");
     let (x, labels) = (data.join("X_pca.npy"), data.join("labels.txt"));
     let counts = tmp("sea-counts.npy");
     io::write_npy(

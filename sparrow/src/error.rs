@@ -46,6 +46,25 @@ pub enum Error {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// An iterative solver's iterates became non-finite or grew without bound: no result is
+    /// returned, because none would be trustworthy.
+    #[error("{what} failed: {why}")]
+    Numerical {
+        /// The solver or step that failed.
+        what: String,
+        /// What was seen, and what the user may change.
+        why: String,
+    },
+    /// A request needs more memory than the machine can give; `needed` is in bytes.
+    #[error("{what} is too large: it needs {} and {limit}", human_bytes(*needed))]
+    TooLarge {
+        /// What would have been allocated.
+        what: String,
+        /// Bytes it needs (saturated at u64::MAX when even that overflows).
+        needed: u64,
+        /// What the limit is, in words.
+        limit: String,
+    },
     /// A file's contents are malformed or do not match what was asked for.
     #[error("{path}: {why}")]
     Format {
@@ -89,11 +108,57 @@ impl Error {
         }
     }
 
+    /// An [`Error::Numerical`] for the solver or step `what`.
+    pub fn numerical(what: impl Into<String>, why: impl Into<String>) -> Self {
+        Error::Numerical {
+            what: what.into(),
+            why: why.into(),
+        }
+    }
+
+    /// The argument this error names, for machine-readable reports.
+    pub fn argument(&self) -> Option<&str> {
+        match self {
+            Error::InvalidArgument { arg, .. } => Some(arg),
+            _ => None,
+        }
+    }
+
+    /// A short name of the error's kind, for machine-readable reports.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::InvalidArgument { .. } => "invalid_argument",
+            Error::Unsupported { .. } => "unsupported",
+            Error::Device { .. } => "device",
+            Error::Compile { .. } => "compile",
+            Error::Io { .. } => "io",
+            Error::Numerical { .. } => "numerical",
+            Error::TooLarge { .. } => "too_large",
+            Error::Format { .. } => "format",
+        }
+    }
+
     /// An [`Error::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             source,
         }
+    }
+}
+
+/// Bytes in the largest binary unit that keeps the number at least 1, as "8.0 TiB".
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
     }
 }

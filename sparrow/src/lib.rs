@@ -19,6 +19,7 @@ pub mod baselines;
 pub mod bench;
 pub mod device;
 mod error;
+pub mod memory;
 pub mod kernels;
 pub mod matrix;
 pub mod ops;

@@ -3061,7 +3061,7 @@ mod seacells {
         agree(&x, 100, "mixture 3,000 x 20, 100 metacells");
         // SPARROW_DATA names the folder holding pbmc68k_reduced (the bundle ships it).
         let dir = std::env::var("SPARROW_DATA").unwrap_or_else(|_| {
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data").to_string()
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../data").to_string()
         });
         let path = std::path::Path::new(&dir).join("pbmc68k_reduced/X_pca.npy");
         let x: Dense<f32> =

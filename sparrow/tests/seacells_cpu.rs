@@ -162,7 +162,7 @@ fn knn_puts_the_cell_first_and_sorts() {
 #[test]
 fn pbmc68k_reduced_kernel_is_symmetric_with_self_loops() {
     let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/pbmc68k_reduced/X_pca.npy");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/pbmc68k_reduced/X_pca.npy");
     let x: Dense<f32> = io::read_dense(&path).unwrap();
     assert_eq!((x.nrows(), x.ncols()), (700, 50));
     let m = kernel(&x, 15, Symmetrize::Union).unwrap();
