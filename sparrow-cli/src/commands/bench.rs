@@ -1,6 +1,5 @@
 //! `sparrow bench`: a table, and JSON lines for machines.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -91,16 +90,7 @@ fn emit_json<R: serde::Serialize>(
         .map(|r| serde_json::to_string(r).expect("record serializes"))
         .collect();
     if let Some(path) = jsonl {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        let mut w = std::io::BufWriter::new(f);
-        for l in &lines {
-            writeln!(w, "{l}").map_err(|e| Error::io(path, e))?;
-        }
-        w.flush().map_err(|e| Error::io(path, e))?;
+        super::files::append_lines(path, &lines)?;
     }
     if ctx.json {
         for l in &lines {
@@ -157,7 +147,8 @@ fn dims(arg: &str, item: &str, form: &str) -> Result<Vec<usize>> {
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
-    super::distinct_outputs(
+    // Checked before any work; the plot is written through `plot_ratios`' own staging.
+    super::files::Files::check(
         &[],
         &[
             ("--jsonl", args.jsonl.as_deref()),
@@ -198,6 +189,10 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             )),
         })
         .collect::<Result<Vec<_>>>()?;
+    for &n in &ns {
+        // B and C beside the widest panel matrix (2,000,000 rows), in f64.
+        sparrow::memory::ensure_elems(&format!("--n {n}: B and C"), &[4_000_000, n], 8)?;
+    }
     let cfg = BenchConfig {
         op: args.op.clone(),
         matrices: names,
@@ -251,7 +246,9 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         print_geomeans(&records);
     }
     if let Some(p) = &args.plot {
-        plot_ratios(p, &records)?;
+        let mut files = super::files::Files::check(&[], &[("--plot", Some(p))])?;
+        plot_ratios(&files.path("--plot"), &records)?;
+        files.commit()?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -396,6 +393,14 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             })
             .collect::<Result<Vec<_>>>()?,
     };
+    for &(c, d, _) in &sizes {
+        // The mixture, its kNN lists and the fit's per-cell rows, in f64.
+        sparrow::memory::ensure_elems(
+            &format!("--sizes {c}x{d}: the mixture and its kNN"),
+            &[c, d + 64],
+            8,
+        )?;
+    }
     if args.max_iter == 0 {
         return Err(Error::invalid("--max-iter", "must be at least 1"));
     }
@@ -477,6 +482,11 @@ fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     if args.iters == 0 {
         return Err(Error::invalid("--iters", "must be at least 1"));
     }
+    // Phi twice (f32 and f64), the signals, estimates and gradients of the batch.
+    let what = format!("--cs-shape {m}x{n}x{k}x{batch}");
+    let phi = sparrow::memory::bytes_of(&what, &[m, n], 16)?;
+    let batch_bytes = sparrow::memory::bytes_of(&what, &[m + 3 * n, batch], 8)?;
+    sparrow::memory::ensure_fits(&what, phi.saturating_add(batch_bytes))?;
     let f64_too = args.dtype.split(',').any(|t| t.trim() == "f64");
     let pb = super::spinner("bench cs");
     let records = sparrow::bench::cs::run(
@@ -536,7 +546,11 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         Some(s) => list("--shapes", s)?
             .iter()
             .map(|x| match dims("--shapes", x, "LENxKxSEGMENTS")?[..] {
-                [l, k, n] if l > 0 && n > 0 => Ok((l, k, n)),
+                [l, k, n] if l > 0 && n > 0 => {
+                    // Keys in two types, positions and outputs.
+                    sparrow::memory::ensure_elems(&format!("--shapes {x}"), &[l, n], 16)?;
+                    Ok((l, k, n))
+                }
                 _ => Err(Error::invalid(
                     "--shapes",
                     format!("{x:?} is not LENxKxSEGMENTS with positive LEN and SEGMENTS"),

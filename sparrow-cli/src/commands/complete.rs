@@ -7,9 +7,13 @@ use sparrow::matrix::io::{self, Normalize};
 use sparrow::solvers::cs::svt::Complete;
 use sparrow::Result;
 
+use super::files::Files;
+
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct Args {
-    /// The observed entries: a sparse .npz (scipy CSR) or .mtx; stored entries are the observations.
+    /// The observed entries: a sparse .npz (scipy CSR, f32 or f64) or .mtx; stored entries are
+    /// the observations. The completion runs and is written in f64.
     #[arg(long)]
     observed: PathBuf,
     /// The largest rank to keep.
@@ -30,6 +34,10 @@ pub struct Args {
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
+    let mut files = Files::check(
+        &[("--observed", Some(&args.observed))],
+        &[("--out", Some(&args.out))],
+    )?;
     let obs = io::read_sparse::<f64>(&args.observed, Normalize::SortAndSum)?;
     let mut req = Complete::new(args.rank_hint);
     req.tau = args.tau;
@@ -40,7 +48,8 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     if ctx.explain {
         eprintln!("plan: {plan}");
     }
-    io::write_dense(&args.out, &c.x)?;
+    io::write_dense(files.path("--out"), &c.x)?;
+    files.commit()?;
     if ctx.json {
         println!(
             "{}",

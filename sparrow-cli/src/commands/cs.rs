@@ -10,6 +10,8 @@ use sparrow::solvers::cs::phase::{
 use sparrow::solvers::cs::Method;
 use sparrow::{Error, Result};
 
+use super::files::Files;
+
 #[derive(clap::Subcommand)]
 pub enum Cs {
     /// Success rate over a grid of delta = m / n and rho = K / m.
@@ -17,6 +19,7 @@ pub enum Cs {
 }
 
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct PhaseArgs {
     /// iht, niht, htp, cosamp, sp, omp, amp or fista.
     #[arg(long)]
@@ -49,7 +52,7 @@ pub struct PhaseArgs {
 
 pub fn run(ctx: &super::Ctx, cmd: Cs) -> Result<ExitCode> {
     let Cs::PhaseTransition(args) = cmd;
-    super::distinct_outputs(
+    let mut files = Files::check(
         &[],
         &[("--out", Some(&args.out)), ("--plot", args.plot.as_deref())],
     )?;
@@ -63,6 +66,20 @@ pub fn run(ctx: &super::Ctx, cmd: Cs) -> Result<ExitCode> {
         signs: !args.gaussian,
         max_iter: args.max_iter,
     };
+    if cfg.n == 0 || cfg.trials == 0 || cfg.max_iter == 0 {
+        let (arg, _) = [
+            ("--n", cfg.n),
+            ("--trials", cfg.trials),
+            ("--max-iter", cfg.max_iter),
+        ]
+        .into_iter()
+        .find(|&(_, v)| v == 0)
+        .expect("one is zero");
+        return Err(Error::invalid(arg, "must be at least 1"));
+    }
+    // The widest trial's Phi, m x n with m = delta n, in f64.
+    let m = cfg.deltas.iter().copied().fold(0.0, f64::max) * cfg.n as f64;
+    sparrow::memory::ensure_elems("a trial's Phi", &[m.ceil() as usize, cfg.n], 8)?;
     let device = ctx.open_device()?;
     let pb = indicatif::ProgressBar::new((cfg.deltas.len() * cfg.rhos.len()) as u64);
     pb.set_style(
@@ -74,14 +91,16 @@ pub fn run(ctx: &super::Ctx, cmd: Cs) -> Result<ExitCode> {
     let contour = half_contour(&res);
     let l1: Vec<f64> = cfg.deltas.iter().map(|&d| l1_curve(d)).collect();
     let json = serde_json::json!({"result": res, "half_contour_rho": contour, "l1_curve_rho": l1});
+    let out = files.path("--out");
     std::fs::write(
-        &args.out,
+        &out,
         serde_json::to_string_pretty(&json).expect("serializes"),
     )
     .map_err(|e| Error::io(&args.out, e))?;
-    if let Some(p) = &args.plot {
-        plot(p, &res, &contour, &l1)?;
+    if args.plot.is_some() {
+        plot(&files.path("--plot"), &res, &contour, &l1)?;
     }
+    files.commit()?;
     if ctx.json {
         println!("{json}");
     } else {

@@ -23,6 +23,17 @@ pub struct Args {
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
+    for (flag, v) in [("--rows", args.rows), ("--n", args.n)] {
+        if v == 0 {
+            return Err(sparrow::Error::invalid(flag, "must be at least 1"));
+        }
+    }
+    // The matrix (16 entries a row on average, of 8 bytes with their columns), and B and the
+    // three C's of the SpMM check.
+    let what = format!("the demo's {} rows with N = {}", args.rows, args.n);
+    let matrix = sparrow::memory::bytes_of(&what, &[args.rows, 16], 8)?;
+    let dense = sparrow::memory::bytes_of(&what, &[args.rows, args.n], 4 * 4 + 8)?;
+    sparrow::memory::ensure_fits(&what, matrix.saturating_add(dense))?;
     let device = ctx.open_device()?;
     let t = Instant::now();
     let a = gen::power_law::<f32>(args.rows, args.rows, 16.0, (args.rows / 20).max(1), 1.5, 42)?;

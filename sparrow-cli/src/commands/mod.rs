@@ -4,6 +4,7 @@ pub mod bench;
 pub mod complete;
 pub mod cs;
 pub mod demo;
+pub mod files;
 pub mod info;
 pub mod products;
 pub mod recover;
@@ -55,56 +56,21 @@ pub fn report_compiles(device: &Device) {
     }
 }
 
-/// Where `p` would be written or read: its parent made absolute (symbolic links resolved) and its
-/// file name, so two spellings of one file compare equal whether or not it exists yet.
-fn resolved(p: &std::path::Path) -> std::path::PathBuf {
-    let parent = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    let dir = parent
-        .canonicalize()
-        .unwrap_or_else(|_| parent.to_path_buf());
-    match p.file_name() {
-        Some(name) => dir.join(name),
-        None => dir,
+/// The value type that holds every given input exactly: f64 when any file holds f64 (or when
+/// none says, as integer arrays and MatrixMarket text do not), else f32.
+pub fn wider(stored: &[Option<&'static str>]) -> &'static str {
+    let floats: Vec<&str> = stored.iter().flatten().copied().collect();
+    if !floats.is_empty() && floats.iter().all(|&t| t == "f32") {
+        "f32"
+    } else {
+        "f64"
     }
 }
 
-/// Refuses outputs that name the same file as another output or as an input: the later write
-/// would silently replace what the earlier one wrote, or the input itself. Each entry is an
-/// argument name and its path, None where the argument was not given.
-pub fn distinct_outputs(
-    inputs: &[(&str, Option<&std::path::Path>)],
-    outputs: &[(&str, Option<&std::path::Path>)],
-) -> Result<()> {
-    // Each given path resolved once, beside its argument and its spelling.
-    type Given<'a> = Vec<(&'a str, &'a std::path::Path, std::path::PathBuf)>;
-    fn given<'a>(list: &[(&'a str, Option<&'a std::path::Path>)]) -> Given<'a> {
-        list.iter()
-            .filter_map(|&(arg, p)| p.map(|p| (arg, p, resolved(p))))
-            .collect()
+/// What a dense (.npy) or sparse (.npz, .mtx) input file stores, when it says.
+pub fn stored_type(path: &std::path::Path) -> Result<Option<&'static str>> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("npy") => sparrow::matrix::io::dense_value_dtype(path),
+        _ => sparrow::matrix::io::sparse_value_dtype(path),
     }
-    let (ins, outs) = (given(inputs), given(outputs));
-    for (i, (arg, p, r)) in outs.iter().enumerate() {
-        if let Some((other, ..)) = outs[..i].iter().find(|(.., q)| q == r) {
-            return Err(sparrow::Error::invalid(
-                *arg,
-                format!(
-                    "{} is also {other}; give each output its own file",
-                    p.display()
-                ),
-            ));
-        }
-        if let Some((other, ..)) = ins.iter().find(|(.., q)| q == r) {
-            return Err(sparrow::Error::invalid(
-                *arg,
-                format!(
-                    "{} is the {other} input; write the output elsewhere",
-                    p.display()
-                ),
-            ));
-        }
-    }
-    Ok(())
 }

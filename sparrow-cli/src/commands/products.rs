@@ -10,6 +10,8 @@ use sparrow::ops::spmm::Spmm;
 use sparrow::ops::spmv::Spmv;
 use sparrow::{Error, Result, Scalar};
 
+use super::files::Files;
+
 #[derive(clap::Args)]
 pub struct Common {
     /// The sparse matrix A: a scipy .npz (CSR) or a MatrixMarket .mtx file.
@@ -21,7 +23,8 @@ pub struct Common {
     /// beta; 0 means C is not read.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     beta: f64,
-    /// Value type: f32, f64, or auto (A's stored type when it is a float, else f64).
+    /// Value type: f32, f64, or auto (the widest float type the input files store; f64 when
+    /// none says).
     #[arg(long, default_value = "auto")]
     dtype: String,
     /// Sort each row of A and sum duplicates instead of refusing unsorted rows.
@@ -33,6 +36,7 @@ pub struct Common {
 }
 
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct SpmvArgs {
     #[command(flatten)]
     common: Common,
@@ -45,6 +49,7 @@ pub struct SpmvArgs {
 }
 
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct SpmmArgs {
     #[command(flatten)]
     common: Common,
@@ -56,11 +61,18 @@ pub struct SpmmArgs {
     c: Option<PathBuf>,
 }
 
-fn dtype_of(c: &Common) -> Result<&'static str> {
+/// The value type: forced by --dtype, else the widest the inputs (A, then the dense ones) store.
+fn dtype_of(c: &Common, dense: &[Option<&Path>]) -> Result<&'static str> {
     match c.dtype.as_str() {
         "f32" => Ok("f32"),
         "f64" => Ok("f64"),
-        "auto" => Ok(io::sparse_value_dtype(&c.a)?.unwrap_or("f64")),
+        "auto" => {
+            let mut stored = vec![super::stored_type(&c.a)?];
+            for p in dense.iter().flatten() {
+                stored.push(super::stored_type(p)?);
+            }
+            Ok(super::wider(&stored))
+        }
         other => Err(Error::invalid(
             "--dtype",
             format!("{other:?} is not f32, f64 or auto"),
@@ -80,12 +92,19 @@ fn scalar<T: Scalar>(name: &str, v: f64) -> Result<T> {
 }
 
 fn read_a<T: Scalar>(c: &Common) -> Result<sparrow::matrix::Csr<T>> {
-    let norm = if c.normalize {
-        Normalize::SortAndSum
-    } else {
-        Normalize::Require
-    };
-    io::read_sparse(&c.a, norm)
+    if c.normalize {
+        return io::read_sparse(&c.a, Normalize::SortAndSum);
+    }
+    io::read_sparse(&c.a, Normalize::Require).map_err(|e| {
+        // Readable once sorted: the rows' order was all that was wrong, which a flag mends.
+        match io::read_sparse::<T>(&c.a, Normalize::SortAndSum) {
+            Ok(_) => Error::format(
+                &c.a,
+                format!("{e}; --normalize sorts each row and sums duplicate entries"),
+            ),
+            Err(_) => e,
+        }
+    })
 }
 
 fn accumulate_into<T: Scalar>(
@@ -120,19 +139,32 @@ fn accumulate_into<T: Scalar>(
 }
 
 pub fn spmm(ctx: &super::Ctx, args: SpmmArgs) -> Result<ExitCode> {
-    match dtype_of(&args.common)? {
-        "f32" => spmm_t::<f32>(ctx, args),
-        _ => spmm_t::<f64>(ctx, args),
+    let files = Files::check(
+        &[
+            ("--a", Some(&args.common.a)),
+            ("--b", Some(&args.b)),
+            ("--c", args.c.as_deref()),
+        ],
+        &[("--out", Some(&args.common.out))],
+    )?;
+    match dtype_of(&args.common, &[Some(&args.b), args.c.as_deref()])? {
+        "f32" => spmm_t::<f32>(ctx, args, files),
+        _ => spmm_t::<f64>(ctx, args, files),
     }
 }
 
-fn spmm_t<T: Scalar>(ctx: &super::Ctx, args: SpmmArgs) -> Result<ExitCode> {
+fn spmm_t<T: Scalar>(ctx: &super::Ctx, args: SpmmArgs, mut files: Files) -> Result<ExitCode> {
     let c = &args.common;
     let op = Spmm::<T>::new()
         .alpha(scalar("--alpha", c.alpha)?)
         .beta(scalar("--beta", c.beta)?);
     let a = read_a::<T>(c)?;
     let b: Dense<T> = io::read_dense(&args.b)?;
+    sparrow::memory::ensure_elems(
+        "the result C",
+        &[a.nrows(), b.ncols()],
+        std::mem::size_of::<T>(),
+    )?;
     let mut out = accumulate_into::<T>("--c", args.c.as_deref(), c.beta, a.nrows(), b.ncols())?;
     op.validate(&a, &b, &out)?;
     let device = ctx.open_device()?;
@@ -143,7 +175,8 @@ fn spmm_t<T: Scalar>(ctx: &super::Ctx, args: SpmmArgs) -> Result<ExitCode> {
         eprintln!("plan: {plan}");
     }
     super::report_compiles(&device);
-    io::write_dense(&c.out, &out)?;
+    io::write_dense(files.path("--out"), &out)?;
+    files.commit()?;
     report(
         ctx,
         "spmm",
@@ -158,13 +191,21 @@ fn spmm_t<T: Scalar>(ctx: &super::Ctx, args: SpmmArgs) -> Result<ExitCode> {
 }
 
 pub fn spmv(ctx: &super::Ctx, args: SpmvArgs) -> Result<ExitCode> {
-    match dtype_of(&args.common)? {
-        "f32" => spmv_t::<f32>(ctx, args),
-        _ => spmv_t::<f64>(ctx, args),
+    let files = Files::check(
+        &[
+            ("--a", Some(&args.common.a)),
+            ("--x", Some(&args.x)),
+            ("--y", args.y.as_deref()),
+        ],
+        &[("--out", Some(&args.common.out))],
+    )?;
+    match dtype_of(&args.common, &[Some(&args.x), args.y.as_deref()])? {
+        "f32" => spmv_t::<f32>(ctx, args, files),
+        _ => spmv_t::<f64>(ctx, args, files),
     }
 }
 
-fn spmv_t<T: Scalar>(ctx: &super::Ctx, args: SpmvArgs) -> Result<ExitCode> {
+fn spmv_t<T: Scalar>(ctx: &super::Ctx, args: SpmvArgs, mut files: Files) -> Result<ExitCode> {
     let c = &args.common;
     let op = Spmv::<T>::new()
         .alpha(scalar("--alpha", c.alpha)?)
@@ -193,7 +234,8 @@ fn spmv_t<T: Scalar>(ctx: &super::Ctx, args: SpmvArgs) -> Result<ExitCode> {
         eprintln!("plan: {plan}");
     }
     super::report_compiles(&device);
-    io::write_npy(&c.out, &[y.len() as u64], &y)?;
+    io::write_npy(files.path("--out"), &[y.len() as u64], &y)?;
+    files.commit()?;
     report(ctx, "spmv", &plan, a.nrows(), 1, a.nnz(), secs, &c.out);
     Ok(ExitCode::SUCCESS)
 }

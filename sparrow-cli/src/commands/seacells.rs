@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use sparrow::matrix::io::{self, Normalize};
-use sparrow::matrix::{Csr, Dense};
+use sparrow::matrix::Csr;
 use sparrow::solvers::seacells::fit::{
     aggregate_hard, aggregate_soft, compactness, fit_on, mean_purity, plan, purity, separation,
     soft_matrix, soft_top, Config, Fit,
@@ -13,9 +13,12 @@ use sparrow::solvers::seacells::fit::{
 use sparrow::solvers::seacells::kernel::Symmetrize;
 use sparrow::{Error, Result};
 
+use super::files::Files;
+
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct Args {
-    /// The embedding: cells x dimensions (.npy, f32 or f64), e.g. PCA coordinates.
+    /// The embedding: cells x dimensions (.npy, f32 or f64, read as f64), e.g. PCA coordinates.
     #[arg(long)]
     embedding: PathBuf,
     /// Number of metacells.
@@ -51,18 +54,48 @@ pub struct Args {
     out_dir: PathBuf,
 }
 
-/// A dense .npy of f64, or of f32 widened to f64.
-fn read_f64(path: &Path) -> Result<Dense<f64>> {
-    match io::read_dense::<f64>(path) {
-        Ok(d) => Ok(d),
-        Err(_) => {
-            let d = io::read_dense::<f32>(path)?.to_packed();
-            Dense::from_rows(
-                d.nrows(),
-                d.ncols(),
-                d.data().iter().map(|&v| v as f64).collect(),
-            )
-        }
+/// Every file `seacells` writes into its folder: those this run does not write are removed
+/// from it, so the folder never mixes two runs.
+const OUTPUTS: [&str; 8] = [
+    "assignments.npy",
+    "archetypes.npy",
+    "soft.npz",
+    "soft_top5_index.npy",
+    "soft_top5_weight.npy",
+    "summary.json",
+    "metacell_counts.npz",
+    "metacell_soft_means.npz",
+];
+
+/// The outputs as (argument, path) pairs, with --counts' two only when it is given.
+fn outputs(dir: &Path, counts: bool) -> Vec<(String, PathBuf)> {
+    OUTPUTS
+        .iter()
+        .filter(|n| counts || !n.starts_with("metacell_"))
+        .map(|n| (format!("--out-dir/{n}"), dir.join(n)))
+        .collect()
+}
+
+/// Checks the inputs against the outputs before any work; a folder that does not exist yet is
+/// checked as a new entry of its parent (it holds no input) and made after the fit.
+fn check_files(args: &Args, inputs: &[(&str, Option<&Path>)]) -> Result<Option<Files>> {
+    let d = &args.out_dir;
+    if d.exists() && !d.is_dir() {
+        return Err(Error::invalid(
+            "--out-dir",
+            format!("{} is a file; name a folder", d.display()),
+        ));
+    }
+    if d.is_dir() {
+        let outs = outputs(d, args.counts.is_some());
+        let outs: Vec<(&str, Option<&Path>)> = outs
+            .iter()
+            .map(|(a, p)| (a.as_str(), Some(p.as_path())))
+            .collect();
+        Files::check(inputs, &outs).map(Some)
+    } else {
+        Files::check(inputs, &[("--out-dir", Some(d))])?;
+        Ok(None)
     }
 }
 
@@ -73,7 +106,7 @@ fn read_labels(path: &Path) -> Result<Vec<String>> {
 
 fn read_counts(path: &Path) -> Result<Csr<f64>> {
     if path.extension().is_some_and(|e| e == "npy") {
-        let d = read_f64(path)?.to_packed();
+        let d = io::read_dense::<f64>(path)?.to_packed();
         let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..d.nrows() {
             for (j, &x) in d.row(i).iter().enumerate() {
@@ -134,7 +167,13 @@ fn summary(
 }
 
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
-    let x = read_f64(&args.embedding)?.to_packed();
+    let inputs = [
+        ("--embedding", Some(args.embedding.as_path())),
+        ("--labels", args.labels.as_deref()),
+        ("--counts", args.counts.as_deref()),
+    ];
+    let checked = check_files(&args, &inputs)?;
+    let x = io::read_dense::<f64>(&args.embedding)?.to_packed();
     let labels = args.labels.as_deref().map(read_labels).transpose()?;
     if let Some(l) = &labels {
         if l.len() != x.nrows() {
@@ -187,31 +226,45 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     pb.finish_and_clear();
     let nm = cfg.n_metacells;
     let d = &args.out_dir;
-    std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+    let mut files = match checked {
+        Some(files) => files,
+        None => {
+            std::fs::create_dir(d).map_err(|e| Error::io(d, e))?;
+            check_files(&args, &inputs)?.expect("the folder now exists")
+        }
+    };
+    files.replace_earlier(d, &OUTPUTS);
+    let at = |n: &str| format!("--out-dir/{n}");
     io::write_npy(
-        d.join("assignments.npy"),
+        files.path(&at("assignments.npy")),
         &[f.assignments.len() as u64],
         &f.assignments,
     )?;
-    io::write_npy(d.join("archetypes.npy"), &[nm as u64], &f.archetypes)?;
-    io::write_npz_csr(d.join("soft.npz"), &soft_matrix(&f.a, nm)?)?;
+    io::write_npy(
+        files.path(&at("archetypes.npy")),
+        &[nm as u64],
+        &f.archetypes,
+    )?;
+    io::write_npz_csr(files.path(&at("soft.npz")), &soft_matrix(&f.a, nm)?)?;
     let (ti, tw) = soft_top(&f.a, 5);
-    io::write_npy(d.join("soft_top5_index.npy"), &[x.nrows() as u64, 5], &ti)?;
-    io::write_npy(d.join("soft_top5_weight.npy"), &[x.nrows() as u64, 5], &tw)?;
+    let shape = [x.nrows() as u64, 5];
+    io::write_npy(files.path(&at("soft_top5_index.npy")), &shape, &ti)?;
+    io::write_npy(files.path(&at("soft_top5_weight.npy")), &shape, &tw)?;
     if let Some(c) = &counts {
         io::write_npz_csr(
-            d.join("metacell_counts.npz"),
+            files.path(&at("metacell_counts.npz")),
             &aggregate_hard(c, &f.assignments, nm)?,
         )?;
         io::write_npz_csr(
-            d.join("metacell_soft_means.npz"),
+            files.path(&at("metacell_soft_means.npz")),
             &aggregate_soft(c, &f.a, nm, 0.05)?,
         )?;
     }
     let s = summary(&f, x.nrows(), x.ncols(), labels.as_deref(), nm)?;
-    let path = d.join("summary.json");
+    let path = files.path(&at("summary.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&s).expect("json"))
-        .map_err(|e| Error::io(&path, e))?;
+        .map_err(|e| Error::io(d.join("summary.json"), e))?;
+    files.commit()?;
     if ctx.json {
         println!("{s}");
     } else {

@@ -9,7 +9,10 @@ use sparrow::matrix::io::read_npy;
 use sparrow::ops::topk::{IndexType, Indices, Key, Segments, TieBreak, TopK};
 use sparrow::{Error, Result};
 
+use super::files::Files;
+
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct Args {
     /// Keys: a 2-D array (one segment per row) or a 1-D array with --offsets.
     #[arg(long)]
@@ -86,6 +89,21 @@ fn read_any(path: &Path, bf16_from_u16: bool) -> Result<(Vec<u64>, AnyKeys)> {
         npyz::DType::Plain(ts) => ts.to_string(),
         other => return Err(Error::format(path, format!("unsupported dtype {other:?}"))),
     };
+    // The header's shape may claim more than the file holds: refuse before allocating for it.
+    let elem = ts.get(2..).and_then(|w| w.parse::<u64>().ok()).unwrap_or(1);
+    let file_len = std::fs::metadata(path)
+        .map_err(|e| Error::io(path, e))?
+        .len();
+    let need = shape
+        .iter()
+        .try_fold(elem, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| Error::format(path, format!("shape {shape:?} is too large")))?;
+    if need > file_len {
+        return Err(Error::format(
+            path,
+            format!("shape {shape:?} needs {need} bytes of elements but the file holds {file_len} bytes"),
+        ));
+    }
     let bad = |e: std::io::Error| Error::format(path, format!("cannot read the elements: {e}"));
     let keys = match ts.as_str() {
         "<f4" => AnyKeys::F32(npy.into_vec().map_err(bad)?),
@@ -204,7 +222,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             "--values and --out-values go together",
         ));
     }
-    super::distinct_outputs(
+    let mut files = Files::check(
         &[
             ("--keys", Some(&args.keys)),
             ("--offsets", args.offsets.as_deref()),
@@ -219,6 +237,15 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         ],
     )?;
     let (shape, keys) = read_any(&args.keys, bf16_keys)?;
+    if bf16_keys && !matches!(keys, AnyKeys::Bf16(_)) {
+        return Err(Error::invalid(
+            "--key-type",
+            format!(
+                "bf16 applies to keys stored as uint16, but {} holds another type",
+                args.keys.display()
+            ),
+        ));
+    }
     let offsets: Option<Vec<i64>> = match &args.offsets {
         Some(p) => Some(read_npy(p)?.data.to_i64(p, "offsets")?),
         None => None,
@@ -264,6 +291,17 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         Some(p) => Some(read_any(p, false)?),
         None => None,
     };
+    if let (Some(p), Some((vshape, _))) = (&args.values, &values) {
+        if *vshape != shape {
+            return Err(Error::invalid(
+                "--values",
+                format!(
+                    "{} has shape {vshape:?} but the keys have shape {shape:?}",
+                    p.display()
+                ),
+            ));
+        }
+    }
     let vbits = values.as_ref().map(|(_, v)| value_bits(v));
     req.layout(nkeys as usize, segs, vbits.as_ref().map(|v| v.len()))?;
     let device = ctx.open_device()?;
@@ -276,7 +314,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             }
             let nseg = out.counts.len() as u64;
             let shape = [nseg, out.width as u64];
-            write(&args.out_keys, &shape, &out.keys)?;
+            write(&files.path("--out-keys"), &shape, &out.keys)?;
             (out.indices, out.values, out.counts, shape)
         }};
     }
@@ -288,7 +326,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             }
             let shape = [out.counts.len() as u64, out.width as u64];
             write(
-                &args.out_keys,
+                &files.path("--out-keys"),
                 &shape,
                 &out.keys.iter().map(|k| k.to_bits()).collect::<Vec<u16>>(),
             )?;
@@ -310,16 +348,18 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         AnyKeys::U64(v) => go!(v),
     };
     super::report_compiles(&device);
+    let at = files.path("--out-indices");
     match &indices {
-        Indices::I32(v) => write(&args.out_indices, &shape, v)?,
-        Indices::I64(v) => write(&args.out_indices, &shape, v)?,
+        Indices::I32(v) => write(&at, &shape, v)?,
+        Indices::I64(v) => write(&at, &shape, v)?,
     }
-    if let (Some(p), Some(bits), Some((_, like))) = (&args.out_values, &vals, &values) {
-        write_raw(p, &shape, bits, like)?;
+    if let (Some(_), Some(bits), Some((_, like))) = (&args.out_values, &vals, &values) {
+        write_raw(&files.path("--out-values"), &shape, bits, like)?;
     }
-    if let Some(p) = &args.out_counts {
-        write(p, &[counts.len() as u64], &counts)?;
+    if args.out_counts.is_some() {
+        write(&files.path("--out-counts"), &[counts.len() as u64], &counts)?;
     }
+    files.commit()?;
     if ctx.json {
         println!(
             "{}",

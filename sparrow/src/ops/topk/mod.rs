@@ -4,7 +4,8 @@
 //! Semantics, on every backend:
 //! - Order of keys: the radix order of [`Key`]: NaN of any sign above +inf, -0.0 tied with
 //!   +0.0, the original bits returned.
-//! - Output: `num_segments x width` row-major, `width` = k (or the largest per-segment k). A
+//! - Output: `num_segments x width` row-major, `width` = k (or the largest per-segment k),
+//!   capped at the longest segment. A
 //!   segment shorter than its k is padded with index -1 and the key type's lowest value
 //!   (largest) or highest value (smallest; for floats -inf and +inf), values 0; `counts` holds
 //!   how many entries of each row are real.
@@ -337,16 +338,11 @@ impl TopK {
                 ));
             }
         }
-        if lens
-            .len()
-            .checked_mul(width)
-            .is_none_or(|t| t > isize::MAX as usize / 8)
-        {
-            return Err(Error::invalid(
-                "k",
-                format!("{} segments x {width} outputs is too large", lens.len()),
-            ));
-        }
+        // A row never holds more than its segment's keys, so the width stops at the longest
+        // segment: a k of 10^12 over short segments costs nothing, rather than rows of padding.
+        let width = width.min(lens.iter().copied().max().unwrap_or(0).max(0) as usize);
+        // Keys, positions and values of every output slot, at their widest (8 bytes each).
+        crate::memory::ensure_elems("the top-k output", &[lens.len(), width], 24)?;
         Ok(Layout {
             starts,
             lens,
