@@ -95,7 +95,10 @@ mod tests {
     fn requests_past_the_machine_are_refused_with_their_size() {
         let e = ensure_fits("a matrix", u64::MAX - 1).unwrap_err();
         let s = e.to_string();
-        assert!(s.contains("a matrix is too large") && s.contains("PiB"), "{s}");
+        assert!(
+            s.contains("a matrix is too large") && s.contains("PiB"),
+            "{s}"
+        );
         assert!(try_filled("v", 1 << 62, 0u8).is_err());
         assert_eq!(try_filled("v", 3, 7u8).unwrap(), vec![7, 7, 7]);
     }

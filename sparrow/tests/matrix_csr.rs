@@ -85,12 +85,12 @@ fn unsorted_and_duplicate_indices_are_refused() {
     let e = err_text(Csr::new(1, 5, vec![0, 2], vec![3, 1], vec![1.0, 2.0]));
     assert_eq!(
         e,
-        "invalid argument `col_idx`: row 0: column index 1 at position 1 is smaller than the previous index; indices must be sorted and unique within a row (Csr::normalized sorts and sums duplicates)"
+        "invalid argument `col_idx`: row 0: column index 1 at position 1 is smaller than the previous index; rows must hold sorted, unique column indices"
     );
     let e = err_text(Csr::new(2, 5, vec![0, 0, 2], vec![2, 2], vec![1.0, 2.0]));
     assert_eq!(
         e,
-        "invalid argument `col_idx`: row 1: column index 2 at position 1 repeats the previous index; indices must be sorted and unique within a row (Csr::normalized sorts and sums duplicates)"
+        "invalid argument `col_idx`: row 1: column index 2 at position 1 repeats the previous index; rows must hold sorted, unique column indices"
     );
 }
 

@@ -288,7 +288,7 @@ impl<T: Scalar> Csr<T> {
                     return Err(Error::invalid(
                         "col_idx",
                         format!(
-                            "row {r}: column index {c} at position {} {why}; indices must be sorted and unique within a row (Csr::normalized sorts and sums duplicates)",
+                            "row {r}: column index {c} at position {} {why}; rows must hold sorted, unique column indices",
                             s + p
                         ),
                     ));
@@ -377,7 +377,8 @@ impl<T: Scalar> Csr<T> {
         emit: impl Fn(&mut dyn FnMut(usize, usize, T)),
     ) -> Result<Self> {
         check_shape(nrows, ncols)?;
-        let mut counts = vec![0i64; nrows + 1];
+        // nrows comes from a file's size line in the readers: refuse what cannot be held.
+        let mut counts = crate::memory::try_filled("the row pointers", nrows + 1, 0i64)?;
         let mut bad: Option<Error> = None;
         let mut k = 0usize;
         emit(&mut |r, c, _| {
