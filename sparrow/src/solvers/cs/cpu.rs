@@ -1,9 +1,12 @@
 //! The solvers for one signal, on the CPU in f64. Each returns the estimate, the iterations run
-//! and why it stopped. Notation: y = Phi x, r the residual, g = Phi^T r the correlation.
+//! and why it stopped, or, when an iterate turns non-finite or its residual grows past
+//! [`DIVERGENCE_FACTOR`](super::DIVERGENCE_FACTOR) times ||y||, a numerical error at that
+//! iteration. Notation: y = Phi x, r the residual, g = Phi^T r the correlation.
 
 use super::linalg::{norm, top_k_abs, GrowingCholesky, Phi};
 use super::prox::{amp_residual, iht_step, soft_threshold};
-use super::{Method, Recover, StopReason};
+use super::{check_iterate, Method, Recover, StopReason};
+use crate::Result;
 
 /// The outcome for one signal.
 pub struct Solved {
@@ -63,24 +66,42 @@ fn done(r: &[f64], y_norm: f64, x_new: &[f64], x_old: &[f64], tol: f64) -> Optio
     None
 }
 
-/// Solves one signal with the request's method. `step` is IHT's relaxed step or, for the
-/// others, 1 / ||Phi||^2; computed once per batch.
+/// Solves one signal without reporting divergence, for timings: where the iteration diverges
+/// (see [`try_solve`]) the estimate and residual norm are NaN, never plausible numbers.
 pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
+    try_solve(req, phi, y, step, 0).unwrap_or_else(|_| Solved {
+        x: vec![f64::NAN; phi.n],
+        iterations: 0,
+        stop: StopReason::MaxIterations,
+        residual_norm: f64::NAN,
+    })
+}
+
+/// Solves signal `signal` (for the error message) with the request's method. `step` is IHT's
+/// relaxed step or, for the others, 1 / ||Phi||^2; computed once per batch. Every iterate is
+/// checked: a non-finite entry or a residual past the divergence bound stops the solve with
+/// [`Error::Numerical`](crate::Error::Numerical) naming the method, the signal and the iteration.
+pub fn try_solve(req: &Recover, phi: &Phi, y: &[f64], step: f64, signal: usize) -> Result<Solved> {
     let n = phi.n;
     let y_norm = norm(y);
     if y_norm == 0.0 {
-        return Solved {
+        return Ok(Solved {
             x: vec![0.0; n],
             iterations: 0,
             stop: StopReason::Residual,
             residual_norm: 0.0,
-        };
+        });
     }
     let mut it = Iterate {
         x: vec![0.0; n],
         r: y.to_vec(),
         y_norm,
         tol: req.tol,
+        guard: Guard {
+            req,
+            tau: req.amp_tau(phi.m, phi.n),
+            signal,
+        },
     };
     let k = req.sparsity.unwrap_or(0);
     let mut stop = None;
@@ -103,7 +124,7 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
                     keep(&z, &s)
                 };
                 let r_new = residual(phi, y, &new);
-                stop = it.accept(new, r_new);
+                stop = it.accept(new, r_new, i)?;
                 if stop.is_some() {
                     break;
                 }
@@ -134,7 +155,7 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
                     break;
                 }
                 support = new_support;
-                stop = it.accept(new, r_new);
+                stop = it.accept(new, r_new, i)?;
                 if stop.is_some() {
                     break;
                 }
@@ -159,6 +180,7 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
                 cols.push(col);
                 it.x = scatter(n, &support, &chol.solve());
                 it.r = residual(phi, y, &it.x);
+                it.guard.check(i, &it.x, norm(&it.r), y_norm)?;
                 if norm(&it.r) <= req.tol * y_norm {
                     stop = Some(StopReason::Residual);
                     break;
@@ -180,7 +202,7 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
                 let px = phi.apply(&new);
                 z = amp_residual(y, &px, &new, &z);
                 let r_new = y.iter().zip(&px).map(|(a, b)| a - b).collect();
-                stop = it.accept(new, r_new);
+                stop = it.accept(new, r_new, i)?;
                 if stop.is_some() {
                     break;
                 }
@@ -202,36 +224,60 @@ pub fn solve(req: &Recover, phi: &Phi, y: &[f64], step: f64) -> Solved {
                     .collect();
                 t = t_new;
                 let r_new = residual(phi, y, &new);
-                stop = it.accept(new, r_new);
+                stop = it.accept(new, r_new, i)?;
                 if stop.is_some() {
                     break;
                 }
             }
         }
     }
-    Solved {
+    Ok(Solved {
         residual_norm: norm(&it.r),
         x: it.x,
         iterations: count,
         stop: stop.unwrap_or(StopReason::MaxIterations),
+    })
+}
+
+/// What the per-iteration check needs to name a failure.
+struct Guard<'a> {
+    req: &'a Recover,
+    tau: f64,
+    signal: usize,
+}
+
+impl Guard<'_> {
+    fn check(&self, iteration: usize, x: &[f64], r_norm: f64, y_norm: f64) -> Result<()> {
+        check_iterate(
+            self.req,
+            self.tau,
+            self.signal,
+            iteration,
+            x,
+            r_norm,
+            y_norm,
+        )
     }
 }
 
 /// The estimate and its residual, carried between iterations so each residual is formed once.
-struct Iterate {
+struct Iterate<'a> {
     x: Vec<f64>,
     r: Vec<f64>,
     y_norm: f64,
     tol: f64,
+    guard: Guard<'a>,
 }
 
-impl Iterate {
-    /// Takes `new` (with its residual) as the estimate; says whether to stop.
-    fn accept(&mut self, new: Vec<f64>, r_new: Vec<f64>) -> Option<StopReason> {
+impl Iterate<'_> {
+    /// Takes iteration `i`'s `new` (with its residual) as the estimate; says whether to stop,
+    /// or fails when the new iterate is non-finite or diverges.
+    fn accept(&mut self, new: Vec<f64>, r_new: Vec<f64>, i: usize) -> Result<Option<StopReason>> {
+        self.guard.check(i, &new, norm(&r_new), self.y_norm)?;
         let stop = done(&r_new, self.y_norm, &new, &self.x, self.tol);
         self.x = new;
         self.r = r_new;
-        stop
+        Ok(stop)
     }
 }
 
@@ -250,5 +296,82 @@ fn normalised_step(phi: &Phi, x: &[f64], g: &[f64], k: usize, fallback: f64) -> 
         num / den
     } else {
         fallback
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+
+    fn phi(m: usize, n: usize) -> Phi {
+        let a = (0..m * n)
+            .map(|e| ((e * 7919 % 101) as f64 / 50.0) - 1.0)
+            .collect();
+        Phi { m, n, a }
+    }
+
+    fn request(method: Method) -> Recover {
+        let r = Recover::new(method);
+        match method {
+            Method::Amp => r,
+            Method::Fista => r.lambda(1e-3),
+            _ => r.sparsity(3),
+        }
+    }
+
+    /// A NaN in Phi (which `Recover::validate` refuses, so only a direct call can pass one)
+    /// turns every method's first iterate non-finite: each stops there with a numerical error
+    /// naming the method, the signal and iteration 1, never with the NaN estimate.
+    #[test]
+    fn every_method_stops_at_the_first_non_finite_iterate() {
+        let mut p = phi(20, 40);
+        p.a[5 * 40 + 11] = f64::NAN;
+        let y: Vec<f64> = (0..20).map(|i| (i as f64 * 0.37).sin()).collect();
+        for method in [
+            Method::Iht,
+            Method::Niht,
+            Method::Htp,
+            Method::Cosamp,
+            Method::Sp,
+            Method::Omp,
+            Method::Amp,
+            Method::Fista,
+        ] {
+            match try_solve(&request(method), &p, &y, 0.1, 3) {
+                Err(Error::Numerical { what, why }) => {
+                    assert_eq!(what, format!("{} recovery of signal 3", method.name()));
+                    assert!(
+                        why.starts_with("at iteration 1 the estimate became non-finite"),
+                        "{method:?}: {why}"
+                    );
+                }
+                Err(e) => panic!("{method:?}: {e}"),
+                Ok(s) => panic!("{method:?} returned {:?}", &s.x[..5]),
+            }
+            let s = solve(&request(method), &p, &y, 0.1);
+            assert!(s.x.iter().all(|v| v.is_nan()) && s.residual_norm.is_nan());
+        }
+    }
+
+    /// FISTA with a step 100 times 1 / ||Phi||^2 grows geometrically: stopped once the
+    /// residual passes the divergence bound, with the advice for FISTA.
+    #[test]
+    fn a_growing_residual_is_divergence() {
+        let p = phi(20, 40);
+        let y: Vec<f64> = (0..20).map(|i| (i as f64 * 0.37).sin()).collect();
+        let s = p.spectral_norm();
+        let req = Recover::new(Method::Fista).lambda(1e-6);
+        match try_solve(&req, &p, &y, 100.0 / (s * s), 0) {
+            Err(Error::Numerical { what, why }) => {
+                assert_eq!(what, "fista recovery of signal 0");
+                assert!(why.contains("times ||y||"), "{why}");
+                assert!(why.contains("lambda"), "{why}");
+            }
+            Err(e) => panic!("{e}"),
+            Ok(s) => panic!("returned after {} iterations", s.iterations),
+        }
+        // The step FISTA is given converges on the same problem.
+        assert!(try_solve(&req, &p, &y, 1.0 / (s * s), 0).is_ok());
     }
 }

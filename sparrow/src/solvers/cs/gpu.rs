@@ -385,6 +385,23 @@ impl Progress {
         }
     }
 
+    /// Stops signal `b` at iteration `i` when its residual norm or its estimate's squared norm
+    /// is non-finite or the residual is past the divergence bound: the estimate stays frozen
+    /// as it is and `Recover::run`'s check of the returned estimates reports it, naming this
+    /// iteration. Returns whether it stopped.
+    fn diverged(&mut self, b: usize, i: usize, x2: f64) -> bool {
+        let r = self.r_norm[b];
+        if r.is_finite() && x2.is_finite() && r <= super::DIVERGENCE_FACTOR * self.y_norm[b] {
+            return false;
+        }
+        if !x2.is_finite() {
+            self.r_norm[b] = f64::INFINITY;
+        }
+        self.running[b] = false;
+        self.iterations[b] = i;
+        true
+    }
+
     /// Takes iteration `i`'s squared norms (residual, new estimate, step); says whether any
     /// signal stopped.
     fn update(&mut self, i: usize, r2: &[f64], x2: &[f64], d2: &[f64]) -> bool {
@@ -394,6 +411,10 @@ impl Progress {
                 continue;
             }
             self.r_norm[b] = r2[b].sqrt();
+            if self.diverged(b, i, x2[b]) {
+                changed = true;
+                continue;
+            }
             let stop = if self.r_norm[b] <= self.tol * self.y_norm[b] {
                 Some(StopReason::Residual)
             } else if d2[b].sqrt() <= self.tol * x2[b].sqrt().max(f64::MIN_POSITIVE) {
@@ -417,7 +438,9 @@ impl Progress {
         for (b, &rr) in r2.iter().enumerate() {
             if self.running[b] {
                 self.r_norm[b] = rr.sqrt();
-                if self.r_norm[b] <= self.tol * self.y_norm[b] {
+                if self.diverged(b, i, 0.0) {
+                    changed = true;
+                } else if self.r_norm[b] <= self.tol * self.y_norm[b] {
                     self.running[b] = false;
                     self.iterations[b] = i;
                     self.stop[b] = StopReason::Residual;
@@ -1046,6 +1069,31 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The host-side stop tests (no GPU needed): a signal whose residual norm is NaN, past the
+    /// divergence bound, or whose estimate's norm overflowed stops at that iteration, so the
+    /// estimates' check in `Recover::run` reports it there; the others run on.
+    #[test]
+    fn diverging_signals_stop_at_their_iteration() {
+        let ys = vec![vec![1.0, 0.0], vec![3.0, 4.0], vec![0.0, 2.0]];
+        let mut p = Progress::new(&ys, 1e-6, 100);
+        assert!(p.update(2, &[f64::NAN, 1.0, 1.0], &[1.0; 3], &[1.0; 3]));
+        assert_eq!(p.running, vec![false, true, true]);
+        assert_eq!(p.iterations[0], 2);
+        assert!(p.r_norm[0].is_nan());
+        let far = (5.0 * 2.0 * super::super::DIVERGENCE_FACTOR).powi(2);
+        assert!(p.update(3, &[0.0, far, 1.0], &[1.0, 1.0, f64::INFINITY], &[1.0; 3]));
+        assert_eq!(p.running, vec![false, false, false]);
+        assert_eq!((p.iterations[1], p.iterations[2]), (3, 3));
+        assert!(p.r_norm[1] > 5.0 * super::super::DIVERGENCE_FACTOR);
+        assert_eq!(p.r_norm[2], f64::INFINITY);
+        // A residual within the bound that does not shrink keeps running.
+        let mut p = Progress::new(&ys, 1e-6, 100);
+        assert!(!p.update(1, &[4.0, 100.0, 9.0], &[1.0; 3], &[1.0; 3]));
+        assert!(p.update_residual(2, &[f64::INFINITY, 1.0, 1.0]));
+        assert_eq!(p.running, vec![false, true, true]);
+        assert_eq!(p.iterations[0], 2);
+    }
 
     /// The GPU takes every method up to the least squares' and the Gram matrix's limits, at
     /// them exactly, and names the limit one past them.

@@ -4,7 +4,7 @@
 
 use super::data::{gaussian_phi, measure, sparse_signals};
 use super::{Method, Recover};
-use crate::{Device, Error, Result};
+use crate::{memory, Device, Error, Result};
 
 /// The experiment's parameters.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -34,7 +34,13 @@ pub struct PhaseResult {
     pub success: Vec<Vec<f64>>,
 }
 
-/// Parses `start:stop:step` (inclusive of stop within rounding) into values in (0, 1).
+/// The most values a delta or rho axis may hold: a grid is a batch of solves per cell, and
+/// one past this is a mistyped step rather than an experiment.
+pub const MAX_GRID_POINTS: usize = 10_000;
+
+/// Parses `start:stop:step` (inclusive of stop within rounding) into values in (0, 1]; `arg`
+/// names the axis in errors. Non-finite numbers, a step that is not positive and grids of more
+/// than [`MAX_GRID_POINTS`] values are refused.
 pub fn parse_range(arg: &str, s: &str) -> Result<Vec<f64>> {
     let parts: Vec<f64> = s
         .split(':')
@@ -50,10 +56,76 @@ pub fn parse_range(arg: &str, s: &str) -> Result<Vec<f64>> {
             format!("{s:?} must satisfy 0 < start <= stop <= 1 and step > 0"),
         ));
     }
-    let count = ((b - a) / st + 1e-9).floor() as usize + 1;
-    Ok((0..count)
+    if !st.is_finite() {
+        return Err(Error::invalid(arg, format!("{s:?} needs a finite step")));
+    }
+    let count = ((b - a) / st + 1e-9).floor() + 1.0;
+    if count > MAX_GRID_POINTS as f64 {
+        return Err(Error::invalid(
+            arg,
+            format!(
+                "{s:?} has {} values; an axis takes at most {MAX_GRID_POINTS} (use a larger step)",
+                count as u64
+            ),
+        ));
+    }
+    Ok((0..count as usize)
         .map(|i| ((a + i as f64 * st) * 1e9).round() / 1e9)
         .collect())
+}
+
+/// Checks one axis: 1 to [`MAX_GRID_POINTS`] values, each finite in (0, 1].
+fn check_axis(arg: &str, v: &[f64]) -> Result<()> {
+    if v.is_empty() || v.len() > MAX_GRID_POINTS {
+        return Err(Error::invalid(
+            arg,
+            format!(
+                "has {} values; an axis needs 1 to {MAX_GRID_POINTS}",
+                v.len()
+            ),
+        ));
+    }
+    if let Some(x) = v
+        .iter()
+        .find(|x| !(x.is_finite() && **x > 0.0 && **x <= 1.0))
+    {
+        return Err(Error::invalid(arg, format!("{x} is outside (0, 1]")));
+    }
+    Ok(())
+}
+
+impl PhaseConfig {
+    /// Checks the experiment before any cell runs: both axes (1 to [`MAX_GRID_POINTS`] values
+    /// in (0, 1]), n, the trials and the iteration cap, and that the largest cell's Phi and
+    /// signals fit in memory.
+    pub fn validate(&self) -> Result<()> {
+        check_axis("delta", &self.deltas)?;
+        check_axis("rho", &self.rhos)?;
+        if self.n < 2 || self.trials == 0 {
+            return Err(Error::invalid(
+                "--n/--trials",
+                "need n >= 2 and at least one trial",
+            ));
+        }
+        if self.max_iter == 0 {
+            return Err(Error::invalid("max-iter", "must be at least 1"));
+        }
+        let top = self.deltas.iter().fold(0f64, |a, &d| a.max(d));
+        let m = ((top * self.n as f64).round() as usize).clamp(1, self.n);
+        let (n, t) = (self.n, self.trials);
+        // Phi and the solvers' copy of it; x, the estimates in two forms, y twice.
+        let what = format!("a phase-transition cell (Phi {m} x {n} and {t} signal(s))");
+        let total = [
+            memory::bytes_of(&what, &[2, m, n], 8)?,
+            memory::bytes_of(&what, &[3, n, t], 8)?,
+            memory::bytes_of(&what, &[2, m, t], 8)?,
+        ]
+        .iter()
+        .try_fold(0u64, |a, &b| a.checked_add(b));
+        memory::ensure_fits(&what, total.unwrap_or(u64::MAX))?;
+        memory::ensure_elems("the success grid", &[self.rhos.len(), self.deltas.len()], 8)?;
+        Ok(())
+    }
 }
 
 /// Runs every cell; `progress` is told each cell as it starts.
@@ -62,12 +134,7 @@ pub fn run(
     cfg: &PhaseConfig,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<PhaseResult> {
-    if cfg.n < 2 || cfg.trials == 0 {
-        return Err(Error::invalid(
-            "--n/--trials",
-            "need n >= 2 and at least one trial",
-        ));
-    }
+    cfg.validate()?;
     let total = cfg.deltas.len() * cfg.rhos.len();
     let mut success = vec![vec![0.0; cfg.deltas.len()]; cfg.rhos.len()];
     let mut cell = 0;

@@ -6,6 +6,13 @@
 //! 5 sqrt(m n) assumes entries of unit size; scaling keeps the default independent of units),
 //! delta = 1.2 m n / |Omega|; stop when
 //! ||P_Omega(X - M)||_F <= tol ||P_Omega(M)||_F (tol 1e-4) or after max_iter (500) iterations.
+//! SVT is guaranteed to converge for a step delta in (0, 2) (Cai, Candes and Shen, Theorem
+//! 4.1), so a step given explicitly must lie there; the default step exceeds 2 when fewer than
+//! 60% of the entries are observed, as the paper recommends, and converges with the default
+//! threshold. A residual on the observed entries past [`DIVERGENCE_FACTOR`] times their norm,
+//! or a non-finite one, ends the run in [`Error::Numerical`] naming the iteration, the
+//! threshold and the step; the dense matrices a completion needs are checked against the
+//! machine's memory before any is allocated.
 //! The CPU backend takes a full thin SVD each iteration (faer), O(m n min(m, n)) per step:
 //! for matrices up to a few thousand on a side. The GPU backend ([`super::svt_gpu`]) finds the
 //! leading triplets by a randomized range finder with cuBLAS GEMMs. The rank hint caps the
@@ -14,19 +21,20 @@
 use faer::Mat;
 
 use super::prox::sv_shrink;
-use super::StopReason;
+use super::{StopReason, DIVERGENCE_FACTOR};
 use crate::matrix::{Csr, Dense};
 use crate::ops::{Backend, Plan};
-use crate::{Device, Error, Result};
+use crate::{memory, Device, Error, Result};
 
 /// A completion request.
 #[derive(Clone, Debug)]
 pub struct Complete {
     /// Rank cap (the hint): at most this many singular triplets are kept.
     pub rank_hint: usize,
-    /// Shrinkage; None for 5 sqrt(m n) times the RMS of the observed entries.
+    /// Shrinkage (the threshold on the singular values), positive; None for 5 sqrt(m n) times
+    /// the RMS of the observed entries.
     pub tau: Option<f64>,
-    /// Step; None for 1.2 m n / |Omega|.
+    /// Step, in (0, 2) when given; None for 1.2 m n / |Omega|.
     pub delta: Option<f64>,
     /// Iteration cap.
     pub max_iter: usize,
@@ -110,20 +118,85 @@ impl Complete {
                 format!("entry {p} is not finite"),
             ));
         }
-        if self.max_iter == 0 || !(self.tol.is_finite() && self.tol >= 0.0) {
+        if self.max_iter == 0 {
+            return Err(Error::invalid("max-iter", "must be at least 1"));
+        }
+        if !(self.tol.is_finite() && self.tol >= 0.0) {
             return Err(Error::invalid(
-                "max_iter/tol",
-                "need at least one iteration and a finite tolerance",
+                "tol",
+                format!("{} must be finite and non-negative", self.tol),
             ));
         }
-        let m_norm = observed.values().iter().map(|v| v * v).sum::<f64>().sqrt();
-        let rms = m_norm / (omega as f64).sqrt();
-        let tau = self.tau.unwrap_or(5.0 * ((m * n) as f64).sqrt() * rms);
-        let delta = self.delta.unwrap_or(1.2 * (m * n) as f64 / omega as f64);
-        if !(tau > 0.0 && delta > 0.0) {
-            return Err(Error::invalid("tau/delta", "must be positive"));
+        if let Some(t) = self.tau.filter(|t| !(t.is_finite() && *t > 0.0)) {
+            return Err(Error::invalid(
+                "tau",
+                format!(
+                    "{t} must be positive and finite (it is the threshold on the singular values)"
+                ),
+            ));
+        }
+        if let Some(d) = self
+            .delta
+            .filter(|d| !(d.is_finite() && *d > 0.0 && *d < 2.0))
+        {
+            return Err(Error::invalid(
+                "delta",
+                format!(
+                    "{d} must lie in (0, 2), the steps for which SVT is guaranteed to converge"
+                ),
+            ));
+        }
+        let m_norm = norm2(observed.values());
+        let tau = self.tau.unwrap_or_else(|| default_tau(m, n, omega, m_norm));
+        let delta = self
+            .delta
+            .unwrap_or(1.2 * m as f64 * n as f64 / omega as f64);
+        if !(tau > 0.0 && tau.is_finite()) {
+            // Only the default can land here: every observed entry is zero.
+            return Err(Error::invalid(
+                "observed",
+                "every observed entry is zero: there is nothing to complete",
+            ));
         }
         Ok((tau, delta, m_norm))
+    }
+
+    /// The error for an iteration whose residual on the observed entries (`rel`, relative to
+    /// their norm) is non-finite or past the divergence bound; None while it is not.
+    pub(crate) fn diverged(
+        &self,
+        observed: &Csr<f64>,
+        iteration: usize,
+        rel: f64,
+        tau: f64,
+        delta: f64,
+    ) -> Option<Error> {
+        if rel.is_finite() && rel <= DIVERGENCE_FACTOR {
+            return None;
+        }
+        let (m, n, omega) = (observed.nrows(), observed.ncols(), observed.nnz());
+        let seen = if rel.is_finite() {
+            format!("reached {rel:.2e} times their norm, so the iteration diverges")
+        } else {
+            "became non-finite".to_string()
+        };
+        let tau0 = default_tau(m, n, omega, norm2(observed.values()));
+        Some(Error::numerical(
+            "SVT",
+            format!(
+                "at iteration {iteration} the residual on the observed entries {seen}; the threshold tau is {tau:.4e} ({}) and the step delta is {delta:.4} ({}): raise the threshold tau toward the default, or take a step delta in (0, 2), where SVT is guaranteed to converge",
+                if self.tau.is_some() {
+                    format!("the default for these observations is {tau0:.4e}")
+                } else {
+                    "the default, 5 sqrt(m n) times the RMS of the observed entries".to_string()
+                },
+                if self.delta.is_some() {
+                    "as given"
+                } else {
+                    "the default, 1.2 m n / |Omega|"
+                }
+            ),
+        ))
     }
 
     /// Completes the matrix whose observed entries are the stored entries of `observed`, on
@@ -131,6 +204,13 @@ impl Complete {
     pub fn run(&self, observed: &Csr<f64>) -> Result<Completion> {
         let (tau, delta, m_norm) = self.resolve(observed)?;
         let (m, n) = (observed.nrows(), observed.ncols());
+        // Y and X, the SVD's copy of Y and its U and V, and the returned matrix.
+        let what = format!("a {m} x {n} completion on the CPU (dense Y, X and their SVD)");
+        let bytes = [
+            memory::bytes_of(&what, &[4, m, n], 8)?,
+            memory::bytes_of(&what, &[m.saturating_add(n), m.min(n)], 8)?,
+        ];
+        memory::ensure_fits(&what, bytes[0].saturating_add(bytes[1]))?;
         let mut y = Mat::<f64>::zeros(m, n);
         let mut x = Mat::<f64>::zeros(m, n);
         let mut rank = 0;
@@ -156,32 +236,74 @@ impl Complete {
                 }
             }
             rel = res.sqrt() / m_norm.max(f64::MIN_POSITIVE);
+            if let Some(e) = self.diverged(observed, it, rel, tau, delta) {
+                return Err(e);
+            }
             if rel <= self.tol {
-                return Ok(self.finish(x, rank, it, StopReason::Residual, rel));
+                return finish(x, rank, it, StopReason::Residual, rel);
             }
         }
-        Ok(self.finish(x, rank, self.max_iter, StopReason::MaxIterations, rel))
+        finish(x, rank, self.max_iter, StopReason::MaxIterations, rel)
     }
+}
 
-    fn finish(
-        &self,
-        x: Mat<f64>,
-        rank: usize,
-        iterations: usize,
-        stop: StopReason,
-        rel: f64,
-    ) -> Completion {
-        let (m, n) = (x.nrows(), x.ncols());
-        let data = (0..m)
-            .flat_map(|i| (0..n).map(move |j| (i, j)))
-            .map(|(i, j)| x[(i, j)])
-            .collect();
-        Completion {
-            x: Dense::from_rows(m, n, data).expect("m x n elements"),
-            rank,
-            iterations,
-            stop,
-            relative_residual: rel,
-        }
+/// ||v||, scaled by the largest magnitude so it neither overflows nor underflows.
+fn norm2(v: &[f64]) -> f64 {
+    let big = v.iter().fold(0f64, |a, x| a.max(x.abs()));
+    if big == 0.0 {
+        return 0.0;
     }
+    big * v.iter().map(|x| (x / big).powi(2)).sum::<f64>().sqrt()
+}
+
+/// The paper's threshold, 5 sqrt(m n), times the RMS of the observed entries.
+fn default_tau(m: usize, n: usize, omega: usize, m_norm: f64) -> f64 {
+    5.0 * (m as f64 * n as f64).sqrt() * m_norm / (omega as f64).sqrt()
+}
+
+/// The completion from X (CPU), checked finite.
+fn finish(
+    x: Mat<f64>,
+    rank: usize,
+    iterations: usize,
+    stop: StopReason,
+    rel: f64,
+) -> Result<Completion> {
+    let (m, n) = (x.nrows(), x.ncols());
+    let data: Vec<f64> = (0..m)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .map(|(i, j)| x[(i, j)])
+        .collect();
+    completion(m, n, data, rank, iterations, stop, rel)
+}
+
+/// The completion from X's entries, row-major; a non-finite entry is a numerical error (the
+/// residual on the observed entries can stay bounded while the unobserved ones overflow).
+pub(crate) fn completion(
+    m: usize,
+    n: usize,
+    data: Vec<f64>,
+    rank: usize,
+    iterations: usize,
+    stop: StopReason,
+    rel: f64,
+) -> Result<Completion> {
+    if let Some(p) = data.iter().position(|v| !v.is_finite()) {
+        return Err(Error::numerical(
+            "SVT",
+            format!(
+                "after {iterations} iterations the completed entry ({}, {}) is {}; raise the threshold tau or take a step delta in (0, 2)",
+                p / n,
+                p % n,
+                data[p]
+            ),
+        ));
+    }
+    Ok(Completion {
+        x: Dense::from_rows(m, n, data)?,
+        rank,
+        iterations,
+        stop,
+        relative_residual: rel,
+    })
 }

@@ -12,8 +12,8 @@ use super::svt::{Complete, Completion};
 use super::StopReason;
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::CS;
-use crate::matrix::{Csr, Dense, Rng};
-use crate::{Error, Result};
+use crate::matrix::{Csr, Rng};
+use crate::{memory, Error, Result};
 
 /// Extra columns of the range finder beyond the rank hint.
 const OVERSAMPLE: usize = 10;
@@ -82,10 +82,27 @@ pub fn run(
 ) -> Result<Completion> {
     let (m, n) = (observed.nrows(), observed.ncols());
     let l = (req.rank_hint + OVERSAMPLE).min(m.min(n));
-    gpu.ensure_fits(
-        (8 * (2 * m * n + 3 * (m + n) * l + 2 * observed.nnz())) as u64,
-        "this completion",
-    )?;
+    // On the host: the downloaded X and the returned matrix, the Gaussian test block and the
+    // range finder's blocks.
+    let what = format!("a {m} x {n} completion on the GPU (host copies of X)");
+    let host = memory::bytes_of(&what, &[2, m, n], 8)?.saturating_add(memory::bytes_of(
+        &what,
+        &[4, m.saturating_add(n), l],
+        8,
+    )?);
+    memory::ensure_fits(&what, host)?;
+    let device_bytes = memory::bytes_of("this completion", &[2, m, n], 8)?
+        .saturating_add(memory::bytes_of(
+            "this completion",
+            &[3, m.saturating_add(n), l],
+            8,
+        )?)
+        .saturating_add(memory::bytes_of(
+            "this completion",
+            &[2, observed.nnz()],
+            8,
+        )?);
+    gpu.ensure_fits(device_bytes, "this completion")?;
     let d = Dev {
         gpu,
         blas: CudaBlas::new(gpu.stream().clone()).map_err(|e| {
@@ -180,6 +197,9 @@ pub fn run(
                 .ptr(gpu.ptr(&res)),
         )?;
         rel = gpu.download(&res, 1)?[0].sqrt() / m_norm.max(f64::MIN_POSITIVE);
+        if let Some(e) = req.diverged(observed, it, rel, tau, delta) {
+            return Err(e);
+        }
         if rel <= req.tol {
             return finish(gpu, &x, m, n, rank, it, StopReason::Residual, rel);
         }
@@ -212,11 +232,5 @@ fn finish(
         .flat_map(|i| (0..n).map(move |j| (i, j)))
         .map(|(i, j)| h[i + j * m])
         .collect();
-    Ok(Completion {
-        x: Dense::from_rows(m, n, data)?,
-        rank,
-        iterations,
-        stop,
-        relative_residual: rel,
-    })
+    super::svt::completion(m, n, data, rank, iterations, stop, rel)
 }
