@@ -161,8 +161,7 @@ fn knn_puts_the_cell_first_and_sorts() {
 
 #[test]
 fn pbmc68k_reduced_kernel_is_symmetric_with_self_loops() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/pbmc68k_reduced/X_pca.npy");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/pbmc68k_reduced/X_pca.npy");
     let x: Dense<f32> = io::read_dense(&path).unwrap();
     assert_eq!((x.nrows(), x.ncols()), (700, 50));
     let m = kernel(&x, 15, Symmetrize::Union).unwrap();
@@ -521,5 +520,335 @@ mod fit {
             .unwrap_err()
             .to_string();
         assert!(e.contains("labels"), "{e}");
+    }
+
+    /// Every degenerate input is refused by the config's validation, before any work (the
+    /// progress callback never runs), with the argument named and the exact message.
+    #[test]
+    fn degenerate_inputs_are_refused_before_any_work() {
+        let (x, _) = gaussian_mixture(200, 3, 2, 1);
+        let refuse = |cfg: &Config, x: &Dense<f64>| {
+            let e = cfg.validate(x).unwrap_err();
+            let mut ran = false;
+            let f = fit(x, cfg, &mut |_, _| ran = true).unwrap_err();
+            assert!(!ran);
+            assert_eq!(e.to_string(), f.to_string());
+            (e.argument().unwrap_or("").to_string(), e.to_string())
+        };
+        let with = |f: &dyn Fn(&mut Config)| {
+            let mut c = Config::new(10);
+            f(&mut c);
+            c
+        };
+        let cases: Vec<(Config, Dense<f64>, &str, &str)> = vec![
+            (
+                Config::new(10),
+                Dense::from_rows(200, 0, vec![]).unwrap(),
+                "embedding",
+                "200 cells x 0 dimensions: at least 1 dimension is needed",
+            ),
+            (
+                Config::new(1),
+                Dense::from_rows(0, 3, vec![]).unwrap(),
+                "embedding",
+                "0 cells: at least 2 are needed",
+            ),
+            (
+                Config::new(1),
+                Dense::from_rows(1, 3, vec![0.0; 3]).unwrap(),
+                "embedding",
+                "1 cells: at least 2 are needed",
+            ),
+            (
+                Config::new(0),
+                x.clone(),
+                "n_metacells",
+                "0 must be in 1..=200 (the number of cells)",
+            ),
+            (
+                Config::new(201),
+                x.clone(),
+                "n_metacells",
+                "201 must be in 1..=200 (the number of cells)",
+            ),
+            (
+                with(&|c| c.knn = 0),
+                x.clone(),
+                "knn",
+                "0 must be in 2..=200 (the cell itself and at least one neighbour, at most the number of cells)",
+            ),
+            (
+                with(&|c| c.knn = 1),
+                x.clone(),
+                "knn",
+                "1 must be in 2..=200 (the cell itself and at least one neighbour, at most the number of cells)",
+            ),
+            (
+                with(&|c| c.knn = 201),
+                x.clone(),
+                "knn",
+                "201 must be in 2..=200 (the cell itself and at least one neighbour, at most the number of cells)",
+            ),
+            (
+                with(&|c| {
+                    c.min_iter = 20;
+                    c.max_iter = 10
+                }),
+                x.clone(),
+                "min_iter",
+                "20 exceeds max_iter = 10",
+            ),
+            (
+                with(&|c| {
+                    c.min_iter = 0;
+                    c.max_iter = 0
+                }),
+                x.clone(),
+                "max_iter",
+                "0 must be positive",
+            ),
+            (
+                with(&|c| c.epsilon = -1e-3),
+                x.clone(),
+                "epsilon",
+                "-0.001 must be finite and at least 0 (0 runs max_iter iterations)",
+            ),
+            (
+                with(&|c| c.epsilon = f64::NAN),
+                x.clone(),
+                "epsilon",
+                "NaN must be finite and at least 0 (0 runs max_iter iterations)",
+            ),
+            (
+                with(&|c| c.epsilon = f64::INFINITY),
+                x.clone(),
+                "epsilon",
+                "inf must be finite and at least 0 (0 runs max_iter iterations)",
+            ),
+            (
+                with(&|c| c.fw_steps = 0),
+                x.clone(),
+                "fw_steps",
+                "0 must be positive",
+            ),
+        ];
+        for (cfg, x, arg, why) in &cases {
+            let (got_arg, msg) = refuse(cfg, x);
+            assert_eq!(got_arg, *arg, "{msg}");
+            assert_eq!(msg, format!("invalid argument `{arg}`: {why}"));
+        }
+        // Non-finite values: the first bad cell and dimension, in cell order.
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let mut d = x.data().to_vec();
+            d[13 * 3 + 2] = bad;
+            d[150 * 3] = f64::NAN;
+            let y = Dense::from_rows(200, 3, d).unwrap();
+            let (arg, msg) = refuse(&Config::new(10), &y);
+            assert_eq!(arg, "embedding");
+            assert_eq!(
+                msg,
+                "invalid argument `embedding`: cell 13, dimension 2 is not finite"
+            );
+        }
+        // An f32 embedding is checked alike.
+        let mut d: Vec<f32> = x.data().iter().map(|&v| v as f32).collect();
+        d[5] = f32::NAN;
+        let y = Dense::from_rows(200, 3, d).unwrap();
+        assert_eq!(
+            Config::new(10).validate(&y).unwrap_err().to_string(),
+            "invalid argument `embedding`: cell 1, dimension 2 is not finite"
+        );
+        // The edges of the ranges pass: epsilon 0 runs max_iter iterations.
+        let mut cfg = Config::new(200);
+        cfg.knn = 2;
+        cfg.epsilon = 0.0;
+        cfg.min_iter = 3;
+        cfg.max_iter = 3;
+        cfg.validate(&x).unwrap();
+        let mut c1 = Config::new(1);
+        c1.knn = 200;
+        c1.validate(&x).unwrap();
+        let mut small = Config::new(8);
+        small.epsilon = 0.0;
+        small.min_iter = 0;
+        small.max_iter = 4;
+        let f = fit(&x, &small, &mut |_, _| {}).unwrap();
+        assert_eq!((f.iterations, f.converged), (4, false));
+    }
+
+    /// Metacells shared by largest remainders; one piece of every cell initialises as the
+    /// whole graph does.
+    #[test]
+    fn shares_and_initialisation_by_piece() {
+        use sparrow::solvers::seacells::diffusion::{diffusion_kernel, diffusion_map, multiscale};
+        use sparrow::solvers::seacells::init::{
+            initial_archetypes, initial_archetypes_by_piece, shares,
+        };
+        use sparrow::solvers::seacells::kernel::knn;
+        assert_eq!(shares(24, &[80; 6]), vec![4; 6]);
+        assert_eq!(shares(10, &[5, 3, 2]), vec![5, 3, 2]);
+        assert_eq!(shares(7, &[3, 3, 3]), vec![3, 2, 2]);
+        assert_eq!(shares(5, &[1, 7, 2]), vec![1, 3, 1]);
+        assert_eq!(shares(5, &[0, 0]), vec![0, 0]);
+        let (x, _) = gaussian_mixture(300, 4, 3, 2);
+        let m = kernel(&x, 10, Symmetrize::Union).unwrap();
+        let w = diffusion_kernel(&knn(&x, 30).unwrap(), 30, 10).unwrap();
+        let comps = multiscale(&diffusion_map(&w, 10, 1).unwrap());
+        let all: Vec<usize> = (0..300).collect();
+        for nm in [5, 27, 40] {
+            assert_eq!(
+                initial_archetypes_by_piece(&m, &comps, std::slice::from_ref(&all), nm, 1),
+                initial_archetypes(&m, &comps, nm, 1)
+            );
+        }
+    }
+
+    /// Well-separated unit-scale clusters: `per` cells each around `clusters` centres 40 apart,
+    /// round-robin (cell i in cluster i % clusters).
+    fn separated(clusters: usize, per: usize, d: usize, seed: u64) -> (Dense<f64>, Vec<usize>) {
+        let mut rng = sparrow::matrix::Rng::new(seed);
+        let n = clusters * per;
+        let mut data = Vec::with_capacity(n * d);
+        for i in 0..n {
+            let c = i % clusters;
+            for k in 0..d {
+                let mu = if k == c % d {
+                    40.0 * (1 + c / d) as f64
+                } else {
+                    0.0
+                };
+                let (u1, u2) = (rng.uniform().max(1e-300), rng.uniform());
+                data.push(mu + (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos());
+            }
+        }
+        (
+            Dense::from_rows(n, d, data).unwrap(),
+            (0..n).map(|i| i % clusters).collect(),
+        )
+    }
+
+    /// A kNN graph that falls apart into one component per cluster: the fit counts them, and
+    /// compactness and separation stay finite and of the size they have on one cluster alone
+    /// (the map of the whole graph scales its extra eigenvalue-1 vectors by 1e9), with purity
+    /// high.
+    #[test]
+    fn disconnected_clusters_keep_metrics_finite() {
+        use sparrow::solvers::seacells::diffusion::{diffusion_kernel, diffusion_map, multiscale};
+        use sparrow::solvers::seacells::fit::{compactness, mean_purity, separation_within};
+        use sparrow::solvers::seacells::graph::connected_components;
+        use sparrow::solvers::seacells::kernel::knn;
+
+        let (clusters, per) = (6, 80);
+        let (x, labels) = separated(clusters, per, 5, 3);
+        let n = clusters * per;
+        // The bug this guards against: the map of the whole (disconnected) diffusion graph.
+        let w = diffusion_kernel(&knn(&x, 30).unwrap(), 30, 10).unwrap();
+        assert_eq!(connected_components(&w).count, clusters);
+        let whole = multiscale(&diffusion_map(&w, 10, 0).unwrap());
+        let nm = 24;
+        let mut cfg = Config::new(nm);
+        cfg.knn = 5;
+        let f = fit(&x, &cfg, &mut |_, _| {}).unwrap();
+        let worst = compactness(&f.assignments, &whole, nm)
+            .into_iter()
+            .flatten()
+            .fold(0.0f64, f64::max);
+        assert!(
+            worst > 1e6,
+            "the whole graph's map gave compactness {worst}"
+        );
+
+        assert_eq!(f.graph_components, clusters);
+        let want: Vec<u32> = (0..n).map(|i| (i % clusters) as u32).collect();
+        assert_eq!(f.diffusion_labels, want);
+        assert!(f.rss.iter().all(|r| r.is_finite()));
+        assert_eq!(f.components.len(), 9);
+        let comp = f.compactness();
+        let sep = f.separation();
+        assert_eq!(
+            sep,
+            separation_within(&f.assignments, &f.components, &f.diffusion_labels, nm).unwrap()
+        );
+        for m in 0..nm {
+            let (c, s) = (comp[m].unwrap(), sep[m].unwrap());
+            assert!(
+                c.is_finite() && (0.0..1e3).contains(&c),
+                "metacell {m}: {c}"
+            );
+            assert!(s.is_finite() && s > 0.0 && s < 1e3, "metacell {m}: {s}");
+        }
+        // The same scale as one cluster fitted alone (its 4 metacells).
+        let one: Vec<f64> = (0..per)
+            .flat_map(|i| x.row(i * clusters).to_vec())
+            .collect();
+        let one = Dense::from_rows(per, 5, one).unwrap();
+        let mut c1 = Config::new(nm / clusters);
+        c1.knn = 5;
+        let g = fit(&one, &c1, &mut |_, _| {}).unwrap();
+        assert_eq!(
+            (g.graph_components, g.diffusion_labels.iter().max()),
+            (1, Some(&0))
+        );
+        let alone = g.compactness().into_iter().flatten().fold(0.0f64, f64::max);
+        let here = comp.iter().flatten().fold(0.0f64, |a, &b| a.max(b));
+        assert!(here <= 100.0 * alone.max(1e-3), "{here} vs {alone} alone");
+
+        let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        let p = mean_purity(&purity(&f.assignments, &names, nm).unwrap());
+        assert!(p >= 0.95, "mean purity {p}");
+        assert!(separation_within(&f.assignments, &f.components, &[0, 1], nm).is_err());
+    }
+
+    /// pbmc68k_reduced, `Config::new(20)`, as fitted before components were counted.
+    const PBMC_RSS_BITS: [u64; 13] = [
+        4631160553984426222,
+        4630746583474350035,
+        4630451718403348081,
+        4630421273189071846,
+        4630407281548097296,
+        4630396070829946696,
+        4630385832372101066,
+        4630373295986441112,
+        4630358633774380332,
+        4630348034146146778,
+        4630339473845320313,
+        4630332923507057213,
+        4630328913285791858,
+    ];
+    const PBMC_INIT: [i64; 20] = [
+        302, 695, 18, 287, 679, 667, 74, 197, 229, 432, 121, 272, 540, 95, 171, 222, 666, 632, 85,
+        644,
+    ];
+    const PBMC_ASSIGN_FNV: u64 = 0x7fad08ebb87e7fcb;
+
+    /// A connected graph keeps one component and the fit of the whole graph's diffusion map,
+    /// bit for bit as before components were counted (values recorded from that code).
+    #[test]
+    fn connected_pbmc68k_fit_is_unchanged() {
+        use sparrow::matrix::io;
+        use sparrow::solvers::seacells::fit::separation;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../data/pbmc68k_reduced/X_pca.npy");
+        let x: Dense<f32> = io::read_dense(&path).unwrap();
+        let f = fit(&x, &Config::new(20), &mut |_, _| {}).unwrap();
+        assert_eq!(f.graph_components, 1);
+        assert!(f.diffusion_labels.iter().all(|&l| l == 0));
+        assert_eq!(
+            f.rss.iter().map(|r| r.to_bits()).collect::<Vec<_>>(),
+            PBMC_RSS_BITS
+        );
+        assert_eq!(f.initial_archetypes, PBMC_INIT);
+        // FNV-1a of the assignments.
+        let h = f
+            .assignments
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &a| {
+                (h ^ a as u32 as u64).wrapping_mul(0x100_0000_01b3)
+            });
+        assert_eq!(h, PBMC_ASSIGN_FNV, "assignments changed");
+        assert_eq!(
+            f.separation(),
+            separation(&f.assignments, &f.components, 20)
+        );
     }
 }

@@ -2,7 +2,8 @@
 //! `determine_multiscale_space`): on a kNN graph of 30 (the cell included), Gaussian weights
 //! exp(-d_ij / sigma_i) with sigma_i the distance to the 10th nearest other cell, the kernel
 //! W + W^T, the Markov matrix T = D^-1 (W + W^T), its leading eigenvectors (unit norm), and
-//! components 1.. each scaled by lambda / (1 - lambda).
+//! components 1.. each scaled by lambda / (1 - lambda). A graph that falls apart takes one map
+//! per connected component ([`multiscale_by_piece`], where the reason is given).
 //!
 //! T's eigenvectors come from the symmetric S = D^-1/2 (W + W^T) D^-1/2 (v = D^-1/2 u) by
 //! subspace iteration with Rayleigh-Ritz steps; only n x (a few more than the wanted count)
@@ -11,6 +12,7 @@
 use faer::{Mat, Side};
 use rayon::prelude::*;
 
+use super::graph::Components;
 use crate::matrix::{Csr, Rng};
 use crate::{Error, Result};
 
@@ -316,7 +318,9 @@ pub fn diffusion_map(w: &Csr<f64>, count: usize, seed: u64) -> Result<Diffusion>
 }
 
 /// Components 1..count of the map, each scaled by lambda / (1 - lambda) (1 - lambda held at
-/// least 1e-9: a disconnected graph has several eigenvalues of 1).
+/// least 1e-9: a disconnected graph has several eigenvalues of 1, which is why the fit maps
+/// such a graph by piece, [`multiscale_by_piece`]; the guard is left for graphs whose parts are
+/// joined only by weights too small to move an eigenvalue off 1).
 pub fn multiscale(d: &Diffusion) -> Vec<Vec<f64>> {
     d.values
         .iter()
@@ -327,6 +331,81 @@ pub fn multiscale(d: &Diffusion) -> Vec<Vec<f64>> {
             v.iter().map(|x| x * s).collect()
         })
         .collect()
+}
+
+/// The multiscale coordinates of a graph that falls apart into `pieces` (its connected
+/// components, [`super::graph::connected_components`]): each piece of two or more cells gets
+/// the diffusion map of its own subgraph, exactly as [`diffusion_map`] and [`multiscale`] give
+/// it for that piece alone (`count` eigenpairs, fewer on a piece of fewer cells; the leading,
+/// trivial one dropped), written on its cells; a lone cell stays at 0. Coordinate k of every
+/// cell is its piece's k-th scaled component, so there are `count - 1` coordinates whatever
+/// the number of pieces. Returns them with the eigensolver's iterations summed over the pieces.
+///
+/// Why by piece: on a disconnected graph the Markov matrix is block diagonal, and eigenvalue 1
+/// comes once per piece. Its eigenvectors span the pieces' indicator vectors, in a basis the
+/// solver picks arbitrarily; they say only which piece a cell is in, and lambda / (1 - lambda)
+/// scales them, and the solver's rounding within each piece, by up to 1e9, so variances reach
+/// 1e14 and distances mean nothing. Dropping those eigenvectors from one global map would keep
+/// the rest of the spectrum exact, but the `count - 1` coordinates kept would be shared among
+/// the pieces by eigenvalue rank: most pieces would get none (their cells all at 0), and
+/// keeping them all would take `count - 1` eigenpairs per piece from one solver whose block
+/// grows with the pieces. Each piece's own map is what SEACells (palantir) computes on that
+/// piece, so the metrics of a metacell within a piece are those SEACells' evaluation gives on
+/// the piece; distances between cells of different pieces compare unrelated coordinates and
+/// mean nothing (see [`super::fit::separation_within`]).
+pub fn multiscale_by_piece(
+    w: &Csr<f64>,
+    pieces: &Components,
+    count: usize,
+    seed: u64,
+) -> Result<(Vec<Vec<f64>>, usize)> {
+    let n = w.nrows();
+    if count == 0 || count > n {
+        return Err(Error::invalid(
+            "n_components",
+            format!("{count} must be in 1..={n}"),
+        ));
+    }
+    if pieces.labels.len() != n {
+        return Err(Error::invalid(
+            "pieces",
+            format!("{} labels for {n} cells", pieces.labels.len()),
+        ));
+    }
+    let mut coords = vec![vec![0.0; n]; count - 1];
+    let mut iterations = 0;
+    // Each cell's index within its piece.
+    let mut local = vec![0u32; n];
+    for cells in pieces.members() {
+        if cells.len() < 2 {
+            continue;
+        }
+        for (k, &c) in cells.iter().enumerate() {
+            local[c] = k as u32;
+        }
+        // The piece's rows, its columns renumbered in the same (ascending) order, so each row
+        // stays sorted; no entry leaves a piece except at weight 0, which is dropped.
+        let (mut ptr, mut idx, mut val) = (vec![0i64], Vec::new(), Vec::new());
+        for &c in &cells {
+            for p in w.row_range(c) {
+                let j = w.col_idx()[p] as usize;
+                if pieces.labels[j] == pieces.labels[c] {
+                    idx.push(local[j] as i32);
+                    val.push(w.values()[p]);
+                }
+            }
+            ptr.push(idx.len() as i64);
+        }
+        let sub = Csr::new(cells.len(), cells.len(), ptr, idx, val)?;
+        let dm = diffusion_map(&sub, count.min(cells.len()), seed)?;
+        iterations += dm.iterations;
+        for (dst, src) in coords.iter_mut().zip(multiscale(&dm)) {
+            for (&c, v) in cells.iter().zip(src) {
+                dst[c] = v;
+            }
+        }
+    }
+    Ok((coords, iterations))
 }
 
 #[cfg(test)]
@@ -406,6 +485,62 @@ mod tests {
             assert!((1.0 - c).abs() < 1e-5, "vector {k}: |cos| {c}");
         }
         assert!(d.iterations >= 10);
+    }
+
+    /// Two connected graphs interleaved into one (cells i % 5 < 3 the first, of 120, the rest
+    /// the second, of 80): the map by piece is each graph's own map on its cells, bit for bit,
+    /// and a one-piece graph's is the global map's; the global map of the two scales its
+    /// second eigenvalue-1 vector by 1e9.
+    #[test]
+    fn the_map_by_piece_is_each_pieces_own_map() {
+        let (a, b) = (graph(120, 1), graph(80, 2));
+        let n = 200;
+        let (mut ia, mut ib) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            if i % 5 < 3 {
+                ia.push(i);
+            } else {
+                ib.push(i);
+            }
+        }
+        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        for (g, cells) in [(&a, &ia), (&b, &ib)] {
+            for i in 0..g.nrows() {
+                for p in g.row_range(i) {
+                    r.push(cells[i]);
+                    c.push(cells[g.col_idx()[p] as usize]);
+                    v.push(g.values()[p]);
+                }
+            }
+        }
+        let w = Csr::from_triplets(n, n, &r, &c, &v).unwrap();
+        let pieces = crate::solvers::seacells::graph::connected_components(&w);
+        assert_eq!(pieces.count, 2);
+        let (got, its) = multiscale_by_piece(&w, &pieces, 6, 3).unwrap();
+        assert_eq!(got.len(), 5);
+        let mut total = 0;
+        for (g, cells) in [(&a, &ia), (&b, &ib)] {
+            let dm = diffusion_map(g, 6, 3).unwrap();
+            total += dm.iterations;
+            for (k, want) in multiscale(&dm).iter().enumerate() {
+                for (i, &cell) in cells.iter().enumerate() {
+                    assert_eq!(got[k][cell].to_bits(), want[i].to_bits(), "{k} {cell}");
+                }
+            }
+        }
+        assert_eq!(its, total);
+        let whole = multiscale(&diffusion_map(&w, 6, 3).unwrap());
+        let big = whole[0].iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        assert!(big > 1e6, "the global map's second vector peaks at {big}");
+        let one = graph(150, 5);
+        let alone = crate::solvers::seacells::graph::connected_components(&one);
+        let (got, _) = multiscale_by_piece(&one, &alone, 6, 3).unwrap();
+        let want = multiscale(&diffusion_map(&one, 6, 3).unwrap());
+        assert!(got
+            .iter()
+            .flatten()
+            .zip(want.iter().flatten())
+            .all(|(x, y)| x.to_bits() == y.to_bits()));
     }
 
     /// Columns that are dependent fall back to Gram-Schmidt, which replaces a vanished column.

@@ -4,10 +4,11 @@
 
 use std::time::Instant;
 
-use super::diffusion::{diffusion_kernel, diffusion_map, multiscale};
+use super::diffusion::{diffusion_kernel, diffusion_map, multiscale, multiscale_by_piece};
 use super::fw::{btkb, kb_cols, rss, trace_k, update_a, update_b};
 use super::gpu;
-use super::init::initial_archetypes;
+use super::graph::connected_components;
+use super::init::{initial_archetypes, initial_archetypes_by_piece};
 use super::kernel::{kernel_from_knn, knn, Symmetrize};
 use super::sparse::{transpose, SpVec};
 use crate::device::Device;
@@ -27,7 +28,8 @@ pub struct Config {
     pub min_iter: usize,
     /// See `min_iter`.
     pub max_iter: usize,
-    /// Converged when |RSS_prev - RSS| < epsilon * RSS_0 (default 1e-3).
+    /// Converged when |RSS_prev - RSS| < epsilon * RSS_0 (default 1e-3); 0 never stops early,
+    /// so the fit runs max_iter iterations.
     pub epsilon: f64,
     /// Frank-Wolfe steps per update (default 50).
     pub fw_steps: usize,
@@ -48,6 +50,84 @@ impl Config {
             fw_steps: 50,
             symmetrize: Symmetrize::Union,
         }
+    }
+
+    /// Refuses settings and an embedding no fit can use, before any work, with
+    /// [`Error::InvalidArgument`] naming the argument as the CLI spells it without dashes
+    /// (`embedding`, `n_metacells`, `knn`, `min_iter`, `max_iter`, `epsilon`, `fw_steps`).
+    /// [`fit`] and [`fit_on`] call it first; a front end may call it earlier. The checks, in
+    /// order: at least 2 cells (and no more than 32-bit cell indices reach), at least 1
+    /// dimension, n_metacells in 1..=cells, knn in 2..=cells (the cell and a neighbour),
+    /// max_iter positive, min_iter <= max_iter, epsilon finite and >= 0, fw_steps positive,
+    /// then every value of the embedding finite (the first bad cell and dimension named).
+    pub fn validate<T: Scalar>(&self, x: &Dense<T>) -> Result<()> {
+        let (n, d) = (x.nrows(), x.ncols());
+        if n < 2 {
+            return Err(Error::invalid(
+                "embedding",
+                format!("{n} cells: at least 2 are needed"),
+            ));
+        }
+        if n > u32::MAX as usize {
+            return Err(Error::invalid(
+                "embedding",
+                format!("{n} cells exceed the 32-bit cell index"),
+            ));
+        }
+        if d == 0 {
+            return Err(Error::invalid(
+                "embedding",
+                format!("{n} cells x 0 dimensions: at least 1 dimension is needed"),
+            ));
+        }
+        if self.n_metacells == 0 || self.n_metacells > n {
+            return Err(Error::invalid(
+                "n_metacells",
+                format!(
+                    "{} must be in 1..={n} (the number of cells)",
+                    self.n_metacells
+                ),
+            ));
+        }
+        if self.knn < 2 || self.knn > n {
+            return Err(Error::invalid(
+                "knn",
+                format!(
+                    "{} must be in 2..={n} (the cell itself and at least one neighbour, at most the number of cells)",
+                    self.knn
+                ),
+            ));
+        }
+        if self.max_iter == 0 {
+            return Err(Error::invalid("max_iter", "0 must be positive"));
+        }
+        if self.min_iter > self.max_iter {
+            return Err(Error::invalid(
+                "min_iter",
+                format!("{} exceeds max_iter = {}", self.min_iter, self.max_iter),
+            ));
+        }
+        if !(self.epsilon.is_finite() && self.epsilon >= 0.0) {
+            return Err(Error::invalid(
+                "epsilon",
+                format!(
+                    "{} must be finite and at least 0 (0 runs max_iter iterations)",
+                    self.epsilon
+                ),
+            ));
+        }
+        if self.fw_steps == 0 {
+            return Err(Error::invalid("fw_steps", "0 must be positive"));
+        }
+        for i in 0..n {
+            if let Some(j) = x.row(i).iter().position(|v| !v.to_f64().is_finite()) {
+                return Err(Error::invalid(
+                    "embedding",
+                    format!("cell {i}, dimension {j} is not finite"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -79,8 +159,21 @@ pub struct Fit {
     pub converged: bool,
     /// Seconds per stage, in order.
     pub stage_seconds: Vec<(&'static str, f64)>,
-    /// The scaled diffusion components (for the metrics), one vector per component.
+    /// The scaled diffusion components (for the metrics), one vector of n values per
+    /// component. When the diffusion map's graph falls apart, each of its connected components
+    /// (`diffusion_labels`) has its own map, written on its cells (see
+    /// [`super::diffusion::multiscale_by_piece`]): compare cells only within one.
     pub components: Vec<Vec<f64>>,
+    /// Connected components of the kernel's kNN graph (`knn` neighbours, symmetrised as
+    /// configured; edges of positive weight): 1 on a connected graph. Above 1, K = M M is 0
+    /// between cells of different components, so no archetype stands for cells of two of them,
+    /// and each component needs metacells of its own: worth a warning, or a larger `knn`.
+    pub graph_components: usize,
+    /// Per cell, its connected component of the diffusion map's graph (30 neighbours), numbered
+    /// from 0 in order of their lowest cell; all 0 (one component, and the map of the whole
+    /// graph, as before) when that graph is connected. [`Fit::separation`] compares metacells
+    /// only within one component.
+    pub diffusion_labels: Vec<u32>,
     /// Frank-Wolfe steps of each B update.
     pub b_steps: Vec<usize>,
     /// Subspace iterations of the diffusion map's eigensolver.
@@ -132,47 +225,9 @@ pub fn fit_on<T: Scalar>(
     cfg: &Config,
     progress: &mut dyn FnMut(usize, f64),
 ) -> Result<Fit> {
+    cfg.validate(x)?;
     let gpu_dev = device.gpu().map(|g| &**g);
     let n = x.nrows();
-    if n < 2 {
-        return Err(Error::invalid(
-            "embedding",
-            format!("{n} cells: at least 2 are needed"),
-        ));
-    }
-    if cfg.n_metacells == 0 || cfg.n_metacells > n {
-        return Err(Error::invalid(
-            "n_metacells",
-            format!(
-                "{} must be in 1..={n} (the number of cells)",
-                cfg.n_metacells
-            ),
-        ));
-    }
-    if cfg.knn < 2 || cfg.knn > n {
-        return Err(Error::invalid(
-            "knn",
-            format!("{} must be in 2..={n}", cfg.knn),
-        ));
-    }
-    if cfg.min_iter > cfg.max_iter || cfg.max_iter == 0 {
-        return Err(Error::invalid(
-            "max_iter",
-            format!(
-                "{} must be positive and at least min_iter = {}",
-                cfg.max_iter, cfg.min_iter
-            ),
-        ));
-    }
-    if !(cfg.epsilon > 0.0 && cfg.epsilon.is_finite()) {
-        return Err(Error::invalid(
-            "epsilon",
-            format!("{} must be positive", cfg.epsilon),
-        ));
-    }
-    if cfg.fw_steps == 0 {
-        return Err(Error::invalid("fw_steps", "must be positive"));
-    }
     let mut stages = Vec::new();
     let mut clock = Instant::now();
     let mut lap = |name: &'static str, stages: &mut Vec<(&'static str, f64)>| {
@@ -191,13 +246,31 @@ pub fn fit_on<T: Scalar>(
     // The neighbour lists, the diffusion kernel and the eigenvectors are not needed past this
     // point; freed now, they are not held through the fit (about 50 MB at 50,000 cells).
     drop(nb);
-    let dm = diffusion_map(&w, DIFFUSION_EIGS.min(n), cfg.seed)?;
+    // Eigenvalue 1 comes once per connected component of the diffusion graph, and
+    // lambda / (1 - lambda) would scale the eigenvectors past the first by up to 1e9; a graph
+    // that falls apart gets one map per component instead (see `multiscale_by_piece`). A
+    // connected graph takes the map of the whole graph, as it always has.
+    let pieces = connected_components(&w);
+    let (components, diffusion_iterations) = if pieces.count <= 1 {
+        let dm = diffusion_map(&w, DIFFUSION_EIGS.min(n), cfg.seed)?;
+        (multiscale(&dm), dm.iterations)
+    } else {
+        multiscale_by_piece(&w, &pieces, DIFFUSION_EIGS.min(n), cfg.seed)?
+    };
     drop(w);
-    let components = multiscale(&dm);
-    let diffusion_iterations = dm.iterations;
-    drop(dm);
+    let graph_components = connected_components(&m).count;
     lap("diffusion", &mut stages);
-    let init = initial_archetypes(&m, &components, cfg.n_metacells, cfg.seed);
+    let init = if pieces.count <= 1 {
+        initial_archetypes(&m, &components, cfg.n_metacells, cfg.seed)
+    } else {
+        initial_archetypes_by_piece(
+            &m,
+            &components,
+            &pieces.members(),
+            cfg.n_metacells,
+            cfg.seed,
+        )
+    };
     lap("initialise", &mut stages);
 
     let nm = cfg.n_metacells;
@@ -291,10 +364,33 @@ pub fn fit_on<T: Scalar>(
         converged,
         stage_seconds: stages,
         components,
+        graph_components,
+        diffusion_labels: pieces.labels,
         b_steps,
         diffusion_iterations,
         b_parts,
     })
+}
+
+impl Fit {
+    /// [`compactness`] of the fit's hard assignments in its diffusion components, per
+    /// metacell. On a diffusion graph that falls apart, a metacell within one of its components
+    /// gets the value SEACells' evaluation gives on that component alone.
+    pub fn compactness(&self) -> Vec<Option<f64>> {
+        compactness(&self.assignments, &self.components, self.archetypes.len())
+    }
+
+    /// [`separation_within`] of the fit's hard assignments, each metacell compared only with
+    /// the metacells of its own component of the diffusion graph (all of them when that graph
+    /// is connected, which is [`separation`]).
+    pub fn separation(&self) -> Vec<Option<f64>> {
+        separation_among(
+            &self.assignments,
+            &self.components,
+            Some(&self.diffusion_labels),
+            self.archetypes.len(),
+        )
+    }
 }
 
 /// The `top` heaviest metacells of each cell with their weights (index -1 and weight 0 past a
@@ -456,7 +552,58 @@ pub fn compactness(assign: &[i32], comps: &[Vec<f64>], nm: usize) -> Vec<Option<
 /// Per metacell, the distance in diffusion-component space from its centroid to the nearest
 /// other metacell's centroid (higher is better separated; None without cells or peers).
 pub fn separation(assign: &[i32], comps: &[Vec<f64>], nm: usize) -> Vec<Option<f64>> {
+    separation_among(assign, comps, None, nm)
+}
+
+/// [`separation`] with peers only within a group: each metacell belongs to the group most of
+/// its cells are in (the lowest on ties), `groups` giving each cell's (the diffusion graph's
+/// components, [`Fit::diffusion_labels`]), and is compared only with the metacells of its
+/// group (None without peers there). Coordinates of different components of a graph that falls
+/// apart come from different maps, so distances across them mean nothing.
+pub fn separation_within(
+    assign: &[i32],
+    comps: &[Vec<f64>],
+    groups: &[u32],
+    nm: usize,
+) -> Result<Vec<Option<f64>>> {
+    if groups.len() != assign.len() {
+        return Err(Error::invalid(
+            "groups",
+            format!("{} groups for {} cells", groups.len(), assign.len()),
+        ));
+    }
+    Ok(separation_among(assign, comps, Some(groups), nm))
+}
+
+/// Each metacell's group: the one most of its cells are in, the lowest on ties.
+fn majority_groups(assign: &[i32], groups: &[u32], nm: usize) -> Vec<u32> {
+    let mut pairs: Vec<(i32, u32)> = assign
+        .iter()
+        .zip(groups)
+        .filter(|p| *p.0 >= 0)
+        .map(|(&m, &g)| (m, g))
+        .collect();
+    pairs.sort_unstable();
+    let mut best = vec![(0usize, 0u32); nm];
+    for run in pairs.chunk_by(|a, b| a == b) {
+        let (m, g) = run[0];
+        let b = &mut best[m as usize];
+        // Runs come in ascending group order, so a tie keeps the lower group.
+        if run.len() > b.0 {
+            *b = (run.len(), g);
+        }
+    }
+    best.into_iter().map(|b| b.1).collect()
+}
+
+fn separation_among(
+    assign: &[i32],
+    comps: &[Vec<f64>],
+    groups: Option<&[u32]>,
+    nm: usize,
+) -> Vec<Option<f64>> {
     let (cen, cnt) = centroids(assign, comps, nm);
+    let group = groups.map(|g| majority_groups(assign, g, nm));
     (0..nm)
         .map(|m| {
             if cnt[m] == 0 {
@@ -464,6 +611,7 @@ pub fn separation(assign: &[i32], comps: &[Vec<f64>], nm: usize) -> Vec<Option<f
             }
             (0..nm)
                 .filter(|&o| o != m && cnt[o] > 0)
+                .filter(|&o| group.as_ref().is_none_or(|g| g[o] == g[m]))
                 .map(|o| {
                     cen[m]
                         .iter()

@@ -142,16 +142,79 @@ pub fn initial_archetypes(
     n_meta: usize,
     seed: u64,
 ) -> Vec<usize> {
-    let n = m.nrows();
     let mut rng = Rng::new(seed);
     let per = if components.is_empty() {
         0
     } else {
         n_meta / components.len()
     };
+    complete(m, max_min(components, per, &mut rng), n_meta)
+}
+
+/// Shares of `total` in proportion to `sizes` by largest remainders (ties to the lower index);
+/// they sum to `total` when any size is positive.
+pub fn shares(total: usize, sizes: &[usize]) -> Vec<usize> {
+    let all: usize = sizes.iter().sum();
+    if all == 0 {
+        return vec![0; sizes.len()];
+    }
+    let exact: Vec<(usize, usize)> = sizes
+        .iter()
+        .map(|&s| {
+            let t = total as u128 * s as u128;
+            ((t / all as u128) as usize, (t % all as u128) as usize)
+        })
+        .collect();
+    let mut out: Vec<usize> = exact.iter().map(|e| e.0).collect();
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by(|&a, &b| exact[b].1.cmp(&exact[a].1).then(a.cmp(&b)));
+    let left = total - out.iter().sum::<usize>();
+    for &p in order.iter().take(left) {
+        out[p] += 1;
+    }
+    out
+}
+
+/// [`initial_archetypes`] on a diffusion graph that falls apart into `pieces` (components from
+/// [`super::diffusion::multiscale_by_piece`]): the metacells are shared among the pieces in
+/// proportion to their cells ([`shares`]), and each piece's waypoints are max-min sampled in its
+/// own coordinates, among its own cells, as SEACells would on that piece alone; the greedy
+/// centres on K then complete the set over all cells. Max-min sampling over all cells at once
+/// would compare coordinates of different pieces' maps, which mean nothing to each other.
+pub fn initial_archetypes_by_piece(
+    m: &Csr<f64>,
+    components: &[Vec<f64>],
+    pieces: &[Vec<usize>],
+    n_meta: usize,
+    seed: u64,
+) -> Vec<usize> {
+    let mut rng = Rng::new(seed);
+    let sizes: Vec<usize> = pieces.iter().map(|p| p.len()).collect();
+    let mut waypoints = Vec::new();
+    for (cells, share) in pieces.iter().zip(shares(n_meta, &sizes)) {
+        let per = if components.is_empty() {
+            0
+        } else {
+            share / components.len()
+        };
+        if per == 0 {
+            continue;
+        }
+        let own: Vec<Vec<f64>> = components
+            .iter()
+            .map(|v| cells.iter().map(|&c| v[c]).collect())
+            .collect();
+        waypoints.extend(max_min(&own, per, &mut rng).into_iter().map(|i| cells[i]));
+    }
+    complete(m, waypoints, n_meta)
+}
+
+/// The first `n_meta` distinct waypoints, then greedy centres, then the lowest unused cells.
+fn complete(m: &Csr<f64>, waypoints: Vec<usize>, n_meta: usize) -> Vec<usize> {
+    let n = m.nrows();
     let mut seen = vec![false; n];
     let mut out = Vec::new();
-    for w in max_min(components, per, &mut rng) {
+    for w in waypoints {
         if !seen[w] && out.len() < n_meta {
             seen[w] = true;
             out.push(w);

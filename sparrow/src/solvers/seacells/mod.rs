@@ -1,8 +1,9 @@
 //! SEACells metacells (Persad et al., 2023) by kernel archetypal analysis, on the CPU: the
 //! adaptive Gaussian kernel M on the symmetrised kNN graph ([`kernel`]), a diffusion map and
-//! waypoint plus greedy column-subset initialisation ([`diffusion`], [`init`]), the A and B
-//! Frank-Wolfe updates with K = M M applied through products with M and every n x N matrix
-//! held sparse ([`fw`]), and the fit loop with its outputs and metrics ([`fit`]).
+//! waypoint plus greedy column-subset initialisation ([`diffusion`], [`init`]; the map taken
+//! per connected component when its graph falls apart, [`graph`]), the A and B Frank-Wolfe
+//! updates with K = M M applied through products with M and every n x N matrix held sparse
+//! ([`fw`]), and the fit loop with its outputs and metrics ([`fit`]).
 
 pub mod bounds;
 pub mod diffusion;
@@ -10,6 +11,7 @@ pub mod fit;
 pub mod fw;
 pub mod gpu;
 pub mod gpu_b;
+pub mod graph;
 pub mod init;
 pub mod kernel;
 pub mod rows;
