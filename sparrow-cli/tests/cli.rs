@@ -113,7 +113,7 @@ fn bad_inputs_give_one_line_errors() {
     ]));
     assert_eq!(
         e,
-        "error: invalid argument `b`: has 19 rows but A has 20 columns"
+        "error: invalid argument `--b`: has 19 rows but A has 20 columns"
     );
 
     io::write_dense(&pb, &gen::dense::<f32>(20, 2, 2, 1).unwrap()).unwrap();
@@ -157,12 +157,17 @@ fn bad_inputs_give_one_line_errors() {
         s(&pa),
         "--b",
         s(&pb),
+        "--dtype",
+        "f32",
         "--out",
         s(&pout),
     ]));
     assert_eq!(
         e,
-        format!("error: {}: the array has dtype float64, but f32 was asked for; convert the file or choose --dtype f64", s(&pb))
+        format!(
+            "error: {}: the array holds float64; reading it as float32 would round it",
+            s(&pb)
+        )
     );
 
     let e = failure(&sparrow(&[
@@ -420,7 +425,7 @@ fn topk_from_files() {
     let outs = ["--out-keys", s(&po), "--out-indices", s(&pi)];
     assert_eq!(
         with_offsets(&outs),
-        "error: invalid argument `offsets`: offsets[2] = 301 is past the end of the 300 keys"
+        "error: invalid argument `--offsets`: offsets[2] = 301 is past the end of the 300 keys"
     );
     assert_eq!(
         with_offsets(&[&outs[..], &["--tie-break", "random"]].concat()),
@@ -531,7 +536,7 @@ fn recover_from_files() {
     ]));
     assert_eq!(
         e,
-        "error: invalid argument `sparsity`: K = 61 is larger than the 60 measurements"
+        "error: invalid argument `--sparsity`: K = 61 is larger than the 60 measurements"
     );
     let e = failure(&sparrow(&[
         "recover",
@@ -652,7 +657,7 @@ fn complete_from_observed_entries() {
     ]));
     assert_eq!(
         e,
-        "error: invalid argument `rank hint`: 0 must be in 1..=25"
+        "error: invalid argument `--rank-hint`: 0 must be in 1..=25"
     );
 }
 
@@ -660,8 +665,7 @@ fn complete_from_observed_entries() {
 /// the library gives for the same seed; bad arguments named.
 #[test]
 fn seacells_writes_every_output() {
-    let data =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/pbmc68k_reduced");
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/pbmc68k_reduced");
     let (x, labels) = (data.join("X_pca.npy"), data.join("labels.txt"));
     let counts = tmp("sea-counts.npy");
     io::write_npy(
@@ -770,7 +774,7 @@ fn seacells_writes_every_output() {
         "--out-dir",
         s(&dir),
     ]));
-    assert!(e.contains("n_metacells"), "{e}");
+    assert!(e.contains("--n-metacells"), "{e}");
     let short = tmp("short-labels.txt");
     std::fs::write(&short, "a\nb\n").unwrap();
     let e = failure(&sparrow(&[

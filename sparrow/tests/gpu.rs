@@ -3060,9 +3060,8 @@ mod seacells {
         let (x, _) = gaussian_mixture(3_000, 20, 10, 5);
         agree(&x, 100, "mixture 3,000 x 20, 100 metacells");
         // SPARROW_DATA names the folder holding pbmc68k_reduced (the bundle ships it).
-        let dir = std::env::var("SPARROW_DATA").unwrap_or_else(|_| {
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../data").to_string()
-        });
+        let dir = std::env::var("SPARROW_DATA")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../data").to_string());
         let path = std::path::Path::new(&dir).join("pbmc68k_reduced/X_pca.npy");
         let x: Dense<f32> =
             io::read_dense(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -22,6 +22,10 @@ pub struct Args {
     /// Shrinkage tau (default 5 sqrt(m n) times the RMS of the observations).
     #[arg(long)]
     tau: Option<f64>,
+    /// Step delta, in (0, 2) (default 1.2 m n / |Omega|, the paper's, which can pass 2 when few
+    /// entries are observed).
+    #[arg(long)]
+    delta: Option<f64>,
     /// Iteration cap.
     #[arg(long, default_value_t = 500)]
     max_iter: usize,
@@ -41,6 +45,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     let obs = io::read_sparse::<f64>(&args.observed, Normalize::SortAndSum)?;
     let mut req = Complete::new(args.rank_hint);
     req.tau = args.tau;
+    req.delta = args.delta;
     req.max_iter = args.max_iter;
     req.tol = args.tol;
     let device = ctx.open_device()?;

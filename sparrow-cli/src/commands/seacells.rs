@@ -7,8 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sparrow::matrix::io::{self, Normalize};
 use sparrow::matrix::Csr;
 use sparrow::solvers::seacells::fit::{
-    aggregate_hard, aggregate_soft, compactness, fit_on, mean_purity, plan, purity, separation,
-    soft_matrix, soft_top, Config, Fit,
+    aggregate_hard, aggregate_soft, fit_on, mean_purity, plan, purity, soft_matrix, soft_top,
+    Config, Fit,
 };
 use sparrow::solvers::seacells::kernel::Symmetrize;
 use sparrow::{Error, Result};
@@ -153,8 +153,9 @@ fn summary(
             .collect::<serde_json::Map<String, serde_json::Value>>(),
         "diffusion_iterations": f.diffusion_iterations,
         "initial_archetypes": f.initial_archetypes,
-        "compactness": compactness(&f.assignments, &f.components, nm),
-        "separation": separation(&f.assignments, &f.components, nm),
+        "compactness": f.compactness(),
+        "separation": f.separation(),
+        "graph_components": f.graph_components,
     });
     if let Some(l) = labels {
         let p = purity(&f.assignments, l, nm)?;
@@ -224,6 +225,12 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         pb.set_message(format!("RSS {rss:.6e}"));
     })?;
     pb.finish_and_clear();
+    if f.graph_components > 1 {
+        eprintln!(
+            "warning: the kNN graph has {} connected components; no metacell spans two of them, compactness and separation are computed within each one, and a larger --knn may join them",
+            f.graph_components
+        );
+    }
     let nm = cfg.n_metacells;
     let d = &args.out_dir;
     let mut files = match checked {

@@ -292,7 +292,9 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         None => None,
     };
     if let (Some(p), Some((vshape, _))) = (&args.values, &values) {
-        if *vshape != shape {
+        // The keys' shape, or flat in their row-major order; never another 2-D shape.
+        let flat = vshape.len() == 1 && vshape[0] == shape.iter().product::<u64>();
+        if *vshape != shape && !flat {
             return Err(Error::invalid(
                 "--values",
                 format!(
