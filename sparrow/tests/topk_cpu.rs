@@ -220,21 +220,9 @@ fn k_past_the_segment_pads() {
     let (out, _) = TopK::largest(5)
         .run_keys(&Device::Cpu, &k, Segments::Offsets(&o))
         .unwrap();
-    assert_eq!(
-        out.keys,
-        vec![
-            3,
-            -1,
-            7,
-            i8::MIN,
-            i8::MIN,
-            i8::MIN,
-            i8::MIN,
-            i8::MIN,
-            i8::MIN,
-            i8::MIN
-        ]
-    );
+    // The width stops at the longest segment (3), not at k = 5.
+    assert_eq!(out.width, 3);
+    assert_eq!(out.keys, vec![3, -1, 7, i8::MIN, i8::MIN, i8::MIN]);
     assert_eq!(out.counts, vec![3, 0]);
     assert_eq!(out.indices.get(3), -1);
     let (out, _) = TopK::smallest(2)
@@ -269,9 +257,18 @@ fn k_past_the_segment_pads() {
             Segments::Fixed { count: 1, len: 1 },
         )
         .unwrap();
+    assert_eq!(out.keys, vec![2.0]);
+    // A shorter segment beside a longer one is padded up to the longer one's length.
+    let (out, _) = TopK::smallest(4)
+        .run_keys(
+            &Device::Cpu,
+            &[2.0f32, 5.0, 1.0, 3.0],
+            Segments::Offsets(&[0, 1, 4]),
+        )
+        .unwrap();
     assert_eq!(
         out.keys,
-        vec![2.0, f32::INFINITY, f32::INFINITY, f32::INFINITY]
+        vec![2.0, f32::INFINITY, f32::INFINITY, 5.0, 1.0, 3.0]
     );
 }
 
