@@ -68,12 +68,6 @@ impl Config {
                 format!("{n} cells: at least 2 are needed"),
             ));
         }
-        if n > u32::MAX as usize {
-            return Err(Error::invalid(
-                "embedding",
-                format!("{n} cells exceed the 32-bit cell index"),
-            ));
-        }
         if d == 0 {
             return Err(Error::invalid(
                 "embedding",
@@ -119,15 +113,8 @@ impl Config {
         if self.fw_steps == 0 {
             return Err(Error::invalid("fw_steps", "0 must be positive"));
         }
-        for i in 0..n {
-            if let Some(j) = x.row(i).iter().position(|v| !v.to_f64().is_finite()) {
-                return Err(Error::invalid(
-                    "embedding",
-                    format!("cell {i}, dimension {j} is not finite"),
-                ));
-            }
-        }
-        Ok(())
+        // The kNN's own checks: 32-bit cell indices and finite entries.
+        super::kernel::check_embedding(x, self.knn)
     }
 }
 
