@@ -225,7 +225,7 @@ fn l1_phase_transition_curve() {
 #[test]
 fn svt_completes_a_low_rank_matrix() {
     use sparrow::matrix::{Csr, Rng};
-    use sparrow::solvers::cs::svt::Complete;
+    use sparrow::solvers::completion::Complete;
     let (m, n, r) = (60, 50, 3);
     let u = gaussian_phi(m, r, 21).unwrap();
     let v = gaussian_phi(n, r, 22).unwrap();

@@ -4,8 +4,8 @@
 //! its own binary: the limit is process-wide.)
 
 use sparrow::matrix::{Csr, Dense};
+use sparrow::solvers::completion::Complete;
 use sparrow::solvers::cs::phase::{run as run_phase, PhaseConfig};
-use sparrow::solvers::cs::svt::Complete;
 use sparrow::solvers::cs::{Method, Recover};
 use sparrow::{Device, Error};
 

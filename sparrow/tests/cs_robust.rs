@@ -5,9 +5,9 @@
 //! completions and enormous phase-transition grids are refused up front.
 
 use sparrow::matrix::{Csr, Dense, Rng};
+use sparrow::solvers::completion::Complete;
 use sparrow::solvers::cs::data::{gaussian_phi, measure, sparse_signals};
 use sparrow::solvers::cs::phase::{parse_range, run as run_phase, PhaseConfig};
-use sparrow::solvers::cs::svt::Complete;
 use sparrow::solvers::cs::{Method, Recover};
 use sparrow::{Device, Error};
 

@@ -5,10 +5,22 @@
 use proptest::prelude::*;
 use sparrow::matrix::{gen, Csr, Dense, Rng};
 use sparrow::ops::check::{compare, tolerance};
-use sparrow::ops::spmm::{oracle as spmm_oracle, plan, GpuPath, Spmm};
-use sparrow::ops::spmv::{oracle as spmv_oracle, Spmv};
+use sparrow::ops::products::oracle as spmm_oracle;
+use sparrow::ops::products::oracle as spmv_oracle;
+use sparrow::ops::products::{plan, GpuPath, RowStats, Spmm, Spmv};
 use sparrow::ops::Backend;
 use sparrow::{Device, Error, Scalar};
+
+/// The row statistics of a matrix, in method position for the chains below.
+trait Stats {
+    fn row_stats(&self) -> RowStats;
+}
+
+impl<T: Scalar> Stats for Csr<T> {
+    fn row_stats(&self) -> RowStats {
+        RowStats::of(self)
+    }
+}
 
 /// A random matrix with a given fraction of empty rows and ragged lengths.
 fn random_csr<T: Scalar>(
@@ -117,7 +129,7 @@ proptest! {
 #[test]
 fn long_rows_and_power_law_on_cpu() {
     let a = gen::power_law::<f32>(3000, 50_000, 16.0, 20_000, 1.5, 9).unwrap();
-    assert_eq!(a.row_stats().max_len, 20_000);
+    assert_eq!(RowStats::of(&a).max_len, 20_000);
     for n in [1, 3, 8, 33] {
         check_spmm(&a, n, 0, 1, 1.0, -0.5, 4);
     }
@@ -200,7 +212,7 @@ fn shape_errors_name_the_argument() {
 fn plan_on_cpu_says_so() {
     let a = gen::banded::<f32>(10, 3, 1).unwrap();
     let p = Spmm::<f32>::new()
-        .plan(&Device::Cpu, &a.row_stats(), 8)
+        .plan(&Device::Cpu, &RowStats::of(&a), 8)
         .unwrap();
     assert_eq!(p.backend, Backend::Cpu);
     assert_eq!(p.kernel, None);
@@ -296,7 +308,7 @@ fn cpu_products_give_the_same_bits_on_any_number_of_threads() {
 
 #[test]
 fn gpu_policy_picks_by_n_and_row_length() {
-    let stats = |mean: f64, empty: usize| sparrow::matrix::RowStats {
+    let stats = |mean: f64, empty: usize| sparrow::ops::products::stats::RowStats {
         nrows: 1000,
         ncols: 1 << 40,
         nnz: (mean * (1000 - empty) as f64) as usize,
@@ -305,12 +317,12 @@ fn gpu_policy_picks_by_n_and_row_length() {
         empty_rows: empty,
         long_rows: 0,
         long_chunks: 0,
-        stream_items: sparrow::matrix::work::STREAM_ITEMS,
+        stream_items: sparrow::ops::products::formats::work::STREAM_ITEMS,
         stream_blocks: 7,
         stream_span: usize::MAX,
         window_max: 0,
         window_reuse: 0.0,
-        len_classes: [0; sparrow::matrix::LEN_CLASSES],
+        len_classes: [0; sparrow::ops::products::stats::LEN_CLASSES],
         spread: 1.0,
         block_union: (mean * (1000 - empty) as f64) as usize,
         tall_union: 0,
@@ -374,10 +386,10 @@ fn gpu_policy_picks_by_n_and_row_length() {
         plan::choose(&s, 1, 8)
     };
     assert_eq!(
-        scattered(16.0, sparrow::matrix::SCATTER_WINDOW).0,
+        scattered(16.0, sparrow::ops::products::stats::SCATTER_WINDOW).0,
         rv(1, 2, 1)
     );
-    let (path, why) = scattered(16.0, sparrow::matrix::SCATTER_WINDOW + 1);
+    let (path, why) = scattered(16.0, sparrow::ops::products::stats::SCATTER_WINDOW + 1);
     assert_eq!(path, GpuPath::AVec { ksplit: 4 });
     assert!(why.contains("columns scattered"), "{why}");
     assert_eq!(scattered(64.0, 1 << 20).0, GpuPath::AVec { ksplit: 4 });
@@ -398,7 +410,7 @@ fn gpu_policy_picks_by_n_and_row_length() {
     // Where SpMV takes the planned blocks (f32 short rows, skewed rows of either type), it
     // takes them packed when every work block spans at most 2^16 columns; one column more,
     // plain. Other paths and N > 1 never pack.
-    let span = sparrow::matrix::work::PACKED_SPAN;
+    let span = sparrow::ops::products::formats::work::PACKED_SPAN;
     for (mean, empty, bytes, packs) in [
         (3.0, 0, 4, true),
         (30.0, 600, 4, true),
@@ -454,10 +466,10 @@ fn gpu_policy_picks_by_n_and_row_length() {
     assert_eq!(plan::choose(&stats(8.0, 0), 128, 8).0, rv(32, 1, 2));
     // f32 only where the columns are local (their gathers of B come from cache); f64 always.
     let mut scattered_short = stats(5.0, 0);
-    scattered_short.window_max = sparrow::matrix::SCATTER_WINDOW + 1;
+    scattered_short.window_max = sparrow::ops::products::stats::SCATTER_WINDOW + 1;
     assert_eq!(plan::choose(&scattered_short, 128, 4).0, rv(16, 1, 1));
     assert_eq!(plan::choose(&scattered_short, 128, 8).0, rv(8, 1, 2));
-    scattered_short.window_max = sparrow::matrix::SCATTER_WINDOW;
+    scattered_short.window_max = sparrow::ops::products::stats::SCATTER_WINDOW;
     assert_eq!(plan::choose(&scattered_short, 128, 4).0, rv(8, 1, 4));
     // Empty rows do not shrink the entry split of the rows that have entries.
     assert_eq!(plan::choose(&stats(32.0, 900), 8, 4).0, rv(2, 4, 1));
@@ -466,30 +478,31 @@ fn gpu_policy_picks_by_n_and_row_length() {
 
 #[test]
 fn gpu_policy_stages_windows_that_fit_and_pay() {
-    let stats = |mean: f64, window_max: usize, window_reuse: f64| sparrow::matrix::RowStats {
-        nrows: 1000,
-        ncols: 1 << 40,
-        nnz: (mean * 1000.0) as usize,
-        max_len: mean as usize,
-        mean_len: mean,
-        empty_rows: 0,
-        long_rows: 0,
-        long_chunks: 0,
-        stream_items: sparrow::matrix::work::STREAM_ITEMS,
-        stream_blocks: 7,
-        stream_span: usize::MAX,
-        window_max,
-        window_reuse,
-        len_classes: [0; sparrow::matrix::LEN_CLASSES],
-        spread: 1.0,
-        block_union: (mean * 1000.0) as usize,
-        tall_union: 0,
-        diagonals: 0,
-        diag_rows: 0,
-        diag_row: 0,
-        reach: usize::MAX,
-        pieces: 1000,
-    };
+    let stats =
+        |mean: f64, window_max: usize, window_reuse: f64| sparrow::ops::products::stats::RowStats {
+            nrows: 1000,
+            ncols: 1 << 40,
+            nnz: (mean * 1000.0) as usize,
+            max_len: mean as usize,
+            mean_len: mean,
+            empty_rows: 0,
+            long_rows: 0,
+            long_chunks: 0,
+            stream_items: sparrow::ops::products::formats::work::STREAM_ITEMS,
+            stream_blocks: 7,
+            stream_span: usize::MAX,
+            window_max,
+            window_reuse,
+            len_classes: [0; sparrow::ops::products::stats::LEN_CLASSES],
+            spread: 1.0,
+            block_union: (mean * 1000.0) as usize,
+            tall_union: 0,
+            diagonals: 0,
+            diag_rows: 0,
+            diag_row: 0,
+            reach: usize::MAX,
+            pieces: 1000,
+        };
     let win = |cols, ksplit| GpuPath::Window { cols, ksplit };
     let blocks = stats(32.0, 32, 32.0);
     // The row-vector shape, with at least 8 lanes per row.
@@ -507,7 +520,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
         GpuPath::RowVec { cols: 1, .. }
     ));
     // Windows wider than twice the block's rows, or used too few times, are read from L2.
-    let wide = plan::WINDOW_SPAN * sparrow::matrix::WINDOW_ROWS;
+    let wide = plan::WINDOW_SPAN * sparrow::ops::products::stats::WINDOW_ROWS;
     assert!(matches!(
         plan::choose(&stats(64.0, wide, 21.0), 256, 4).0,
         GpuPath::Window { .. }
@@ -537,11 +550,11 @@ fn row_stats_measure_the_column_windows() {
     // 4 blocks of 32 x 32 on the diagonal: every block of 32 rows spans 32 columns, and each
     // staged row of B serves the block's 32 rows.
     let a = gen::block_diagonal::<f32>(4, 32, 1).unwrap();
-    let st = a.row_stats();
+    let st = RowStats::of(&a);
     assert_eq!((st.window_max, st.window_reuse), (32, 32.0));
     // Rows 0..32 with columns {r, r + 100} span 132 columns; row 32 alone spans 1; a long row
     // (over LONG_ROW entries) and empty rows do not count.
-    let long = sparrow::matrix::LONG_ROW + 1;
+    let long = sparrow::ops::products::stats::LONG_ROW + 1;
     let mut row_ptr = vec![0i64];
     let mut cols = Vec::new();
     for r in 0..32 {
@@ -555,7 +568,7 @@ fn row_stats_measure_the_column_windows() {
     row_ptr.push(cols.len() as i64);
     let n = cols.len();
     let a = Csr::<f32>::new(35, long, row_ptr, cols, vec![1.0; n]).unwrap();
-    let st = a.row_stats();
+    let st = RowStats::of(&a);
     assert_eq!(st.window_max, 132);
     assert_eq!(st.window_reuse, 65.0 / 133.0);
 }
@@ -565,13 +578,19 @@ fn row_stats_measure_length_classes_and_spread() {
     // Equal rows: spread 1.
     let st = gen::banded::<f32>(100, 8, 1).unwrap().row_stats();
     assert_eq!(st.spread, 1.0);
-    assert_eq!(st.len_classes[sparrow::matrix::len_class(8)], 100);
-    assert_eq!(sparrow::matrix::len_class(8), 4);
-    assert_eq!(sparrow::matrix::len_class(0), 0);
-    assert_eq!(sparrow::matrix::len_class(sparrow::matrix::LONG_ROW), 11);
+    assert_eq!(
+        st.len_classes[sparrow::ops::products::stats::len_class(8)],
+        100
+    );
+    assert_eq!(sparrow::ops::products::stats::len_class(8), 4);
+    assert_eq!(sparrow::ops::products::stats::len_class(0), 0);
+    assert_eq!(
+        sparrow::ops::products::stats::len_class(sparrow::ops::products::stats::LONG_ROW),
+        11
+    );
     // Rows of 9 entries then 7 of 1, twice, and a long row counted empty: each run of 8 rows
     // takes 8 x 9 lane slots for 16 entries; the last run (the long row alone) none.
-    let long = sparrow::matrix::LONG_ROW + 1;
+    let long = sparrow::ops::products::stats::LONG_ROW + 1;
     let mut lens = vec![9, 1, 1, 1, 1, 1, 1, 1];
     lens.extend(lens.clone());
     lens.push(long);
@@ -583,9 +602,9 @@ fn row_stats_measure_length_classes_and_spread() {
     }
     let n = cols.len();
     let a = Csr::<f32>::new(lens.len(), long, row_ptr, cols, vec![1.0; n]).unwrap();
-    let st = a.row_stats();
+    let st = RowStats::of(&a);
     assert_eq!(st.spread, 2.0 * 8.0 * 9.0 / 32.0);
-    let mut classes = [0usize; sparrow::matrix::LEN_CLASSES];
+    let mut classes = [0usize; sparrow::ops::products::stats::LEN_CLASSES];
     classes[1] = 14;
     classes[4] = 2;
     assert_eq!(st.len_classes, classes);
@@ -607,9 +626,9 @@ fn sorted_bins_cover_the_row_list_with_each_rows_lanes() {
         }
     }
     let a = Csr::from_triplets(pl.nrows(), pl.ncols(), &rows, &cols, &vals).unwrap();
-    let st = a.row_stats();
+    let st = RowStats::of(&a);
     assert!(st.long_rows > 0 && st.len_classes[0] >= pl.nrows() / 7);
-    let order = sparrow::matrix::work::rows_by_length(a.row_ptr());
+    let order = sparrow::ops::products::formats::work::rows_by_length(a.row_ptr());
     for path in GpuPath::all() {
         let GpuPath::Sorted {
             cols, lane_entries, ..
@@ -650,7 +669,7 @@ fn sorted_bins_cover_the_row_list_with_each_rows_lanes() {
 #[test]
 fn gpu_policy_sorts_uneven_rows() {
     let pl = gen::power_law::<f32>(40_000, 40_000, 16.0, 3_000, 1.5, 9).unwrap();
-    let st = pl.row_stats();
+    let st = RowStats::of(&pl);
     assert!(st.spread >= plan::SORT_SPREAD, "{}", st.spread);
     let (path, why) = plan::choose(&st, 32, 4);
     assert_eq!(
@@ -681,7 +700,7 @@ fn gpu_policy_sorts_uneven_rows() {
     assert!(matches!(plan::choose(&un, 32, 4).0, GpuPath::RowVec { .. }));
     let small = gen::power_law::<f32>(4_000, 4_000, 16.0, 300, 1.5, 9).unwrap();
     assert!(matches!(
-        plan::choose(&small.row_stats(), 32, 4).0,
+        plan::choose(&RowStats::of(&small), 32, 4).0,
         GpuPath::RowVec { .. }
     ));
     // At the bounds: SORT_SPREAD and SORT_ROWS sort, just below either does not.
@@ -702,14 +721,14 @@ fn generators_are_deterministic_and_shaped() {
     assert!(a.row_ptr().windows(2).all(|w| w[1] - w[0] == 8));
     assert_eq!(gen::banded::<f32>(100, 8, 1).unwrap(), a);
     let e = gen::sparse_rows::<f64>(10_000, 1000, 0.9, 4, 2).unwrap();
-    let frac = e.row_stats().empty_rows as f64 / 10_000.0;
+    let frac = RowStats::of(&e).empty_rows as f64 / 10_000.0;
     assert!((0.88..0.92).contains(&frac), "{frac}");
 }
 
 #[test]
 fn device_bytes_counts_every_buffer() {
     // 3 rows, one of them long (LONG_ROW + 1 entries = 3 chunks of CHUNK).
-    let long = sparrow::matrix::LONG_ROW + 1;
+    let long = sparrow::ops::products::stats::LONG_ROW + 1;
     let cols: Vec<i32> = (0..long as i32).collect();
     let a = Csr::<f32>::new(
         3,
@@ -719,10 +738,10 @@ fn device_bytes_counts_every_buffer() {
         vec![1.0; long + 1],
     )
     .unwrap();
-    let st = a.row_stats();
+    let st = RowStats::of(&a);
     assert_eq!(
         (st.long_rows, st.long_chunks),
-        (1, long.div_ceil(sparrow::matrix::CHUNK))
+        (1, long.div_ceil(sparrow::ops::products::stats::CHUNK))
     );
     let n = 4;
     let dense = long * n + 3 * n;
@@ -751,14 +770,14 @@ fn panel_generators_have_their_structure() {
     assert_eq!(b.nnz(), 3 * 16);
     assert_eq!(&b.col_idx()[b.row_range(5)], &[4, 5, 6, 7]);
     let l = gen::long_rows::<f32>(1000, 5000, 2, 3000, 3, 2).unwrap();
-    let st = l.row_stats();
+    let st = RowStats::of(&l);
     assert_eq!(st.max_len, 3000);
     assert_eq!(st.nnz, 2 * 3000 + 998 * 3);
     let s2 = gen::stencil_2d::<f64>(4, 3, 3).unwrap();
     assert_eq!(s2.nnz(), 4 * 3 * 5 - 2 * (4 + 3));
     assert_eq!(&s2.col_idx()[s2.row_range(5)], &[1, 4, 5, 6, 9]);
     let s3 = gen::stencil_3d::<f64>(3, 4).unwrap();
-    assert_eq!(s3.row_stats().max_len, 27);
+    assert_eq!(RowStats::of(&s3).max_len, 27);
     assert_eq!(s3.nnz(), 7 * 7 * 7, "per axis 2 + 3 + 2 neighbours");
     let f = gen::fem_like::<f64>(500, 400, 5).unwrap();
     for i in 0..f.nrows() {
@@ -779,7 +798,7 @@ fn panel_generators_have_their_structure() {
 
 #[test]
 fn rows_are_long_only_past_the_bound() {
-    use sparrow::matrix::{CHUNK, LONG_ROW};
+    use sparrow::ops::products::stats::{CHUNK, LONG_ROW};
     let cols: Vec<i32> = (0..(2 * LONG_ROW + 1) as i32).collect();
     let ptr = vec![0, LONG_ROW as i64, (2 * LONG_ROW + 1) as i64];
     let a = Csr::<f32>::new(
@@ -790,7 +809,7 @@ fn rows_are_long_only_past_the_bound() {
         vec![1.0; 2 * LONG_ROW + 1],
     )
     .unwrap();
-    let st = a.row_stats();
+    let st = RowStats::of(&a);
     assert_eq!(
         (st.long_rows, st.long_chunks),
         (1, (LONG_ROW + 1).div_ceil(CHUNK)),
@@ -907,9 +926,9 @@ fn gpu_policy_takes_row_blocks_where_rows_share_columns() {
 
 #[test]
 fn gpu_policy_row_block_bounds() {
-    use sparrow::matrix::row_blocks::{BLOCK_UNION_MAX, TALL_UNION_MAX};
+    use sparrow::ops::products::formats::row_blocks::{BLOCK_UNION_MAX, TALL_UNION_MAX};
     // Rows of 64 with a chosen count of distinct columns over blocks of four and eight rows.
-    let with = |union: usize, tall: usize| sparrow::matrix::RowStats {
+    let with = |union: usize, tall: usize| sparrow::ops::products::stats::RowStats {
         nrows: 1000,
         ncols: 1 << 40,
         nnz: 64_000,
@@ -918,12 +937,12 @@ fn gpu_policy_row_block_bounds() {
         empty_rows: 0,
         long_rows: 0,
         long_chunks: 0,
-        stream_items: sparrow::matrix::work::STREAM_ITEMS_EVEN,
+        stream_items: sparrow::ops::products::formats::work::STREAM_ITEMS_EVEN,
         stream_blocks: 21,
         stream_span: usize::MAX,
         window_max: 1_000,
         window_reuse: 1.0,
-        len_classes: [0; sparrow::matrix::LEN_CLASSES],
+        len_classes: [0; sparrow::ops::products::stats::LEN_CLASSES],
         spread: 1.0,
         block_union: union,
         tall_union: tall,
@@ -1030,7 +1049,7 @@ fn gpu_policy_takes_deep_row_kernels_on_scattered_rows() {
     // SpMV keeps its own paths.
     assert!(!deep(plan::choose(&un, 1, 4).0));
     let pl = gen::power_law::<f32>(40_000, 1_000_000, 16.0, 3_000, 1.5, 9).unwrap();
-    let st = pl.row_stats();
+    let st = RowStats::of(&pl);
     let (p, _) = plan::choose(&st, 32, 4);
     assert!(matches!(p, GpuPath::Sorted { .. }) && deep(p), "{p:?}");
     let kernels = p.kernels("f32", 32, &st, true);
@@ -1070,7 +1089,7 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
         gen::banded::<f32>(5_000, 64, 1).unwrap(),
     ];
     for (a, d) in mats.iter().zip([5, 27, 64]) {
-        let st = a.row_stats();
+        let st = RowStats::of(a);
         assert_eq!(st.diagonals, d);
         assert!(st.diag_rows * 10 > st.nrows * 7, "{st:?}");
         for bytes in [4, 8] {
@@ -1150,7 +1169,7 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
         gen::fem_like::<f32>(5_000, 8_000, 5).unwrap(),
         gen::block_diagonal::<f32>(100, 32, 6).unwrap(),
     ] {
-        let st = a.row_stats();
+        let st = RowStats::of(&a);
         assert_eq!((st.diagonals, st.diag_rows), (0, 0));
         assert!(!matches!(
             plan::choose(&st, 1, 4).0,
@@ -1177,7 +1196,7 @@ fn gpu_policy_takes_near_path_for_spmv() {
     let fem = gen::fem_like::<f32>(5_000, 8_000, 5).unwrap();
     let blocks = gen::block_diagonal::<f32>(100, 32, 6).unwrap();
     for (a, lanes32, lanes64) in [(&fem, 2, 4), (&blocks, 4, 8)] {
-        let st = a.row_stats();
+        let st = RowStats::of(a);
         assert!(st.near() && st.diagonals == 0 && !st.skewed(), "{st:?}");
         for (bytes, lanes) in [(4, lanes32), (8, lanes64)] {
             let (path, why) = plan::choose(&st, 1, bytes);
@@ -1199,7 +1218,7 @@ fn gpu_policy_takes_near_path_for_spmv() {
         let why = GpuPath::Near { lanes: 4 }.why_not(2, &st, 8).unwrap();
         assert!(why.contains("N = 2"), "{why}");
         let mut far = st;
-        far.reach = sparrow::matrix::NEAR_REACH + 1;
+        far.reach = sparrow::ops::products::stats::NEAR_REACH + 1;
         assert!(!matches!(plan::choose(&far, 1, 8).0, GpuPath::Near { .. }));
         let why = GpuPath::Near { lanes: 2 }.why_not(1, &far, 8).unwrap();
         assert!(why.contains("32767") && why.contains("32768 away"), "{why}");
@@ -1209,7 +1228,7 @@ fn gpu_policy_takes_near_path_for_spmv() {
     }
     // f32 rows below NEAR_MEAN_F32 keep the planned blocks; f64 ones take the near path. At
     // the mean itself f32 takes it too, and long rows stop at 8 lanes.
-    let mut short = fem.row_stats();
+    let mut short = RowStats::of(&fem);
     short.empty_rows = 0;
     short.nnz = (plan::NEAR_MEAN_F32 as usize - 1) * short.nrows;
     assert!(!matches!(
@@ -1227,20 +1246,20 @@ fn gpu_policy_takes_near_path_for_spmv() {
     }
     // Skewed rows near the diagonal keep the planned blocks (over packed columns here).
     let skewed = gen::power_law::<f32>(7_919, 5_003, 12.0, 4_000, 1.5, 5).unwrap();
-    let st = skewed.row_stats();
+    let st = RowStats::of(&skewed);
     assert!(st.near() && st.skewed() && st.packable());
     assert_eq!(plan::choose(&st, 1, 8).0, GpuPath::Packed);
 }
 
 #[test]
 fn gpu_policy_takes_column_slices_for_scattered_spmv() {
-    use sparrow::matrix::slices::{
+    use sparrow::ops::products::formats::slices::{
         SLICE_GROUPS, SLICE_MEMBERS, SLICE_PIECE, SLICE_PIECES, SLICE_X_RATIO,
     };
     // Power-law rows over as many columns as rows: 66 groups' copies of x about 4.3 times the
     // entries.
     let a = gen::power_law::<f32>(150_000, 150_000, 16.0, 5_000, 1.5, 8).unwrap();
-    let st = a.row_stats();
+    let st = RowStats::of(&a);
     assert!(st.scattered() && st.sliceable(), "{st:?}");
     let cut: usize = (0..a.nrows())
         .map(|r| a.row_range(r).len().div_ceil(SLICE_PIECE).max(1))

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use sparrow::matrix::io::{self, Normalize};
-use sparrow::solvers::cs::svt::Complete;
+use sparrow::solvers::completion::Complete;
 use sparrow::Result;
 
 use super::files::Files;

@@ -8,8 +8,10 @@ use std::time::Instant;
 
 use sparrow::matrix::{gen, Dense};
 use sparrow::ops::check::{compare, tolerance};
-use sparrow::ops::spmm::{oracle as spmm_oracle, Spmm};
-use sparrow::ops::spmv::{oracle as spmv_oracle, Spmv};
+use sparrow::ops::products::oracle as spmm_oracle;
+use sparrow::ops::products::oracle as spmv_oracle;
+use sparrow::ops::spmm::Spmm;
+use sparrow::ops::spmv::Spmv;
 use sparrow::{Device, Result};
 
 #[derive(clap::Args)]
@@ -37,7 +39,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     let device = ctx.open_device()?;
     let t = Instant::now();
     let a = gen::power_law::<f32>(args.rows, args.rows, 16.0, (args.rows / 20).max(1), 1.5, 42)?;
-    let st = a.row_stats();
+    let st = sparrow::ops::products::RowStats::of(&a);
     println!(
         "matrix: {} x {} power-law, {} nonzeros (mean row {:.1}, longest {}, {} empty), built in {:.2} s",
         a.nrows(),

@@ -4,7 +4,7 @@
 //! (`analysis` column).
 
 use super::{matrices, time_cpu};
-use crate::matrix::analysis::HostAnalysis;
+use crate::ops::products::analysis::HostAnalysis;
 use crate::{Error, Result, Scalar};
 
 /// One matrix's analysis in one value type.
@@ -64,7 +64,7 @@ pub fn run(
 
 fn one<T: Scalar>(name: &str, reps: usize) -> Result<AnalysisRecord> {
     let a = matrices::build::<T>(name)?;
-    let stats = a.row_stats();
+    let stats = crate::ops::products::RowStats::of(&a);
     let h = HostAnalysis::of(&a, &stats, true)?;
     let mut built = Vec::new();
     for (b, what) in [
@@ -80,7 +80,7 @@ fn one<T: Scalar>(name: &str, reps: usize) -> Result<AnalysisRecord> {
     }
     drop(h);
     let st = time_cpu(0, reps, || {
-        std::hint::black_box(a.row_stats());
+        std::hint::black_box(crate::ops::products::RowStats::of(&a));
         Ok(())
     })?;
     let rest = time_cpu(0, reps, || {

@@ -5,10 +5,12 @@
 
 use std::time::Instant;
 
+use cudarc::cublas::{CudaBlas, Gemm};
+
 use super::timing::time_gpu;
 use crate::device::Gpu;
 use crate::solvers::cs::data::{gaussian_phi, sparse_signals};
-use crate::solvers::cs::gpu::{time_iht, IhtTiming};
+use crate::solvers::cs::gpu::{Batch, Progress, Real};
 use crate::solvers::cs::linalg::Phi;
 use crate::solvers::cs::{cpu, Method, Recover};
 use crate::Result;
@@ -243,4 +245,61 @@ pub fn run(
         });
     }
     Ok(out)
+}
+
+/// Per-iteration cost of the batched IHT beside what bounds it, for `sparrow bench cs`.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct IhtTiming {
+    /// Wall time per IHT iteration (every kernel and the per-signal stop tests), ms.
+    pub iteration_ms: f64,
+    /// The iteration's two GEMMs alone (Phi^T R and Phi X over the batch), CUDA events, ms.
+    pub gemms_ms: f64,
+    /// Iterations the timed solve ran.
+    pub iterations: usize,
+}
+
+/// Times `iters` IHT iterations against one (the difference is per-iteration work, without
+/// the uploads and allocations), and the two GEMMs on the same shapes.
+pub fn time_iht<T: Real>(
+    gpu: &Gpu,
+    m: usize,
+    n: usize,
+    phi: &[f64],
+    ys: &[Vec<f64>],
+    k: usize,
+    iters: usize,
+) -> Result<IhtTiming>
+where
+    CudaBlas: Gemm<T>,
+{
+    let b = Batch::<T>::new(gpu, m, n, phi, ys)?;
+    let col_energy = phi.iter().map(|v| v * v).sum::<f64>() / n as f64;
+    let mu = 0.65 / col_energy;
+    let wall = |max_iter: usize| -> Result<(f64, usize)> {
+        let req = Recover::new(Method::Iht)
+            .sparsity(k)
+            .max_iter(max_iter)
+            .tol(1e-30);
+        let mut p = Progress::new(ys, req.tol, req.max_iter);
+        gpu.synchronize()?;
+        let t0 = std::time::Instant::now();
+        crate::solvers::cs::gpu::thresholding(&b, &req, &mut p, mu)?;
+        gpu.synchronize()?;
+        let ran = p.iterations.iter().copied().max().unwrap_or(0);
+        Ok((t0.elapsed().as_secs_f64() * 1e3, ran))
+    };
+    wall(2)?; // compiles and warms every kernel
+    let (t1, i1) = wall(1)?;
+    let (tn, i_n) = wall(1 + iters)?;
+    let (mut r, mut g) = (b.zeros(b.nb * m)?, b.zeros(b.nb * n)?);
+    let x = b.zeros(b.nb * n)?;
+    let gemms = time_gpu(gpu, 2, 10, || {
+        b.correlate(&r, &mut g)?;
+        b.apply(&x, &mut r, -1.0, 1.0)
+    })?;
+    Ok(IhtTiming {
+        iteration_ms: (tn - t1) / (i_n.saturating_sub(i1)).max(1) as f64,
+        gemms_ms: gemms.median_ms,
+        iterations: i_n,
+    })
 }

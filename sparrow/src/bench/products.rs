@@ -9,10 +9,13 @@ use super::timing::{
 use crate::baselines::cusparse::{
     CsrDescr, Cusparse, Enqueue, SpmmCall, SpmvCall, SPMM_ALGS, SPMV_ALGS,
 };
-use crate::device::{DeviceCsr, DeviceDense, Gpu};
+use crate::device::{DeviceDense, Gpu};
 use crate::matrix::{gen, Csr, Dense};
-use crate::ops::spmm::{cpu as spmm_cpu, GpuPath, Spmm};
-use crate::ops::spmv::{cpu as spmv_cpu, Spmv};
+use crate::ops::products::cpu as spmm_cpu;
+use crate::ops::products::cpu as spmv_cpu;
+use crate::ops::products::PreparedCsr;
+use crate::ops::spmm::{GpuPath, Spmm};
+use crate::ops::spmv::Spmv;
 use crate::{Device, Error, Result, Scalar};
 
 /// What to measure.
@@ -202,7 +205,7 @@ fn run_typed<T: Scalar>(
     for name in &cfg.matrices {
         progress(&format!("building {name} ({})", T::NAME));
         let a: Csr<T> = matrices::build(name)?;
-        let da = DeviceCsr::upload(gpu, &a)?;
+        let da = PreparedCsr::upload(gpu, &a)?;
         let descr = CsrDescr::new(gpu, &a, &da)?;
         let ns: Vec<usize> = if cfg.op == "spmv" {
             vec![1]

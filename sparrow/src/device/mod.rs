@@ -1,22 +1,19 @@
 //! Where work runs: the CPU or a CUDA GPU. Opening a GPU checks the driver, NVRTC and the
 //! device, and every failure says which of these is missing.
 
+mod buffers;
 pub mod compile;
 mod gpu;
 pub mod launch;
 mod limits;
-mod matrix;
 
 use std::str::FromStr;
 use std::sync::Arc;
 
+pub use buffers::{DeviceCsr, DeviceDense, VEC_ENTRIES};
 pub use gpu::{device_count, driver_present, driver_version, CompileStats, Gpu};
 pub use launch::{Args, Kernel, LaunchShape};
 pub use limits::Limits;
-pub use matrix::{
-    DeviceCsr, DeviceDense, DeviceDiag, DeviceRowBlocks, DeviceSlices, LongRows, PackedCols,
-    StreamWork,
-};
 
 use crate::{Error, Result};
 

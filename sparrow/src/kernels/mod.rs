@@ -20,22 +20,40 @@ pub struct KernelModule {
 
 const COMMON: (&str, &str) = ("common.cuh", include_str!("common.cuh"));
 
+/// The headers spmm.cu includes: one per family of kernels.
+const SPMM_HEADERS: [(&str, &str); 10] = [
+    COMMON,
+    ("products/vector.cuh", include_str!("products/vector.cuh")),
+    ("products/rowvec.cuh", include_str!("products/rowvec.cuh")),
+    ("products/window.cuh", include_str!("products/window.cuh")),
+    ("products/rowblk.cuh", include_str!("products/rowblk.cuh")),
+    (
+        "products/long_rows.cuh",
+        include_str!("products/long_rows.cuh"),
+    ),
+    ("products/stream.cuh", include_str!("products/stream.cuh")),
+    ("products/diag.cuh", include_str!("products/diag.cuh")),
+    ("products/near.cuh", include_str!("products/near.cuh")),
+    ("products/sliced.cuh", include_str!("products/sliced.cuh")),
+];
+
 /// CSR SpMM and SpMV kernels.
 pub const SPMM: KernelModule = KernelModule {
     name: "spmm",
     source: include_str!("spmm.cu"),
-    headers: &[COMMON],
+    headers: &SPMM_HEADERS,
     options: &[],
     entry_points: spmm_entry_points,
 };
 
-/// The value of `#define NAME value` in spmm.cu (decimal, or hex with a `u` suffix), for the
-/// tests that hold the host's constants to the kernel's.
+/// The value of `#define NAME value` in spmm.cu or the headers it includes (decimal, or hex
+/// with a `u` suffix), for the tests that hold the host's constants to the kernel's.
 #[cfg(test)]
 pub(crate) fn spmm_define(name: &str) -> u64 {
     let prefix = format!("#define {name} ");
-    SPMM.source
-        .lines()
+    std::iter::once(SPMM.source)
+        .chain(SPMM.headers.iter().map(|(_, text)| *text))
+        .flat_map(str::lines)
         .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|v| {
             let v = v.trim();
@@ -104,7 +122,7 @@ fn deep_suffix(deep: bool) -> &'static str {
 
 /// (column lanes, entry lanes) of every window SpMM kernel (`WINDOW_ALL` in spmm.cu): at least
 /// two column lanes, and 8 to 32 lanes per row so a block's rows at a time fit its
-/// [`WINDOW_ROWS`](crate::matrix::WINDOW_ROWS).
+/// [`WINDOW_ROWS`](crate::ops::products::stats::WINDOW_ROWS).
 pub fn window_shapes() -> Vec<(u32, u32)> {
     rowvec_shapes()
         .into_iter()
@@ -197,7 +215,7 @@ pub fn diag_name(ty: &str) -> String {
 
 /// Shapes the vector diagonal kernels come in (`DIAGV_ALL` in spmm.cu): lanes a row, vectors a
 /// lane per row, and rows a lane, all loaded at once. The policy's two
-/// ([`diag_lanes_for`](crate::ops::spmm::plan::diag_lanes_for)) and their neighbours in each
+/// ([`diag_lanes_for`](crate::ops::products::plan::diag_lanes_for)) and their neighbours in each
 /// dimension, for `bench --sweep`; the shapes that lost on every case are left out
 /// (`bench/results/2026-12-04-h200-spmv-diagonal-vectors.txt`, rounds 6 and 9).
 pub const DIAG_SHAPES: [(u32, u32, u32); 5] =
@@ -278,6 +296,20 @@ fn spmm_entry_points() -> Vec<String> {
 
 const TOPK_SRC: &str = include_str!("topk.cu");
 
+/// The headers topk.cu includes: one per path, and the radix and selection code they share.
+const TOPK_HEADERS: [(&str, &str); 10] = [
+    COMMON,
+    ("topk/radix.cuh", include_str!("topk/radix.cuh")),
+    ("topk/select.cuh", include_str!("topk/select.cuh")),
+    ("topk/tiled.cuh", include_str!("topk/tiled.cuh")),
+    ("topk/block.cuh", include_str!("topk/block.cuh")),
+    ("topk/warp.cuh", include_str!("topk/warp.cuh")),
+    ("topk/filter.cuh", include_str!("topk/filter.cuh")),
+    ("topk/rblock.cuh", include_str!("topk/rblock.cuh")),
+    ("topk/candidates.cuh", include_str!("topk/candidates.cuh")),
+    ("topk/output.cuh", include_str!("topk/output.cuh")),
+];
+
 /// Entry points of a top-k module, without the key-type suffix.
 pub const TOPK_KERNELS: [&str; 30] = [
     "init",
@@ -327,7 +359,7 @@ macro_rules! topk_module {
         pub const $name: KernelModule = KernelModule {
             name: concat!("topk_", $ty),
             source: TOPK_SRC,
-            headers: &[COMMON],
+            headers: &TOPK_HEADERS,
             options: &[
                 concat!("-DTOPK_U=", $u),
                 concat!("-DTOPK_KIND=", $kind),

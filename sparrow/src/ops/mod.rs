@@ -2,10 +2,10 @@
 //! backend from the request and the device and says why, and a backend per device kind.
 
 pub mod check;
-mod row_work;
-pub mod spmm;
-pub mod spmv;
+pub mod products;
 pub mod topk;
+
+pub use products::{spmm, spmv};
 
 /// Which backend a plan chose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

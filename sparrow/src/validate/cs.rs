@@ -1177,7 +1177,7 @@ fn solvers<T: Real>(device: &Device) -> Result<Vec<Outcome>> {
 /// half its entries observed; the completions agree within 1e-3 of the largest entry.
 fn svt_agreement(device: &Device) -> Result<Outcome> {
     use crate::matrix::Csr;
-    use crate::solvers::cs::svt::Complete;
+    use crate::solvers::completion::Complete;
     let (m, n, r) = (60usize, 50usize, 3usize);
     let mut rng = Rng::new(23);
     let u: Vec<f64> = (0..m * r).map(|_| rng.range_f64(-1.0, 1.0)).collect();

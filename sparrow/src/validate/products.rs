@@ -6,8 +6,10 @@ use super::{Case, Outcome, Reference};
 use crate::kernels::{DIAG_SHAPES, NEAR_LANES};
 use crate::matrix::{gen, Csr, Dense};
 use crate::ops::check::{compare, padding_is_nan, tolerance};
-use crate::ops::spmm::{oracle as spmm_oracle, GpuPath, Spmm};
-use crate::ops::spmv::{oracle as spmv_oracle, Spmv};
+use crate::ops::products::oracle as spmm_oracle;
+use crate::ops::products::oracle as spmv_oracle;
+use crate::ops::spmm::{GpuPath, Spmm};
+use crate::ops::spmv::Spmv;
 use crate::{Device, Result, Scalar};
 
 pub(super) fn cases() -> Vec<Case> {
@@ -92,7 +94,7 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
     let tol = tolerance::<T>();
     let mut out = Vec::new();
     for (mname, a) in matrices::<T>()? {
-        let st = a.row_stats();
+        let st = crate::ops::products::RowStats::of(&a);
         let paths: Vec<Option<GpuPath>> = match device {
             Device::Cpu => vec![None],
             Device::Cuda(_) => GpuPath::all()
@@ -174,7 +176,7 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
             Device::Cpu => vec![None],
             Device::Cuda(_) => {
                 let mut v = vec![None, Some(GpuPath::Stream)];
-                let st = a.row_stats();
+                let st = crate::ops::products::RowStats::of(&a);
                 if st.packable() {
                     v.push(Some(GpuPath::Packed));
                 }

@@ -34,8 +34,6 @@ pub mod gpu;
 pub mod linalg;
 pub mod phase;
 pub mod prox;
-pub mod svt;
-pub mod svt_gpu;
 
 use rayon::prelude::*;
 

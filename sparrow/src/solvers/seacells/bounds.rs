@@ -310,9 +310,9 @@ fn merge_best(out: &mut [(f64, u32)], other: &[(f64, u32)]) {
 mod tests {
     use super::*;
     use crate::matrix::Rng;
-    use crate::solvers::seacells::fw::kb_cols;
     use crate::solvers::seacells::rows::tests::{case, columnwise};
     use crate::solvers::seacells::rows::{blocks_of, kat_blocks};
+    use crate::solvers::seacells::sparse::kb_cols;
     use crate::solvers::seacells::sparse::transpose;
 
     /// A random T: non-negative (the bound reads it) or with negative entries (every column

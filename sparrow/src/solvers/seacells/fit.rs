@@ -197,7 +197,7 @@ pub fn plan(device: &Device, d: usize) -> String {
             format!(
                 "seacells: Cuda; {knn}; A update on the GPU (one block per cell, the CPU's arithmetic; up to {} metacells); B update on the GPU with K B kept and blended there and K A^T built there once per update, each step's argmin read through the bound G >= -K A^T and by one fused kernel over every cell when more than one column in eight stays open (up to {} metacells), beyond that as M (M V) in chunks of up to {} archetypes by SpMM; kernel, diffusion map, initialisation and RSS on the CPU",
                 gpu::A_MAX_METACELLS,
-                super::gpu_b::max_metacells(),
+                gpu::max_metacells(),
                 gpu::B_CHUNK
             )
         }

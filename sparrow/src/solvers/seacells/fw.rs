@@ -12,41 +12,13 @@ use rayon::prelude::*;
 
 use super::bounds::{pick_bounded, TCols};
 use super::rows::{blend_blocks, blocks_of, cols_of, kat_blocks, Aat, Layout, RowBlock};
+pub use super::sparse::kb_cols;
 use super::sparse::{add_k_col, blend, lookup, transpose, Accum, SpVec};
 use crate::matrix::Csr;
 use crate::Result;
 
 /// Atoms lighter than this are dropped from an A column (and the rest renormalised).
 pub const PRUNE: f64 = 1e-7;
-
-/// K B as sparse columns, from B's columns: M (M b) for each column b, two sparse products,
-/// so cells that share neighbours are expanded once (summing K's columns one by one costs
-/// nnz(b) x (entries per row of M)^2, which dominated the B update for K A^T).
-pub fn kb_cols(m: &Csr<f64>, b: &[SpVec]) -> Vec<SpVec> {
-    let n = m.nrows();
-    let (cols, vals) = (m.col_idx(), m.values());
-    b.par_iter()
-        .map_init(
-            || (Accum::new(n), Accum::new(n)),
-            |(one, two), col| {
-                for &(i, w) in col {
-                    for p in m.row_range(i as usize) {
-                        one.add(cols[p] as u32, vals[p] * w);
-                    }
-                }
-                one.sort_touched();
-                for &j in one.touched() {
-                    let u = one.get(j);
-                    for q in m.row_range(j as usize) {
-                        two.add(cols[q] as u32, u * vals[q]);
-                    }
-                }
-                one.clear();
-                two.take()
-            },
-        )
-        .collect()
-}
 
 /// t1 = B^T (K B), dense N x N row-major; `b_rows` holds B by cells (archetype, weight).
 pub fn btkb(kb: &[SpVec], b_rows: &[SpVec]) -> Vec<f64> {

@@ -10,8 +10,7 @@
 
 use rayon::prelude::*;
 
-use super::fw::kb_cols;
-use super::sparse::{blend_runs, transpose, SpVec};
+use super::sparse::{blend_runs, kb_cols, transpose, SpVec};
 use crate::matrix::Csr;
 
 /// Cells per block.
@@ -229,7 +228,7 @@ pub fn cols_of(blocks: &[RowBlock], lay: &Layout, ncols: usize) -> Vec<SpVec> {
 }
 
 /// K A^T = M (M A^T) in the layout's row blocks: the column-wise products of
-/// [`super::fw::kb_cols`], all computed in one parallel pass and then laid out by rows.
+/// [`super::sparse::kb_cols`], all computed in one parallel pass and then laid out by rows.
 pub fn kat_blocks(m: &Csr<f64>, a: &[SpVec], nm: usize, lay: &Layout) -> Vec<RowBlock> {
     blocks_of(&kb_cols(m, &transpose(a, nm)), lay)
 }

@@ -168,3 +168,32 @@ pub fn transpose(cols: &[SpVec], n: usize) -> Vec<SpVec> {
     }
     rows
 }
+
+/// K B as sparse columns, from B's columns: M (M b) for each column b, two sparse products,
+/// so cells that share neighbours are expanded once (summing K's columns one by one costs
+/// nnz(b) x (entries per row of M)^2, which dominated the B update for K A^T).
+pub fn kb_cols(m: &Csr<f64>, b: &[SpVec]) -> Vec<SpVec> {
+    let n = m.nrows();
+    let (cols, vals) = (m.col_idx(), m.values());
+    b.par_iter()
+        .map_init(
+            || (Accum::new(n), Accum::new(n)),
+            |(one, two), col| {
+                for &(i, w) in col {
+                    for p in m.row_range(i as usize) {
+                        one.add(cols[p] as u32, vals[p] * w);
+                    }
+                }
+                one.sort_touched();
+                for &j in one.touched() {
+                    let u = one.get(j);
+                    for q in m.row_range(j as usize) {
+                        two.add(cols[q] as u32, u * vals[q]);
+                    }
+                }
+                one.clear();
+                two.take()
+            },
+        )
+        .collect()
+}

@@ -1,0 +1,291 @@
+//! The host half of a GPU upload's analysis: everything [`DeviceCsr`](crate::device::DeviceCsr)
+//! computes from a matrix before it copies the results over. Kept apart from the copies so
+//! its cost, paid once a matrix like cuSPARSE's preprocessing, can be timed on any machine
+//! (`sparrow bench analysis`).
+
+use super::formats::diagonals::{consecutive, follow_bits, longest_run, offsets_at};
+use super::formats::near::near_offsets;
+use super::formats::row_blocks::{row_blocks, RowBlocks};
+use super::formats::slices::{self, SliceLayout};
+use super::formats::work::{pack_columns, rows_by_length, stream_partition, PackedColumns};
+use crate::matrix::Csr;
+use crate::ops::products::stats::{RowStats, CHUNK, LONG_ROW};
+use crate::{Error, Result, Scalar};
+
+/// Rows longer than [`LONG_ROW`] and their chunks of [`CHUNK`] entries.
+#[derive(Debug, Default)]
+pub struct LongRowChunks {
+    /// Each long row's index.
+    pub rows: Vec<i64>,
+    /// Chunks of long row i are `chunk_ptr[i]..chunk_ptr[i + 1]`.
+    pub chunk_ptr: Vec<i64>,
+    /// Each chunk's first entry.
+    pub starts: Vec<i64>,
+    /// One past each chunk's last entry.
+    pub ends: Vec<i64>,
+}
+
+impl LongRowChunks {
+    /// The long rows of a matrix given by its row pointers.
+    pub fn of(row_ptr: &[i64]) -> Self {
+        let mut c = LongRowChunks {
+            chunk_ptr: vec![0],
+            ..Default::default()
+        };
+        for (r, w) in row_ptr.windows(2).enumerate() {
+            if (w[1] - w[0]) as usize > LONG_ROW {
+                c.rows.push(r as i64);
+                let mut s = w[0];
+                while s < w[1] {
+                    c.starts.push(s);
+                    s = (s + CHUNK as i64).min(w[1]);
+                    c.ends.push(s);
+                }
+                c.chunk_ptr.push(c.starts.len() as i64);
+            }
+        }
+        c
+    }
+}
+
+/// The pattern of diagonals most rows repeat, and which rows follow it.
+#[derive(Debug)]
+pub struct DiagPattern {
+    /// Column offsets of the diagonals from the row.
+    pub offsets: Vec<i32>,
+    /// One bit a row: whether it follows the pattern.
+    pub bits: Vec<u32>,
+    /// The longest run of rows that follow it ([`longest_run`]).
+    pub run: std::ops::Range<usize>,
+    /// The entry where the run's first row starts.
+    pub run_at: i64,
+    /// The first offset when the offsets are consecutive ([`consecutive`]).
+    pub first: Option<i32>,
+}
+
+/// The column-slice layout with its records as the kernel reads them
+/// ([`SliceLayout::f32_records`]).
+pub struct Slices<T> {
+    /// The layout.
+    pub layout: SliceLayout<T>,
+    /// Its records end to end, word and f32 value each.
+    pub records: Vec<u32>,
+}
+
+/// What an upload computes on the host, beside the matrix's own arrays.
+pub struct HostAnalysis<T> {
+    /// The long rows' chunks.
+    pub long_rows: LongRowChunks,
+    /// The SpMV work blocks, six i64 each ([`stream_partition`]).
+    pub work: Vec<i64>,
+    /// Number of work blocks.
+    pub work_blocks: usize,
+    /// The columns packed over the work blocks, where the statistics say they fit
+    /// ([`RowStats::packable`]).
+    pub packed: Option<PackedColumns>,
+    /// The pattern of diagonals, where the statistics found one ([`RowStats::diagonals`]).
+    pub diag: Option<DiagPattern>,
+    /// Each entry's column as a 16-bit offset from its row, where every entry lies near the
+    /// diagonal ([`RowStats::near`]).
+    pub near: Option<Vec<i16>>,
+    /// The column-slice layout, where the statistics say these values take it
+    /// ([`RowStats::sliced_for`]) and the caller's GPU runs its kernel.
+    pub slices: Option<Slices<T>>,
+    /// The rows by length, longest first ([`rows_by_length`]).
+    pub sorted_rows: Vec<i64>,
+    /// The row blocks, where neighbouring rows share enough columns
+    /// ([`RowStats::block_rows`]).
+    pub row_blocks: Option<RowBlocks<T>>,
+}
+
+impl<T: Scalar> HostAnalysis<T> {
+    /// Analyses `a` with its statistics `stats` (`crate::ops::products::RowStats::of(&a)`); `slices` says whether the
+    /// GPU runs the column-slice kernel ([`slices::runs_on`]). Statistics that claim a
+    /// pattern, packing or reach the matrix lacks are refused, naming `stats`.
+    pub fn of(a: &Csr<T>, stats: &RowStats, slices: bool) -> Result<Self> {
+        let mut work = Vec::new();
+        let work_blocks = stream_partition(a.row_ptr(), stats.stream_items, |b| {
+            work.extend_from_slice(&b)
+        });
+        let packed = if stats.packable() {
+            Some(
+                pack_columns(a.row_ptr(), a.col_idx(), &work).ok_or_else(|| {
+                    Error::invalid(
+                        "stats",
+                        "say the matrix packs, but a work block spans more than 2^16 columns",
+                    )
+                })?,
+            )
+        } else {
+            None
+        };
+        let diag = if stats.diagonals > 0 {
+            // The pattern off the row the statistics name, checked against the rows they count.
+            let off = (stats.diag_row < a.nrows())
+                .then(|| offsets_at(a.row_ptr(), a.col_idx(), stats.diag_row))
+                .flatten()
+                .filter(|o| o.len() == stats.diagonals);
+            let (bits, count) = match &off {
+                Some(o) => follow_bits(a.row_ptr(), a.col_idx(), o),
+                None => (Vec::new(), 0),
+            };
+            let Some(offsets) = off.filter(|_| count == stats.diag_rows) else {
+                return Err(Error::invalid(
+                    "stats",
+                    format!(
+                        "say {} rows repeat {} diagonals (those of row {}), but the matrix has no such pattern",
+                        stats.diag_rows, stats.diagonals, stats.diag_row
+                    ),
+                ));
+            };
+            let run = longest_run(&bits, a.nrows());
+            Some(DiagPattern {
+                first: consecutive(&offsets),
+                run_at: a.row_ptr()[run.start],
+                run,
+                offsets,
+                bits,
+            })
+        } else {
+            None
+        };
+        let near = if stats.near() {
+            Some(near_offsets(a.row_ptr(), a.col_idx()).ok_or_else(|| {
+                Error::invalid(
+                    "stats",
+                    format!(
+                        "say every column lies within {} of its row, but one lies farther",
+                        stats.reach
+                    ),
+                )
+            })?)
+        } else {
+            None
+        };
+        let slices = if slices && stats.sliced_for(std::mem::size_of::<T>()) {
+            let layout = slices::build(a.nrows(), a.row_ptr(), a.col_idx(), a.values())
+                .ok_or_else(|| {
+                    Error::unsupported("the column-slice layout: a block's records pass 2^26")
+                })?;
+            let records = layout.f32_records();
+            Some(Slices { layout, records })
+        } else {
+            None
+        };
+        Ok(HostAnalysis {
+            long_rows: LongRowChunks::of(a.row_ptr()),
+            work,
+            work_blocks,
+            packed,
+            diag,
+            near,
+            slices,
+            sorted_rows: rows_by_length(a.row_ptr()),
+            row_blocks: for_upload(a, stats)?,
+        })
+    }
+}
+
+/// The row blocks an upload of `a` with statistics `stats` builds for values of `T`
+/// ([`RowStats::block_rows`]), or none. Statistics whose count of distinct columns for that
+/// height is not this matrix's are refused, naming `stats`, before the blocks reach a device.
+pub fn for_upload<T: Scalar>(a: &Csr<T>, stats: &RowStats) -> Result<Option<RowBlocks<T>>> {
+    let Some(rows) = stats.block_rows(std::mem::size_of::<T>()) else {
+        return Ok(None);
+    };
+    let b = row_blocks(a.row_ptr(), a.col_idx(), a.values(), rows)?;
+    if b.cols.len() != stats.union_for(rows) {
+        return Err(Error::invalid(
+            "stats",
+            format!(
+                "count {} distinct columns over the blocks of {rows} rows, the matrix has {}",
+                stats.union_for(rows),
+                b.cols.len()
+            ),
+        ));
+    }
+    Ok(Some(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::gen;
+
+    fn refusal<T: Scalar>(a: &Csr<T>, st: &RowStats) -> String {
+        match HostAnalysis::of(a, st, true) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted {st:?}"),
+        }
+    }
+
+    /// Statistics that claim a pattern, a packing or a reach the matrix lacks are refused by
+    /// name before anything reaches a device.
+    #[test]
+    fn statistics_the_matrix_contradicts_are_refused() {
+        let a = gen::banded::<f32>(300, 5, 1).unwrap();
+        let mut st = crate::ops::products::RowStats::of(&a);
+        assert_eq!(st.diagonals, 5);
+        st.diagonals = 6;
+        let e = refusal(&a, &st);
+        assert!(e.contains("stats") && e.contains("6 diagonals"), "{e}");
+        let mut st = crate::ops::products::RowStats::of(&a);
+        st.diag_rows -= 1;
+        let e = refusal(&a, &st);
+        assert!(e.contains("stats") && e.contains("5 diagonals"), "{e}");
+        let wide =
+            Csr::<f32>::from_triplets(40_000, 90_000, &[0, 1], &[1, 89_000], &[1.0, 2.0]).unwrap();
+        let mut st = crate::ops::products::RowStats::of(&wide);
+        st.reach = 5;
+        let e = refusal(&wide, &st);
+        assert!(e.contains("stats") && e.contains("lies farther"), "{e}");
+        let mut st = crate::ops::products::RowStats::of(&wide);
+        assert!(!st.packable());
+        st.stream_span = 1;
+        let e = refusal(&wide, &st);
+        assert!(e.contains("stats") && e.contains("2^16 columns"), "{e}");
+    }
+
+    /// What the analysis builds follows the statistics and the caller's GPU: the column slices
+    /// for scattered f32 rows on a GPU that runs them, with their records end to end; the long
+    /// rows' chunks cover each long row once; the rows by length hold every row.
+    #[test]
+    fn the_analysis_builds_what_the_statistics_call_for() {
+        let a = gen::power_law::<f32>(150_000, 150_000, 16.0, 5_000, 1.5, 8).unwrap();
+        let st = crate::ops::products::RowStats::of(&a);
+        assert!(st.sliced_for(4), "{st:?}");
+        let h = HostAnalysis::of(&a, &st, true).unwrap();
+        let s = h.slices.as_ref().expect("column slices");
+        let recs: usize = s.layout.enc.iter().map(Vec::len).sum();
+        assert_eq!(s.records.len(), 2 * recs);
+        assert!(recs >= a.nnz());
+        assert!(HostAnalysis::of(&a, &st, false).unwrap().slices.is_none());
+        assert_eq!(h.sorted_rows.len(), a.nrows());
+        assert_eq!(h.work.len(), 6 * h.work_blocks);
+        assert!(h.diag.is_none() && h.row_blocks.is_none());
+
+        let l = gen::long_rows::<f64>(3_000, 40_000, 2, 30_000, 3, 5).unwrap();
+        let h = HostAnalysis::of(&l, &crate::ops::products::RowStats::of(&l), true).unwrap();
+        let c = &h.long_rows;
+        let long: Vec<i64> = (0..l.nrows())
+            .filter(|&r| l.row_range(r).len() > LONG_ROW)
+            .map(|r| r as i64)
+            .collect();
+        assert!(!long.is_empty());
+        assert_eq!(c.rows, long);
+        for (i, &r) in c.rows.iter().enumerate() {
+            let (p, q) = (c.chunk_ptr[i] as usize, c.chunk_ptr[i + 1] as usize);
+            let range = l.row_range(r as usize);
+            assert_eq!(c.starts[p], range.start as i64);
+            assert_eq!(c.ends[q - 1], range.end as i64);
+            for k in p..q {
+                assert!(c.ends[k] - c.starts[k] <= CHUNK as i64);
+                if k + 1 < q {
+                    assert_eq!(c.ends[k], c.starts[k + 1]);
+                }
+            }
+        }
+        // f64 builds no slices.
+        assert!(h.slices.is_none());
+    }
+}

@@ -1,0 +1,1007 @@
+//! Every path SpMM can take, and the rule that picks one.
+//!
+//! On the CPU there is one backend. On a GPU:
+//! - N = 1 (SpMV) on rows that repeat one pattern of diagonals (stencils; [`DIAG_THREAD_MAX`]
+//!   diagonals at most in f32, [`DIAG_THREAD_MAX_F64`] in f64): `diag`, a thread a row that
+//!   computes the columns of a row that follows the pattern instead of reading them; on wider
+//!   patterns (banded rows, the f64 3-D stencil) `diagv`, lanes of a row that read its values
+//!   as 16-byte vectors ([`diag_lanes_for`]).
+//! - N = 1 (SpMV) on even rows whose entries all lie within [`NEAR_REACH`] of the diagonal
+//!   (FEM-like, dense diagonal blocks; in f32 rows of [`NEAR_MEAN_F32`] entries or more on
+//!   average): `near`, lanes of a row that read each column as a 16-bit offset from the row
+//!   (built on upload), four entries a lane at once ([`near_lanes`]).
+//! - f32 SpMV on scattered columns where the row groups' copies of x stay within
+//!   [`SLICE_X_RATIO`] times the entries ([`RowStats::sliceable`]: uniform and power-law rows):
+//!   `sliced`, entries sorted by slice of columns (built on upload), each slice of x copied
+//!   into shared memory by one block of its group's cluster, the rows' sums there, added over
+//!   the cluster at the end ([`crate::ops::products::formats::slices`]).
+//! - N = 1 (SpMV) on skewed rows, and f32 SpMV on rows shorter than [`STREAM_MEAN_F32`] on
+//!   average: `stream`, work blocks planned on the host from the row pointers: runs of short
+//!   rows holding at most [`STREAM_ITEMS`] entries ([`STREAM_ITEMS_EVEN`] on even rows with
+//!   local columns), read as aligned 4-entry vectors with all loads issued at once, their
+//!   products then summed row by row from shared memory; and chunks of long rows. Where every
+//!   block's columns lie within [`PACKED_SPAN`] (local columns: stencils, FEM-like and banded
+//!   matrices, any matrix under 65,537 columns) it runs `packed`, the same blocks over 16-bit
+//!   column offsets and 16-bit row ends built on upload: 6 bytes an f32 entry instead of 8.
+//! - N > 1, and SpMV on even rows: `rowvec`, a group of lanes per row: `cols` column lanes own
+//!   16-byte segments of B's columns (`tiles` segments each per pass), `ksplit` entry lanes
+//!   split the row's entries; each lane keeps several rows of B in flight. The column lanes
+//!   cover N up to a pass width and the entry lanes get many entries each (see [`choose`]),
+//!   so a warp holds several rows: on the H200 that beat more lanes per row. f32 rows of
+//!   scattered columns keep eight entries in flight per lane instead of four (`deep`,
+//!   [`DEEP_MEAN`]).
+//! - SpMV on even rows: `avec`, one column lane whose entry lanes read A's indices and values
+//!   as aligned 4-entry vectors (f32 rows of 32 entries or more, in a build of its own for
+//!   N = 1, and f64 rows of 24 or more on local columns, 12 on scattered ones), else `rowvec`.
+//! - N > 1 on rows of uneven length side by side (power-law rows, mostly empty rows):
+//!   `sorted`, the rowvec kernels over the rows sorted by length (the row list each uploaded
+//!   matrix keeps), one launch per bin of rows that take the same number of entry lanes, so
+//!   a warp's groups finish together instead of idling beside the warp's longest row.
+//! - N > 1 on blocks of [`WINDOW_ROWS`] rows whose columns lie within a narrow window (dense
+//!   diagonal blocks): `window`, the rowvec lanes with each block copying its window of B's
+//!   rows into shared memory once so its entries read B there rather than from L2.
+//! - N > 1 where neighbouring rows share most of their columns (banded, dense diagonal blocks,
+//!   and in f32 from N = 64 the 3-D stencil): `rowblk`, a group of lanes per block of
+//!   [`BLOCK_ROWS`] rows over the union of their columns (built on upload), so a row of B is
+//!   loaded once for the block's rows instead of once per row ([`ROWBLK_SHARED`]); in f32,
+//!   where even [`TALL_ROWS`] rows share nearly all their columns (banded rows, dense diagonal
+//!   blocks), blocks of that many rows ([`RowStats::tall`]).
+
+use crate::device::LaunchShape;
+use crate::kernels::{
+    avec_name, cut_name, deep_exists, diag_name, diagv_name, fill_name, near_name, packed_name,
+    rowblk_name, rowvec_name, rowvec_shapes, sliced_name, spmv_avec_name, stream_name, window_name,
+    window_shapes, AVEC_SPLITS, DIAG_SHAPES, NEAR_LANES, ROWBLK_SHAPES,
+};
+use crate::ops::products::formats::diagonals::{DIAG_MAX, DIAG_SHARE};
+use crate::ops::products::formats::row_blocks::{
+    BLOCK_ROWS, BLOCK_UNION_MAX, TALL_ROWS, TALL_UNION_MAX,
+};
+use crate::ops::products::formats::slices::{
+    smem_bytes, SLICE_COLS, SLICE_MEMBERS, SLICE_PIECE, SLICE_WARPS, SLICE_X_RATIO,
+};
+use crate::ops::products::stats::{
+    RowStats, LEN_CLASSES, NEAR_REACH, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS,
+};
+use crate::{Error, Result};
+
+/// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
+pub const BLOCK: u32 = 256;
+
+/// Rows a block of the vector diagonal kernel with `lanes` lanes a row and `steps` rows a lane
+/// takes.
+pub fn diag_lanes_rows(lanes: u32, steps: u32) -> usize {
+    (BLOCK / 32) as usize * (32 / lanes as usize) * steps as usize
+}
+
+pub use crate::ops::products::formats::work::{PACKED_SPAN, STREAM_ITEMS, STREAM_ITEMS_EVEN};
+
+/// Most dynamic shared memory a window block takes (B's window rows, 16 bytes per column lane
+/// each): two blocks still fit on an SM of 227 KB at the widest windows.
+pub const WINDOW_SMEM: usize = 96 * 1024;
+
+/// Least entries per staged row of B ([`RowStats::window_reuse`]) for the policy to stage.
+pub const WINDOW_REUSE: f64 = 4.0;
+
+/// Widest window the policy stages, in block rows. Block-diagonal rows (a window of 32 for 32
+/// rows) ran 1.3x to 2x faster staged on the H200 at N from 32 to 256; banded rows (64 per
+/// row, windows of 95) ran up to 15% slower: their blocks' windows overlap, so L1 and L2
+/// already served the reuse, and the wider windows cut the blocks per SM.
+pub const WINDOW_SPAN: usize = 2;
+
+/// f32 SpMV over rows near the diagonal ([`RowStats::near`]) takes the near path from this
+/// many entries a row on average (non-empty rows); shorter rows keep the planned blocks. On the
+/// H200, cold (`bench/results/2026-12-04-h200-spmv-near.txt`, round 2): the FEM-like rows (16.7
+/// a row) ran 45.2 us on it against 46.9 on the packed blocks, the 3-D stencil (27) 53.8 against
+/// 70.2, the dense 32 x 32 blocks 36.0 against 41.4 on the vector-A lanes; the 2-D stencil (5 a
+/// row) 19.7 on both, so the gain ends about there. f64 takes it at any mean: its 2-D stencil
+/// 24.1 against 27.2 on the row lanes and 31.0 on the packed blocks.
+pub const NEAR_MEAN_F32: f64 = 8.0;
+
+/// f32 SpMV on rows shorter than this on average (non-empty rows) takes the planned blocks
+/// even when rows are even: on the H200 they beat the vector-A lanes on the 2-D and 3-D
+/// stencils, the FEM-like and the uniform matrices (rows of 5 to 27), and lost on banded and
+/// block-diagonal rows (64 and 32).
+pub const STREAM_MEAN_F32: f64 = 32.0;
+
+/// f64 SpMV on local columns takes the vector-A lanes from rows this long on average (on
+/// scattered columns from 12), shorter rows the row lanes reading one entry at a time. On the
+/// H200, cold, in two sweeps: the FEM-like rows (16.7 a row) ran 0.083 ms on 2 row lanes against
+/// 0.092 on 2 vector-A lanes (cuSPARSE 0.090); the 3-D stencil (27) 0.103 on 4 vector-A lanes
+/// against 0.114 on 2 row lanes. Local rows of 24 or more take about 6 entries a vector-A lane,
+/// at most 4: the banded rows (64) ran 0.018 ms at 4 lanes against 0.0235 at 2 (warm sweeps had
+/// favoured 2: 0.0145 against 0.0158), the dense 32 x 32 blocks 0.056 at 4.
+pub const F64_AVEC_LOCAL_MEAN: f64 = 24.0;
+
+/// SpMM above N = 64 on even rows shorter than this on average takes eight column lanes of
+/// several segments each (four rows a warp) instead of wider lanes of one segment: on the H200
+/// the 2-D stencil (5 a row) ran 14-21 % faster in f32 and 4-18 % in f64, the FEM-like rows
+/// (16.7) 2-5 % slower. In f32 (four segments, 80 registers against 48, so three blocks a SM
+/// instead of five) only on local columns: the long-row matrix's rows of 4 random columns, whose
+/// gathers of B come from DRAM, ran 2-3 % slower with it; in f64 (two segments, 48 registers)
+/// 2-5 % faster.
+pub const SHORT_MEAN: f64 = 8.0;
+
+/// SpMM (N > 1) on rows whose blocks of [`BLOCK_ROWS`] list at most this share of the entries
+/// as distinct columns ([`RowStats::block_union`]) takes the row blocks: on the H200 banded
+/// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.35x-1.7x in f64 than the row kernels at N = 8
+/// to 256, the dense 32 x 32 blocks (0.25) 1.15x-1.8x faster in f32 than their window path and
+/// 1.2x-1.65x in f64. f32 from N = 64 takes them on any matrix that has them (up to
+/// [`BLOCK_UNION_MAX`]): the 3-D stencil (0.50) ran
+/// 3 %, 7 % and 19 % faster at N = 64, 128 and 256, and 13-16 % slower at N = 8 and 32; the 2-D
+/// stencil (0.70) and the FEM-like rows (0.75) ran slower at every N. f64's blocks, at 80
+/// registers with two segments a lane against the row kernels' 48, lost on the 3-D stencil at
+/// every N (up to 1.24x slower at N = 256).
+pub const ROWBLK_SHARED: f64 = 0.3;
+
+/// Most diagonals of a pattern for f32 SpMV to take the diagonal path with a thread a row (more
+/// take the vector diagonal path, [`diag_lanes_for`]): on the H200 (cold) the 2-D stencil (5)
+/// ran 17.3 us against 19.9 on the packed blocks, the 3-D stencil (27) 52.7 against 69.8 (79.8
+/// on the vector diagonal path); the banded rows (64) 27.6 against 14.5 on the vector-A lanes
+/// and 12.3 on the vector diagonal path
+/// (`bench/results/2026-12-04-h200-spmv-diagonals.txt`, rounds 5 and 6).
+pub const DIAG_THREAD_MAX: usize = 32;
+
+/// The same bound for f64: the 2-D stencil ran 22.8 us against 27.1 on the row lanes, the 3-D
+/// stencil 105.1 against 103.1 on the vector-A lanes and 83.6 on the vector diagonal path.
+pub const DIAG_THREAD_MAX_F64: usize = 8;
+
+/// Rows below which the vector diagonal path takes 8 lanes a row with 2 vectors a lane rather
+/// than 4 with 4. On the H200 (cold,
+/// `bench/results/2026-12-04-h200-spmv-diagonal-vectors.txt`): the band of 62,451 rows ran
+/// 12.3 us (f32) and 14.0 (f64) at 8 lanes against 14.1 and 18.1 at 4; the 3-D stencil's
+/// 1,000,000 rows in f64 83.6 at 4 lanes against 93.0 at 8 (f64 vector-A lanes 103, f32 vector-A
+/// lanes on the band 14.4).
+pub const DIAG_FEW_ROWS: usize = 250_000;
+
+/// Least mean row length (non-empty rows) at which f32 rows of scattered columns take the deep
+/// row kernels (eight entries in flight per lane instead of four, 60-odd registers against 48).
+/// On the H200 (cold, every f32 case of the panel in a build with every one-segment row kernel
+/// deep): the power-law rows (15.5 a row) ran 2-7 % faster at N = 8 to 256, the uniform rows (16)
+/// 1-7 %, the 90 %-empty rows (32) 0-2 %; the long-row matrix's rows of 4 random columns (5.2 on
+/// average) 5-14 % slower, and the local matrices (stencils, FEM-like rows) up to 26 % slower,
+/// their loads served by L1 and L2 at a latency that more warps hide better than more loads a
+/// warp (`bench/results/2026-12-04-h200-spmm-deep-lanes.txt`, round 3).
+pub const DEEP_MEAN: f64 = 8.0;
+
+/// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
+/// [`SPREAD_RUN`] neighbouring rows take twice the lane time their entries need.
+pub const SORT_SPREAD: f64 = 2.0;
+
+/// Least rows for the policy to sort them: below, the extra launches cost more than idle
+/// lanes.
+pub const SORT_ROWS: usize = 1 << 14;
+
+/// Why a forced deep row path cannot run on values of type `ty`.
+fn deep_refusal(ty: &str) -> String {
+    format!("keeps eight entries in flight per lane, a build for f32 values only, one segment a lane; these values are {ty}")
+}
+
+/// Rows of B a window block with `cols` column lanes can stage.
+pub fn window_cap(cols: u32) -> usize {
+    WINDOW_SMEM / (16 * cols as usize)
+}
+
+/// A GPU kernel family with its compile-time shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum GpuPath {
+    /// A group of `cols * ksplit` lanes per row.
+    RowVec {
+        /// Lanes that own 16-byte column segments of B.
+        cols: u32,
+        /// Lanes that split a row's entries.
+        ksplit: u32,
+        /// Segments per column lane per pass over the row.
+        tiles: u32,
+        /// Eight entries in flight per lane instead of four (f32, one segment a lane).
+        deep: bool,
+    },
+    /// SpMV over the planned work blocks (N = 1 only).
+    Stream,
+    /// The planned blocks over the matrix's packed columns: 16-bit offsets from each block's
+    /// first column and 16-bit row ends (N = 1, and only matrices
+    /// [`RowStats::packable`] describes).
+    Packed,
+    /// SpMV over rows that repeat one pattern of diagonals ([`RowStats::diagonals`]): a thread
+    /// a row, which computes the columns of a row that follows the pattern instead of reading
+    /// them (N = 1 only).
+    Diag,
+    /// SpMV over rows that repeat one pattern of many diagonals: `lanes` lanes a row read its
+    /// values as 16-byte vectors, `vectors` a lane at once per row, over `steps` rows a lane
+    /// with all their loads in flight (N = 1 only).
+    DiagLanes {
+        /// Lanes a row ([`DIAG_SHAPES`]).
+        lanes: u32,
+        /// Vectors a lane loads at once per row.
+        vectors: u32,
+        /// Rows a lane takes, their loads all in flight at once.
+        steps: u32,
+    },
+    /// SpMV over rows whose entries all lie within [`NEAR_REACH`] of the diagonal
+    /// ([`RowStats::near`]): `lanes` lanes a row read each column as a 16-bit offset from the
+    /// row, four entries a lane at once (N = 1 only).
+    Near {
+        /// Lanes a row ([`NEAR_LANES`]).
+        lanes: u32,
+    },
+    /// f32 SpMV over the column-slice layout ([`RowStats::sliceable`]): entries sorted by slice
+    /// of columns, each slice of x copied into shared memory by one block of a cluster, the row
+    /// pieces' sums there, added over the cluster; rows cut into pieces summed in order by a
+    /// second kernel (N = 1 only).
+    Sliced,
+    /// One column lane whose `ksplit` entry lanes read A's indices and values as aligned
+    /// 4-entry vectors.
+    AVec {
+        /// Lanes that split a row's entries.
+        ksplit: u32,
+    },
+    /// The row-vector lanes over blocks of [`WINDOW_ROWS`] rows that stage their window of B in
+    /// shared memory (blocks whose window does not fit read B from global memory).
+    Window {
+        /// Lanes that own 16-byte column segments of B.
+        cols: u32,
+        /// Lanes that split a row's entries.
+        ksplit: u32,
+    },
+    /// The row-vector lanes over the rows sorted by length, one launch per bin of rows
+    /// ([`GpuPath::sorted_bins`]).
+    Sorted {
+        /// Lanes that own 16-byte column segments of B.
+        cols: u32,
+        /// Entries per entry lane a bin's rows get at least: a row of `L` entries takes
+        /// `L / lane_entries` entry lanes rounded down to a power of two (1 to `32 / cols`).
+        lane_entries: u32,
+        /// Eight entries in flight per lane instead of four (f32 only).
+        deep: bool,
+    },
+    /// The row-vector lanes over blocks of consecutive rows and the union of their columns,
+    /// each listed column's row of B loaded once for the block's rows (the row blocks the
+    /// upload builds, [`RowStats::block_rows`]). Long rows are not split.
+    RowBlock {
+        /// Rows per block: [`BLOCK_ROWS`], or [`TALL_ROWS`] (f32 only).
+        rows: u32,
+        /// Lanes that own 16-byte column segments of B.
+        cols: u32,
+        /// Lanes that split a block's listed columns.
+        ksplit: u32,
+        /// Segments per column lane per pass.
+        tiles: u32,
+    },
+}
+
+/// One launch of the sorted path: `ksplit` entry lanes per row for the `count` rows at
+/// `start` of the sorted row list; `ksplit` 0 for the empty rows at its tail, which the fill
+/// kernel writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortedBin {
+    /// Lanes that split a row's entries (0: the empty rows).
+    pub ksplit: u32,
+    /// First position in the sorted row list.
+    pub start: usize,
+    /// Rows.
+    pub count: usize,
+}
+
+/// Column-lane counts the sorted path comes in.
+pub const SORTED_COLS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Entries per entry lane the sorted path comes in: the policy's 8 (N <= 8) and 32.
+pub const SORTED_LANE_ENTRIES: [u32; 2] = [8, 32];
+
+impl GpuPath {
+    /// The kernel entry point for value type `ty` (the sorted path: that of its bin with one
+    /// entry lane; [`GpuPath::kernels`] lists all of a launch's).
+    pub fn kernel_name(&self, ty: &str) -> String {
+        match *self {
+            GpuPath::RowVec {
+                cols,
+                ksplit,
+                tiles,
+                deep,
+            } => rowvec_name(ty, cols, ksplit, tiles, deep),
+            GpuPath::Stream => stream_name(ty),
+            GpuPath::Packed => packed_name(ty),
+            GpuPath::Diag => diag_name(ty),
+            GpuPath::DiagLanes {
+                lanes,
+                vectors,
+                steps,
+            } => diagv_name(ty, lanes, vectors, steps),
+            GpuPath::Near { lanes } => near_name(ty, lanes),
+            GpuPath::Sliced => sliced_name(ty),
+            GpuPath::AVec { ksplit } => avec_name(ty, ksplit),
+            GpuPath::Window { cols, ksplit } => window_name(ty, cols, ksplit),
+            GpuPath::Sorted { cols, deep, .. } => rowvec_name(ty, cols, 1, 1, deep),
+            GpuPath::RowBlock {
+                rows,
+                cols,
+                ksplit,
+                tiles,
+            } => rowblk_name(ty, rows, cols, ksplit, tiles),
+        }
+    }
+
+    /// The kernel a launch over `n` columns runs: f32 SpMV on the vector-A path has its own
+    /// build ([`spmv_avec_name`]), the rest [`GpuPath::kernel_name`].
+    pub fn kernel_for(&self, ty: &str, n: usize) -> String {
+        match *self {
+            GpuPath::AVec { ksplit } if n == 1 && ty == "f32" => spmv_avec_name(ty, ksplit),
+            _ => self.kernel_name(ty),
+        }
+    }
+
+    /// Every kernel a launch over `n` columns runs for a matrix with these statistics, in
+    /// launch order (the long rows' chunk kernels aside).
+    pub fn kernels(&self, ty: &str, n: usize, stats: &RowStats, split: bool) -> Vec<String> {
+        match *self {
+            GpuPath::Sorted { cols, deep, .. } => self
+                .sorted_bins(stats, split)
+                .iter()
+                .map(|b| match b.ksplit {
+                    0 => fill_name(ty),
+                    k => rowvec_name(ty, cols, k, 1, deep),
+                })
+                .collect(),
+            GpuPath::Sliced => vec![sliced_name(ty), cut_name(ty)],
+            _ => vec![self.kernel_for(ty, n)],
+        }
+    }
+
+    /// The launches of the sorted path: bins of rows by entry lanes, widest first, then the
+    /// empty rows (none for the other paths). The row list holds the rows by length, longest
+    /// first, the rows over [`LONG_ROW`](crate::ops::products::stats::LONG_ROW) at its head: `split` leaves
+    /// them to the chunk kernels.
+    pub fn sorted_bins(&self, stats: &RowStats, split: bool) -> Vec<SortedBin> {
+        let GpuPath::Sorted {
+            cols, lane_entries, ..
+        } = *self
+        else {
+            return Vec::new();
+        };
+        // Rows of at least t entries (t a power of two), rows over LONG_ROW aside.
+        let at_least = |t: usize| -> usize {
+            (1..LEN_CLASSES)
+                .filter(|&j| 1usize << (j - 1) >= t)
+                .map(|j| stats.len_classes[j])
+                .sum()
+        };
+        let short = stats.nrows - stats.long_rows;
+        let mut start = if split { stats.long_rows } else { 0 };
+        let mut bins = Vec::new();
+        let kmax = (32 / cols.max(1)).max(1);
+        let mut k = kmax;
+        let mut covered = 0usize; // short rows in the bins so far
+        while k >= 1 {
+            let upto = if k == 1 {
+                short - stats.len_classes[0]
+            } else {
+                at_least(k as usize * lane_entries as usize)
+            };
+            let mut count = upto - covered;
+            covered = upto;
+            if !split && k == kmax {
+                count += stats.long_rows;
+            }
+            if count > 0 {
+                bins.push(SortedBin {
+                    ksplit: k,
+                    start,
+                    count,
+                });
+                start += count;
+            }
+            k /= 2;
+        }
+        if stats.len_classes[0] > 0 {
+            bins.push(SortedBin {
+                ksplit: 0,
+                start,
+                count: stats.len_classes[0],
+            });
+        }
+        bins
+    }
+
+    /// Whether this path computes N columns.
+    pub fn supports(&self, n: usize) -> bool {
+        match *self {
+            GpuPath::RowVec { .. }
+            | GpuPath::AVec { .. }
+            | GpuPath::Window { .. }
+            | GpuPath::Sorted { .. }
+            | GpuPath::RowBlock { .. } => true,
+            GpuPath::Stream
+            | GpuPath::Packed
+            | GpuPath::Diag
+            | GpuPath::DiagLanes { .. }
+            | GpuPath::Near { .. }
+            | GpuPath::Sliced => n == 1,
+        }
+    }
+
+    /// Whether this path computes N columns of a matrix with these statistics and values of
+    /// `elem_bytes` bytes ([`GpuPath::why_not`] says why not).
+    pub fn applies(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> bool {
+        self.why_not(n, stats, elem_bytes).is_none()
+    }
+
+    /// Why this path cannot compute N columns of a matrix with these statistics and values of
+    /// `elem_bytes` bytes, or None when it can: the planned blocks, the diagonal and the near
+    /// paths compute N = 1 only, the packed blocks need a packable matrix, the diagonal path a
+    /// pattern of diagonals ([`RowStats::diagonals`]), the near path every column within
+    /// [`NEAR_REACH`] of its row ([`RowStats::near`]), the row blocks the height the upload builds
+    /// ([`RowStats::block_rows`]), the deep row kernels f32 values and one segment a lane.
+    pub fn why_not(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> Option<String> {
+        let ty = if elem_bytes == 4 { "f32" } else { "f64" };
+        if !self.supports(n) {
+            return Some(format!("cannot compute N = {n} columns"));
+        }
+        match *self {
+            GpuPath::Packed if !stats.packable() => Some(format!(
+                "needs every SpMV work block within {PACKED_SPAN} columns; one spans {}",
+                stats.stream_span
+            )),
+            GpuPath::Diag | GpuPath::DiagLanes { .. } if stats.diagonals == 0 => Some(format!(
+                "needs rows that repeat one pattern of at most {DIAG_MAX} diagonals in {:.0} % of the entries; this matrix has none",
+                100.0 * DIAG_SHARE
+            )),
+            GpuPath::Near { .. } if !stats.near() => Some(format!(
+                "needs every entry's column within {NEAR_REACH} of its row; one lies {} away",
+                stats.reach
+            )),
+            GpuPath::Sliced if elem_bytes != 4 => Some(format!(
+                "runs f32 values only: {ty}'s slices of x are twice the bytes, and on the H200 it ran 0.64-0.69x cuSPARSE (blocks without clusters)"
+            )),
+            GpuPath::Sliced if !stats.sliceable() => Some(format!(
+                "needs scattered columns (a block of {WINDOW_ROWS} rows spanning over {SCATTER_WINDOW}; here {}) and {} groups' copies of x ({} columns each) at most {SLICE_X_RATIO} times the {} entries",
+                stats.window_max,
+                stats.slice_groups(),
+                stats.ncols,
+                stats.nnz
+            )),
+            GpuPath::RowBlock { rows, .. }
+                if stats.block_rows(elem_bytes) != Some(rows as usize) =>
+            {
+                let built = match stats.block_rows(elem_bytes) {
+                    Some(r) => format!("blocks of {r} rows"),
+                    None => "no row blocks".to_string(),
+                };
+                // The tall count exists only where blocks of four are built (RowStats::tall_union).
+                let tall = if stats.blockable() {
+                    format!(" and {} over {TALL_ROWS}", stats.tall_union)
+                } else {
+                    String::new()
+                };
+                Some(format!(
+                    "runs blocks of {rows} rows, but for {ty} values of this matrix the upload builds {built}: {} distinct columns over blocks of {BLOCK_ROWS} rows{tall} for {} entries (blocks of {BLOCK_ROWS} up to {BLOCK_UNION_MAX} distinct columns per entry, of {TALL_ROWS} for f32 up to {TALL_UNION_MAX})",
+                    stats.block_union, stats.nnz
+                ))
+            }
+            GpuPath::RowVec {
+                deep: true, tiles, ..
+            } if !deep_exists(ty, tiles) => Some(deep_refusal(ty)),
+            GpuPath::Sorted { deep: true, .. } if !deep_exists(ty, 1) => Some(deep_refusal(ty)),
+            _ => None,
+        }
+    }
+
+    /// Every path there is, for tests that force each one.
+    pub fn all() -> Vec<GpuPath> {
+        let mut v: Vec<GpuPath> = rowvec_shapes()
+            .into_iter()
+            .flat_map(|(cols, ksplit, tiles)| {
+                let deeps: &[bool] = if deep_exists("f32", tiles) {
+                    &[false, true]
+                } else {
+                    &[false]
+                };
+                deeps.iter().map(move |&deep| GpuPath::RowVec {
+                    cols,
+                    ksplit,
+                    tiles,
+                    deep,
+                })
+            })
+            .collect();
+        v.push(GpuPath::Stream);
+        v.push(GpuPath::Packed);
+        v.push(GpuPath::Diag);
+        v.extend(
+            DIAG_SHAPES
+                .iter()
+                .map(|&(lanes, vectors, steps)| GpuPath::DiagLanes {
+                    lanes,
+                    vectors,
+                    steps,
+                }),
+        );
+        v.extend(NEAR_LANES.iter().map(|&lanes| GpuPath::Near { lanes }));
+        v.push(GpuPath::Sliced);
+        v.extend(AVEC_SPLITS.iter().map(|&ksplit| GpuPath::AVec { ksplit }));
+        v.extend(
+            window_shapes()
+                .into_iter()
+                .map(|(cols, ksplit)| GpuPath::Window { cols, ksplit }),
+        );
+        for cols in SORTED_COLS {
+            for deep in [false, true] {
+                v.extend(
+                    SORTED_LANE_ENTRIES
+                        .iter()
+                        .map(|&lane_entries| GpuPath::Sorted {
+                            cols,
+                            lane_entries,
+                            deep,
+                        }),
+                );
+            }
+        }
+        v.extend(
+            [BLOCK_ROWS as u32, TALL_ROWS as u32]
+                .into_iter()
+                .flat_map(|rows| ROWBLK_SHAPES.iter().map(move |&s| (rows, s)))
+                .map(|(rows, (cols, ksplit, tiles))| GpuPath::RowBlock {
+                    rows,
+                    cols,
+                    ksplit,
+                    tiles,
+                }),
+        );
+        v
+    }
+
+    /// The launch shape for a matrix with these statistics and values of `elem_bytes` bytes (the
+    /// sorted path: the blocks of all its launches, long rows split; the planned blocks: shared
+    /// memory for a block's products, as the launch gives them).
+    pub fn shape(&self, stats: &RowStats, elem_bytes: usize) -> Result<LaunchShape> {
+        if *self == GpuPath::Sliced {
+            // The layout's blocks on an sm_90 GPU (bulk copies, every stage in shared memory,
+            // a cluster a group).
+            let blocks = u32::try_from(stats.slice_blocks()).map_err(|_| {
+                Error::unsupported(format!(
+                    "{} row pieces need more than 2^32 blocks",
+                    stats.pieces
+                ))
+            })?;
+            return Ok(LaunchShape::linear(blocks, 32 * (SLICE_WARPS as u32 + 1))
+                .with_cluster(SLICE_MEMBERS as u32)
+                .with_smem(smem_bytes(true) as u32));
+        }
+        let blocks = match *self {
+            GpuPath::RowVec { cols, ksplit, .. } => {
+                stats.nrows.div_ceil((BLOCK / (cols * ksplit)) as usize)
+            }
+            GpuPath::Stream | GpuPath::Packed => {
+                return stream_shape(stats.stream_blocks, stats.stream_items, elem_bytes)
+            }
+            GpuPath::Diag => stats.nrows.div_ceil(BLOCK as usize),
+            GpuPath::DiagLanes { lanes, steps, .. } => {
+                stats.nrows.div_ceil(diag_lanes_rows(lanes, steps))
+            }
+            GpuPath::AVec { ksplit } => stats.nrows.div_ceil((BLOCK / ksplit) as usize),
+            GpuPath::Near { lanes } => stats.nrows.div_ceil((BLOCK / lanes) as usize),
+            GpuPath::Sliced => 0, // shaped above
+            GpuPath::Window { .. } => stats.nrows.div_ceil(WINDOW_ROWS),
+            GpuPath::Sorted { cols, .. } => self
+                .sorted_bins(stats, true)
+                .iter()
+                .map(|b| match b.ksplit {
+                    0 => fill_blocks(b.count),
+                    k => b.count.div_ceil((BLOCK / (cols * k)) as usize),
+                })
+                .sum(),
+            GpuPath::RowBlock {
+                rows, cols, ksplit, ..
+            } => stats
+                .nrows
+                .div_ceil(rows as usize)
+                .div_ceil((BLOCK / (cols * ksplit)) as usize),
+        };
+        let blocks = u32::try_from(blocks).map_err(|_| {
+            Error::unsupported(format!("{} rows need more than 2^32 blocks", stats.nrows))
+        })?;
+        let shape = LaunchShape::linear(blocks, BLOCK);
+        Ok(match *self {
+            GpuPath::Window { cols, .. } => shape.with_smem(self.window_rows(stats) * cols * 16),
+            _ => shape,
+        })
+    }
+
+    /// Columns of B one pass of this path covers for values of `elem_bytes` bytes (1 for the
+    /// SpMV-only planned blocks).
+    pub fn pass_width(&self, elem_bytes: usize) -> usize {
+        let vec = 16 / elem_bytes;
+        match *self {
+            GpuPath::Stream
+            | GpuPath::Packed
+            | GpuPath::Diag
+            | GpuPath::DiagLanes { .. }
+            | GpuPath::Near { .. }
+            | GpuPath::Sliced => 1,
+            GpuPath::RowVec { cols, tiles, .. } | GpuPath::RowBlock { cols, tiles, .. } => {
+                cols as usize * vec * tiles as usize
+            }
+            GpuPath::Window { cols, .. } | GpuPath::Sorted { cols, .. } => cols as usize * vec,
+            GpuPath::AVec { .. } => vec,
+        }
+    }
+
+    /// Rows of B each block of a window path stages: the widest window, up to what
+    /// [`WINDOW_SMEM`] holds (0 for the other paths).
+    pub fn window_rows(&self, stats: &RowStats) -> u32 {
+        match *self {
+            GpuPath::Window { cols, .. } => stats.window_max.min(window_cap(cols)) as u32,
+            _ => 0,
+        }
+    }
+}
+
+/// The planned blocks' launch: a block per work block, with shared memory for a block's
+/// `items` products of `elem_bytes` bytes each. The plan gives it the statistics' partition,
+/// the launch the partition the uploaded matrix holds.
+pub fn stream_shape(nblocks: usize, items: usize, elem_bytes: usize) -> Result<LaunchShape> {
+    let blocks = u32::try_from(nblocks).map_err(|_| {
+        Error::unsupported(format!("{nblocks} SpMV work blocks exceed 2^32 blocks"))
+    })?;
+    Ok(LaunchShape::linear(blocks, BLOCK).with_smem((items * elem_bytes) as u32))
+}
+
+/// Most blocks of a fill launch (`spmm_fill`, whose grid strides over its rows): a few waves of
+/// 256-thread blocks on the largest GPUs.
+pub const FILL_BLOCKS: usize = 4096;
+
+/// Blocks of a fill launch over `rows` rows: one row per thread at most, up to [`FILL_BLOCKS`].
+pub fn fill_blocks(rows: usize) -> usize {
+    rows.div_ceil(BLOCK as usize).min(FILL_BLOCKS)
+}
+
+/// The largest power of two at most `x` (1 below 2).
+fn pow2_floor(x: f64) -> u32 {
+    let mut p = 1u32;
+    while p < 32 && f64::from(2 * p) <= x {
+        p *= 2;
+    }
+    p
+}
+
+/// The path the policy picks for these row statistics, N and value size, with the reason.
+///
+/// The constants come from timing every path on the benchmark panel (`bench --sweep`) on an
+/// H200: more rows per warp beat more lanes per row, so one pass covers at most 32 columns up
+/// to N = 64 (16 in f64 up to N = 32), and above that 64 in f32 (128 when the mean row has 32
+/// entries or more) and 128 in f64, two segments per lane; each entry lane gets about 32
+/// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV on
+/// rows that repeat a pattern of at most [`DIAG_THREAD_MAX`] diagonals ([`DIAG_THREAD_MAX_F64`]
+/// in f64) takes the diagonal path with a thread a row, wider patterns the vector diagonal path
+/// ([`diag_lanes_for`]); even rows whose entries all lie within [`NEAR_REACH`] of the diagonal
+/// take the near path ([`near_lanes`]; f32 from [`NEAR_MEAN_F32`] entries a row); otherwise it
+/// takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
+/// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
+/// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
+/// lanes a row (f32, and f64 rows of [`F64_AVEC_LOCAL_MEAN`] entries or more on local columns,
+/// 12 or more on scattered ones, [`RowStats::scattered`], where f64 takes about 4 entries a
+/// lane), or one entry at a time with about 8 per lane (shorter f64 rows, where the vectors'
+/// unaligned ends and the kernel's 56-62 registers against 48 lost 10 %). The f64 planned blocks hold 62 registers against f32's 40
+/// and lost to the row lanes on even rows. Planned blocks over packed columns where the matrix
+/// packs ([`RowStats::packable`]): on the H200 the f32 2-D stencil, 3-D stencil and FEM-like
+/// rows ran 11 %, 9 % and 8 % faster packed; packed f64 blocks still lost to the row lanes on
+/// even rows (2-D stencil 29.4 against 27.4 us, FEM-like 81.3 against 80.9). SpMM on rows whose
+/// blocks of [`BLOCK_ROWS`] share most columns takes the row blocks ([`ROWBLK_SHARED`]) ahead of
+/// the window and row kernels, and f32 the tall blocks wherever the upload built them. f32 rows
+/// of scattered columns with at least [`DEEP_MEAN`] entries on average run the deep row kernels.
+pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
+    choose_on(stats, n, elem_bytes, true)
+}
+
+/// [`choose`] on a GPU that runs the column-slice kernel (`slices`,
+/// [`crate::ops::products::formats::slices::runs_on`]) or not: f32 SpMV on scattered columns takes the slices
+/// where [`RowStats::sliceable`] and the GPU runs them. f64 keeps its path: its slices of x
+/// are twice the bytes, and on the H200 (cold) the uniform and power-law rows ran 0.64-0.69x
+/// cuSPARSE on them with a block of their own for every run of rows, before the clusters
+/// (`bench/results/2026-12-04-h200-spmv-column-slices.txt`); not measured since.
+pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) -> (GpuPath, String) {
+    let filled = stats.nrows - stats.empty_rows;
+    let mean = if filled == 0 {
+        0.0
+    } else {
+        stats.nnz as f64 / filled as f64
+    };
+    if n == 1 {
+        let most = if elem_bytes == 4 {
+            DIAG_THREAD_MAX
+        } else {
+            DIAG_THREAD_MAX_F64
+        };
+        if stats.diagonals > 0 && stats.diagonals <= most {
+            return (
+                GpuPath::Diag,
+                format!(
+                    "N = 1, {} of {} rows repeat one pattern of {} diagonals: a thread a row walks the pattern, computing the columns instead of reading them",
+                    stats.diag_rows,
+                    stats.nrows,
+                    stats.diagonals,
+                ),
+            );
+        }
+        if let Some(path @ GpuPath::DiagLanes { lanes, vectors, .. }) =
+            diag_lanes_for(stats.diagonals, stats.nrows, elem_bytes)
+        {
+            return (
+                path,
+                format!(
+                    "N = 1, {} of {} rows repeat one pattern of {} diagonals: {lanes} lanes a row read its values as 16-byte vectors, {vectors} a lane at once, and compute the columns instead of reading them",
+                    stats.diag_rows, stats.nrows, stats.diagonals,
+                ),
+            );
+        }
+        if stats.near() && !stats.skewed() && (elem_bytes == 8 || mean >= NEAR_MEAN_F32) {
+            let lanes = near_lanes(mean, elem_bytes);
+            return (
+                GpuPath::Near { lanes },
+                format!(
+                    "N = 1, even rows (mean {mean:.1}, longest {}) within {} columns of the diagonal (at most {NEAR_REACH}): {lanes} lanes a row read each column as a 16-bit offset from the row, 4 entries a lane at once",
+                    stats.max_len, stats.reach
+                ),
+            );
+        }
+        if slices && stats.sliced_for(elem_bytes) {
+            return (
+                GpuPath::Sliced,
+                format!(
+                    "N = 1, scattered columns (blocks of {WINDOW_ROWS} rows span up to {}) and {} groups' copies of x ({} columns each) within {SLICE_X_RATIO} times the {} entries: entries sorted by slice of {} columns, each slice of x copied into shared memory by one of a group's {SLICE_MEMBERS} blocks (a cluster), {} row pieces' sums there (rows over {SLICE_PIECE} entries cut into pieces, summed in order by a second kernel)",
+                    stats.window_max,
+                    stats.slice_groups(),
+                    stats.ncols,
+                    stats.nnz,
+                    SLICE_COLS,
+                    stats.pieces,
+                ),
+            );
+        }
+        let (path, why) = choose_spmv(stats, mean, elem_bytes);
+        if path == GpuPath::Stream && stats.packable() {
+            return (
+                GpuPath::Packed,
+                format!(
+                    "{why}; every block's columns lie within {} (at most {PACKED_SPAN}), so they are read as 16-bit column offsets with 16-bit row ends",
+                    stats.stream_span
+                ),
+            );
+        }
+        return (path, why);
+    }
+    choose_spmm(stats, n, mean, elem_bytes)
+}
+
+/// Lanes a row of the near path for rows of `mean` entries: about 6 entries a lane in f32 and
+/// 4 in f64 (a lane's first batch of 4 loads covers most of a row), 2 to 8 lanes. On the H200
+/// (cold, `bench/results/2026-12-04-h200-spmv-near.txt`, round 2) the rule's lanes ran fastest,
+/// or within 2 % of it, on every panel matrix: f64 FEM-like rows 66.3 us at 4 lanes against
+/// 68.7 at 2 and 76.8 at 8, f64 dense blocks 51.6 at 8 against 52.9 at 4, the f64 3-D stencil
+/// 86.2 at 4 against 89.2 at 8; f32 FEM-like rows 45.2 at 2 against 47.5 at 4, the f32 3-D
+/// stencil 53.8 at 4 against 60.0 at 2, f32 dense blocks 36.0 at 4 against 36.9 at 8.
+pub fn near_lanes(mean: f64, elem_bytes: usize) -> u32 {
+    let per_lane = if elem_bytes == 4 { 6.0 } else { 4.0 };
+    pow2_floor(mean / per_lane).clamp(2, 8)
+}
+
+/// The vector diagonal path for SpMV over `nrows` rows with a pattern of `d` diagonals too many
+/// for a thread a row, or None (no pattern, or one a thread a row takes): below
+/// [`DIAG_FEW_ROWS`] rows 8 lanes a row with 2 vectors a lane, so the launch still fills the
+/// GPU, else 4 lanes with 4 vectors; longer rows read the rest after them.
+pub fn diag_lanes_for(d: usize, nrows: usize, elem_bytes: usize) -> Option<GpuPath> {
+    let most = if elem_bytes == 4 {
+        DIAG_THREAD_MAX
+    } else {
+        DIAG_THREAD_MAX_F64
+    };
+    if d <= most {
+        return None;
+    }
+    let (lanes, vectors) = if nrows < DIAG_FEW_ROWS {
+        (8, 2)
+    } else {
+        (4, 4)
+    };
+    Some(GpuPath::DiagLanes {
+        lanes,
+        vectors,
+        steps: 1,
+    })
+}
+
+/// The SpMV path for matrices without a packed form.
+fn choose_spmv(stats: &RowStats, mean: f64, elem_bytes: usize) -> (GpuPath, String) {
+    if stats.skewed() {
+        return (
+            GpuPath::Stream,
+            format!(
+                "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {} entries each, summed from shared memory) and long-row chunks",
+                stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks, stats.stream_items
+            ),
+        );
+    }
+    if elem_bytes == 4 && mean < STREAM_MEAN_F32 {
+        return (
+            GpuPath::Stream,
+            format!(
+                "N = 1, f32 rows of mean {mean:.1} (below {STREAM_MEAN_F32}): {} planned blocks of up to {} entries, read as 4-entry vectors and summed from shared memory",
+                stats.stream_blocks, stats.stream_items
+            ),
+        );
+    }
+    let scattered = stats.scattered();
+    let f64_avec = if scattered { 12.0 } else { F64_AVEC_LOCAL_MEAN };
+    if elem_bytes == 4 || mean >= f64_avec {
+        // f64 on the H200: uniform random rows (16 a row, scattered) 0.147 ms at 2 lanes a
+        // row, 0.127 at 4.
+        let ksplit = if elem_bytes == 8 && scattered {
+            pow2_floor(mean / 4.0).min(4)
+        } else {
+            pow2_floor(mean / 6.0).min(4)
+        };
+        let reach = if scattered {
+            format!("columns scattered over windows up to {}", stats.window_max)
+        } else {
+            format!("columns within windows of {}", stats.window_max)
+        };
+        return (
+            GpuPath::AVec { ksplit },
+            format!(
+                "N = 1, even rows (mean {mean:.1}, longest {}, {reach}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
+                stats.max_len
+            ),
+        );
+    }
+    let ksplit = pow2_floor(mean / 8.0);
+    (
+        GpuPath::RowVec {
+            cols: 1,
+            ksplit,
+            tiles: 1,
+            deep: false,
+        },
+        format!(
+            "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row",
+            stats.max_len
+        ),
+    )
+}
+
+/// The path for N > 1.
+fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (GpuPath, String) {
+    let vec = (16 / elem_bytes).max(1);
+    let wcap = if mean >= 32.0 { 128 } else { 64 };
+    let cols = n.min(wcap).div_ceil(vec).next_power_of_two().min(32) as u32;
+    let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
+    let per_pass = cols as usize * vec;
+    let window = cols >= 2
+        && stats.window_reuse >= WINDOW_REUSE
+        && stats.window_max <= WINDOW_SPAN * WINDOW_ROWS
+        && stats.window_max <= window_cap(cols);
+    // The upload builds blocks of four rows up to BLOCK_UNION_MAX, the widest share f32 takes
+    // from N = 64; tall ones (f32) only where they share nearly all columns, and they win there.
+    if let Some(rows) = stats
+        .block_rows(elem_bytes)
+        .filter(|_| stats.long_rows == 0)
+    {
+        let shared = stats.union_for(rows) as f64 / stats.nnz as f64;
+        if rows == TALL_ROWS || shared <= ROWBLK_SHARED || (elem_bytes == 4 && n >= 64) {
+            return choose_rowblk(n, rows, shared, elem_bytes);
+        }
+    }
+    if window {
+        let ksplit = ksplit.max(8 / cols);
+        let why = format!(
+            "N = {n}: blocks of {WINDOW_ROWS} rows stage their window of B (at most {} rows, each used {:.1} times) in shared memory; {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries",
+            stats.window_max,
+            stats.window_reuse,
+            n.div_ceil(per_pass)
+        );
+        return (GpuPath::Window { cols, ksplit }, why);
+    }
+    let deep = deep_rows(stats, mean, elem_bytes);
+    let depth = if deep {
+        format!(
+            "; columns scattered over windows up to {} and rows of {mean:.1} on average: 8 entries in flight per lane",
+            stats.window_max
+        )
+    } else {
+        String::new()
+    };
+    if stats.spread >= SORT_SPREAD && stats.nrows >= SORT_ROWS {
+        let lane_entries = if n <= 8 { 8 } else { 32 };
+        let why = format!(
+            "N = {n}: rows of uneven length side by side (runs of {SPREAD_RUN} rows take {:.1}x the lane time of their entries) run sorted by length, a launch per bin of rows with one entry lane per {lane_entries} entries (up to {}); {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns){depth}",
+            stats.spread,
+            32 / cols,
+            n.div_ceil(per_pass)
+        );
+        return (
+            GpuPath::Sorted {
+                cols,
+                lane_entries,
+                deep,
+            },
+            why,
+        );
+    }
+    // The row kernels' passes, from the H200 sweeps of every path (f32 and f64, N 32 to 256):
+    // from 9 to 64 columns a pass covers at most 32 columns (16 in f64 up to N = 32), so a
+    // warp holds more rows, each a chain of dependent loads (2-D stencil f64 N = 64: 0.618 ->
+    // 0.442 ms); above 64, f64 passes take 128 columns as two segments per lane, one pass
+    // where there were two (3-D stencil f64 N = 128: 2.548 -> 1.888 ms). Short rows above 64
+    // take eight lanes of several segments each, four rows a warp (`SHORT_MEAN`).
+    let (cols, tiles) = if n <= 8 {
+        (cols, 1)
+    } else if n <= 64 {
+        let lanes = if elem_bytes == 8 && n <= 32 {
+            8
+        } else {
+            32 / vec
+        };
+        (cols.min(lanes as u32), 1)
+    } else if mean < SHORT_MEAN && elem_bytes == 8 {
+        (8, 2)
+    } else if mean < SHORT_MEAN && stats.window_max <= SCATTER_WINDOW {
+        (8, 4)
+    } else if elem_bytes == 8 {
+        (32, 2)
+    } else {
+        (cols, 1)
+    };
+    let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
+    let per_pass = cols as usize * vec * tiles as usize;
+    let deep = deep && tiles == 1;
+    let depth = if deep { depth.as_str() } else { "" };
+    let why = format!(
+        "N = {n}: {cols} lanes own {tiles} {vec}-column segment(s) of B each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1}){depth}",
+        n.div_ceil(per_pass)
+    );
+    (
+        GpuPath::RowVec {
+            cols,
+            ksplit,
+            tiles,
+            deep,
+        },
+        why,
+    )
+}
+
+/// Whether the row kernels keep eight entries in flight per lane ([`GpuPath::RowVec`]'s and
+/// [`GpuPath::Sorted`]'s `deep`): f32 rows of scattered columns ([`RowStats::scattered`]) with
+/// at least [`DEEP_MEAN`] entries on average.
+pub fn deep_rows(stats: &RowStats, mean: f64, elem_bytes: usize) -> bool {
+    elem_bytes == 4 && stats.scattered() && mean >= DEEP_MEAN
+}
+
+/// The row-block shape for N columns, from the H200 sweeps (banded, block-diagonal and 3-D
+/// stencil rows): one pass over N where the shapes allow; N <= 8 four lanes split a block's
+/// columns with one or two column lanes, wider N one or two segments per column lane (f32 up
+/// to 32 columns one, above two; f64 two above 8).
+fn choose_rowblk(n: usize, rows: usize, shared: f64, elem_bytes: usize) -> (GpuPath, String) {
+    let vec = 16 / elem_bytes;
+    let segs = n.div_ceil(vec).next_power_of_two();
+    let (cols, ksplit, tiles) = if n <= 8 {
+        (segs.min(2) as u32, 4, 1)
+    } else if elem_bytes == 4 && n <= 32 {
+        (segs as u32, 1, 1)
+    } else {
+        (segs.div_ceil(2).clamp(8, 32) as u32, 1, 2)
+    };
+    let per_pass = cols as usize * vec * tiles as usize;
+    let why = format!(
+        "N = {n}: blocks of {rows} rows share their columns ({shared:.2} distinct columns per entry), so each block loads a listed column's row of B once for its rows; {cols} lanes own {tiles} {vec}-column segment(s) each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each block's columns",
+        n.div_ceil(per_pass)
+    );
+    (
+        GpuPath::RowBlock {
+            rows: rows as u32,
+            cols,
+            ksplit,
+            tiles,
+        },
+        why,
+    )
+}

@@ -1,0 +1,152 @@
+//! `y = alpha * A * x + beta * y` for CSR A, in f32 or f64.
+//!
+//! Cost: `2 * nnz` flops and at least `nnz * (4 + size_of::<T>())` bytes of A plus x and y
+//! once; the GPU path is SpMM's nnz-split kernel with one column. `beta == 0` never reads y.
+
+use super::cpu;
+use super::spmm::{gpu_path, plan_for, GpuPath};
+use super::PreparedCsr;
+use crate::device::Gpu;
+use crate::matrix::Csr;
+use crate::ops::products::stats::RowStats;
+use crate::ops::Plan;
+use crate::{Device, Error, Result, Scalar};
+
+/// An SpMV request.
+#[derive(Clone, Copy, Debug)]
+pub struct Spmv<T> {
+    alpha: T,
+    beta: T,
+    force: Option<GpuPath>,
+    split: bool,
+}
+
+impl<T: Scalar> Default for Spmv<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Scalar> Spmv<T> {
+    /// `y = A * x` (alpha 1, beta 0).
+    pub fn new() -> Self {
+        Spmv {
+            alpha: T::from_f64(1.0),
+            beta: T::ZERO,
+            force: None,
+            split: true,
+        }
+    }
+    /// Sets alpha.
+    pub fn alpha(mut self, alpha: T) -> Self {
+        self.alpha = alpha;
+        self
+    }
+    /// Sets beta; 0 means y is not read.
+    pub fn beta(mut self, beta: T) -> Self {
+        self.beta = beta;
+        self
+    }
+    /// Forces a GPU path (an nnz-split shape) instead of the policy's choice.
+    pub fn force_path(mut self, path: GpuPath) -> Self {
+        self.force = Some(path);
+        self
+    }
+
+    /// Whether long rows are split into chunks on the GPU (default true).
+    pub fn split_long_rows(mut self, split: bool) -> Self {
+        self.split = split;
+        self
+    }
+
+    /// Checks lengths and scalars completely, before any work.
+    pub fn validate(&self, a: &Csr<T>, x_len: usize, y_len: usize) -> Result<()> {
+        if x_len != a.ncols() {
+            return Err(Error::invalid(
+                "x",
+                format!("has {x_len} elements but A has {} columns", a.ncols()),
+            ));
+        }
+        if y_len != a.nrows() {
+            return Err(Error::invalid(
+                "y",
+                format!("has {y_len} elements but A has {} rows", a.nrows()),
+            ));
+        }
+        for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
+            if !v.to_f64().is_finite() {
+                return Err(Error::invalid(name, format!("{v:?} is not finite")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Which backend and kernel would run.
+    pub fn plan(&self, device: &Device, stats: &RowStats) -> Result<Plan> {
+        plan_for::<T>("spmv", device, stats, 1, self.force, self.split)
+    }
+
+    /// Runs on host data.
+    pub fn run(&self, device: &Device, a: &Csr<T>, x: &[T], y: &mut [T]) -> Result<Plan> {
+        self.validate(a, x.len(), y.len())?;
+        match device {
+            // The CPU's plan reads no statistics: their pass would cost as much as the product.
+            Device::Cpu => {
+                cpu::spmv(self.alpha, a, x, self.beta, y);
+                Ok(super::spmm::cpu_plan("spmv"))
+            }
+            Device::Cuda(gpu) => {
+                let stats = crate::ops::products::RowStats::of(a);
+                let plan = self.plan(device, &stats)?;
+                let bytes = super::spmm::device_bytes::<T>(a, &stats, x.len() + y.len(), 1);
+                gpu.ensure_fits(bytes, "this SpMV")?;
+                let da = PreparedCsr::upload_with_stats(gpu, a, stats)?;
+                let dx = gpu.upload(x)?;
+                let dy = gpu.upload(y)?;
+                self.run_device(gpu, &da, &dx, &dy)?;
+                y.copy_from_slice(&gpu.download(&dy, y.len())?);
+                Ok(plan)
+            }
+        }
+    }
+
+    /// Enqueues SpMV on device-resident data; does not wait. `x` and `y` must hold at least
+    /// `ncols` and `nrows` elements.
+    pub fn run_device(
+        &self,
+        gpu: &Gpu,
+        a: &PreparedCsr<T>,
+        x: &cudarc::driver::CudaSlice<T>,
+        y: &cudarc::driver::CudaSlice<T>,
+    ) -> Result<()> {
+        if x.len() < a.ncols {
+            return Err(Error::invalid(
+                "x",
+                format!("has {} elements but A has {} columns", x.len(), a.ncols),
+            ));
+        }
+        if y.len() < a.nrows {
+            return Err(Error::invalid(
+                "y",
+                format!("has {} elements but A has {} rows", y.len(), a.nrows),
+            ));
+        }
+        let slices = crate::ops::products::formats::slices::runs_on(gpu.limits());
+        let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, 1, slices)? else {
+            return Ok(());
+        };
+        super::cuda::launch(
+            gpu,
+            path,
+            a,
+            1,
+            gpu.ptr(x),
+            1,
+            gpu.ptr(y),
+            1,
+            self.alpha,
+            self.beta,
+            self.split,
+        )
+    }
+}

@@ -1,0 +1,34 @@
+//! SEACells on the GPU: the exact kNN (distance tiles in f64 with the CPU's arithmetic, then
+//! sparrow's segmented top-k, so the neighbour lists are the CPU's bit for bit) and the B
+//! update's gradient columns, G = M (M V) with V = B A A^T - A^T built a chunk of columns at a
+//! time and reduced on the device to each archetype's argmin cell and duality-gap share.
+//! Nothing of size n x n or n x N is held: the distance tile is bounded by [`TILE_KEYS`] and
+//! the gradient chunk by [`B_CHUNK`] columns.
+//!
+//! The parts: [`knn`](knn()) builds the neighbour graph; [`Solver`] holds M and the scratch;
+//! `a_update` and `b_update` are its two Frank-Wolfe updates, the B update either by SpMM
+//! chunks or by the fused kernel of `b_fused` over the host layout of `b_layout`.
+
+use crate::device::LaunchShape;
+
+mod a_update;
+mod b_fused;
+mod b_layout;
+mod b_update;
+mod knn;
+mod solver;
+
+pub use a_update::A_MAX_METACELLS;
+pub use b_fused::GpuSteps;
+pub use b_layout::{max_metacells, tier, two_hop_bound, KatSource, SegRows};
+pub use knn::{knn, knn_tiled, KNN_MAX_DIMS, TILE_KEYS};
+pub use solver::{b_chunk, BPath, Solver, B_CHUNK};
+
+pub(super) const BLOCK: u32 = 256;
+
+pub(super) fn grid_for(items: usize) -> LaunchShape {
+    LaunchShape::linear(
+        items.div_ceil(BLOCK as usize).clamp(1, 132 * 16) as u32,
+        BLOCK,
+    )
+}

@@ -1,0 +1,616 @@
+//! Segmented top-k on the GPU. Reference: the naive oracle (sort per segment), exactly for the
+//! deterministic tie-breaks and as a multiset for the fast one; the deterministic outputs must
+//! also equal the CPU backend's byte for byte and repeat byte for byte. Outputs are sentinel-filled (0xA5) by the backend
+//! before every launch, so an unwritten slot fails the comparison; the repeat runs without the
+//! fill, as calls do by default, so no result may depend on it.
+
+mod filter;
+
+use half::{bf16, f16};
+use sparrow::matrix::Rng;
+use sparrow::ops::topk::check::{same_bytes, verify};
+use sparrow::ops::topk::data::{keys, Pattern};
+use sparrow::ops::topk::{GpuPath, IndexType, Key, Segments, TieBreak, TopK};
+use sparrow::ops::{Backend, Plan};
+use sparrow::Device;
+
+/// The plan's choice and every GPU path forced.
+const PATHS: [Option<GpuPath>; 4] = [
+    None,
+    Some(GpuPath::Tiled),
+    Some(GpuPath::Filter),
+    Some(GpuPath::Split { chunk: 8192 }),
+];
+
+const TIES: [TieBreak; 3] = [
+    TieBreak::Fast,
+    TieBreak::SmallerIndex,
+    TieBreak::LargerIndex,
+];
+
+fn dev() -> Device {
+    Device::Cuda(super::gpu())
+}
+
+/// The k largest (or smallest) keys of every segment.
+fn top_k(k: usize, largest: bool) -> TopK {
+    if largest {
+        TopK::largest(k)
+    } else {
+        TopK::smallest(k)
+    }
+}
+
+/// Whether `d` stages the filter's keys by bulk copies (sm_90 and later).
+fn sm90(d: &Device) -> bool {
+    match d {
+        Device::Cuda(g) => g.limits().compute_capability.0 >= 9,
+        Device::Cpu => false,
+    }
+}
+
+/// Runs the generic check `f` on device `d` for every key type the API takes.
+macro_rules! every_key_type {
+    ($f:ident, $d:expr) => {
+        $f::<f32>($d);
+        $f::<f64>($d);
+        $f::<f16>($d);
+        $f::<bf16>($d);
+        $f::<i8>($d);
+        $f::<u8>($d);
+        $f::<i16>($d);
+        $f::<u16>($d);
+        $f::<i32>($d);
+        $f::<u32>($d);
+        $f::<i64>($d);
+        $f::<u64>($d);
+    };
+}
+
+/// Runs `req` on the GPU and checks its output against the oracle (and, for the
+/// deterministic tie-breaks, against a second GPU run and the CPU); returns the GPU's plan,
+/// so a test asserts the path it meant to reach from the checked run itself.
+fn check<K: Key, V: Key>(
+    d: &Device,
+    req: &TopK,
+    k: &[K],
+    segs: Segments,
+    values: Option<&[V]>,
+) -> Plan {
+    let (out, plan) = req.run(d, k, segs, values).unwrap();
+    assert_eq!(plan.backend, Backend::Cuda);
+    let layout = req.layout(k.len(), segs, values.map(|v| v.len())).unwrap();
+    if let Err(e) = verify(req, k, &layout, values, &out) {
+        panic!("{} {req:?} [{plan}]: {e}", K::NAME);
+    }
+    if req.tie() != TieBreak::Fast {
+        let g = d.gpu().unwrap();
+        g.set_sentinels(false);
+        let again = req.run(d, k, segs, values);
+        g.set_sentinels(true);
+        let (again, _) = again.unwrap();
+        assert!(
+            same_bytes(&again, &out),
+            "{} {req:?}: two GPU runs differ",
+            K::NAME
+        );
+        let (cpu, _) = req.run(&Device::Cpu, k, segs, values).unwrap();
+        assert!(
+            same_bytes(&cpu, &out),
+            "{} {req:?}: GPU and CPU differ",
+            K::NAME
+        );
+    }
+    plan
+}
+
+/// The kernels a GPU plan names ("" when it names none).
+fn kernel_of(plan: &Plan) -> &str {
+    plan.kernel.as_deref().unwrap_or("")
+}
+
+fn offsets(rng: &mut Rng, nseg: usize, max_len: u64) -> Vec<i64> {
+    let mut o = vec![0i64];
+    for _ in 0..nseg {
+        let l = if rng.below(6) == 0 {
+            0
+        } else {
+            rng.below(max_len + 1) as i64
+        };
+        o.push(o.last().unwrap() + l);
+    }
+    o
+}
+
+fn every_pattern<K: Key>(d: &Device) {
+    let mut rng = Rng::new(K::BITS as u64 + 3);
+    for (pi, pattern) in Pattern::ALL.into_iter().enumerate() {
+        let o = offsets(&mut rng, 12, 9000);
+        let n = *o.last().unwrap() as usize;
+        let k: Vec<K> = keys(n, pattern, pi as u64);
+        let vals: Vec<u16> = keys(n, Pattern::RandomBits, 99);
+        for largest in [true, false] {
+            for tie in TIES {
+                for sorted in [false, true] {
+                    for (kk, path) in [
+                        (1usize, None),
+                        (37, Some(GpuPath::Tiled)),
+                        (37, Some(GpuPath::Filter)),
+                        (4096, None),
+                        (4096, Some(GpuPath::Tiled)),
+                        (4096, Some(GpuPath::Filter)),
+                        (37, Some(GpuPath::Split { chunk: 4096 })),
+                        (4096, Some(GpuPath::Split { chunk: 4096 })),
+                    ] {
+                        let base = top_k(kk, largest);
+                        let req = base.tie_break(tie).sorted(sorted).force_path(path);
+                        check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
+                        check(
+                            d,
+                            &req.index_type(IndexType::I32),
+                            &k,
+                            Segments::Offsets(&o),
+                            Some(&vals),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Segments of at most a warp's 1,024 keys on the warp path (and the plan picks it).
+fn short_segments<K: Key>(d: &Device) {
+    let mut rng = Rng::new(K::BITS as u64 + 5);
+    for (pi, pattern) in Pattern::ALL.into_iter().enumerate() {
+        let mut o = offsets(&mut rng, 40, 1024);
+        // Full segments take the warp body without tail tests (float keys).
+        for _ in 0..4 {
+            o.push(o.last().unwrap() + 1024);
+        }
+        let n = *o.last().unwrap() as usize;
+        let k: Vec<K> = keys(n, pattern, pi as u64 + 50);
+        let vals: Vec<u64> = keys(n, Pattern::RandomBits, 98);
+        for largest in [true, false] {
+            for tie in TIES {
+                for (kk, sorted) in [
+                    (1usize, false),
+                    (16, false),
+                    (32, true),
+                    (37, true),
+                    (600, false),
+                    (1024, true),
+                ] {
+                    let base = top_k(kk, largest);
+                    let req = base.tie_break(tie).sorted(sorted);
+                    let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
+                    assert!(plan.reason.starts_with("warp"), "{plan}");
+                    check(
+                        d,
+                        &req.index_type(IndexType::I32),
+                        &k,
+                        Segments::Offsets(&o),
+                        Some(&vals),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The warp prefilter's candidate counts at their bounds. A segment holds `n` copies of the
+/// extreme key, five of them in distinct lanes, and the opposite extreme elsewhere, so with
+/// k up to 5 the threshold is the extreme key and the candidates are exactly its copies: up
+/// to 32 take the one-per-lane bitonic select, 33 to 128 the bitwise select among the
+/// candidates, and 129 the cut at the threshold. Every tie-break picks among the copies.
+fn warp_candidate_bounds<K: Key>(d: &Device) {
+    for largest in [true, false] {
+        let (top, rest) = if largest {
+            (K::highest(), K::lowest())
+        } else {
+            (K::lowest(), K::highest())
+        };
+        let mut k: Vec<K> = Vec::new();
+        let mut o = vec![0i64];
+        for len in [1024usize, 1000, 300] {
+            for n in [1usize, 31, 32, 33, 127, 128, 129] {
+                let mut seg = vec![rest; len];
+                // 37 is prime to every length here: n distinct positions, the first five
+                // (below 300, so unwrapped) in distinct lanes: 37 j mod 32 = 5 j mod 32.
+                for j in 0..n {
+                    seg[(j * 37 + 5) % len] = top;
+                }
+                k.extend(seg);
+                o.push(k.len() as i64);
+            }
+        }
+        for kk in [1usize, 5] {
+            for tie in TIES {
+                for sorted in [false, true] {
+                    let base = top_k(kk, largest);
+                    let req = base.tie_break(tie).sorted(sorted);
+                    let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
+                    assert!(plan.reason.starts_with("warp"), "{plan}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn small_topk_warp_candidate_bounds() {
+    let d = dev();
+    every_key_type!(warp_candidate_bounds, &d);
+}
+
+#[test]
+fn small_topk_warp_path() {
+    let d = dev();
+    every_key_type!(short_segments, &d);
+}
+
+#[test]
+fn small_topk_every_key_type_and_pattern() {
+    let d = dev();
+    every_key_type!(every_pattern, &d);
+}
+
+/// The register on-chip kernels at each of their sizes (8, 16 and 32 keys per thread) and
+/// just past the largest (the shared-memory kernel): segments from 1,025 keys to the bound,
+/// one exactly at it, an empty one and one shorter than k; aligned and unaligned starts;
+/// every pattern, both directions, every tie-break, k that stops early, that keeps every
+/// tie, and that takes whole segments.
+fn register_block<K: Key>(d: &Device) {
+    use sparrow::ops::topk::plan::{rblock_items, RBLOCK_MAX};
+    let mut rng = Rng::new(K::BITS as u64 + 11);
+    for max_len in [2048usize, 4096, RBLOCK_MAX, RBLOCK_MAX + 1] {
+        for (pi, pattern) in Pattern::ALL.into_iter().enumerate() {
+            let mut o = vec![0i64, max_len as i64, max_len as i64, max_len as i64 + 5];
+            for _ in 0..5 {
+                let l = 1025 + rng.below((max_len - 1025) as u64 + 1) as i64;
+                o.push(o.last().unwrap() + l);
+            }
+            let n = *o.last().unwrap() as usize;
+            let k: Vec<K> = keys(n, pattern, pi as u64 + 70);
+            for largest in [true, false] {
+                for tie in TIES {
+                    for kk in [1usize, 37, 256, 1025] {
+                        let base = top_k(kk, largest);
+                        let req = base.tie_break(tie);
+                        let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
+                        let kernel = kernel_of(&plan);
+                        match rblock_items(max_len) {
+                            Some(items) => assert!(
+                                kernel.contains("rblock")
+                                    && kernel.ends_with(&format!("_v{items}")),
+                                "{max_len}: {plan}"
+                            ),
+                            None => assert!(
+                                kernel.contains("{block,") && !kernel.contains("rblock"),
+                                "{max_len}: {plan}"
+                            ),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn small_topk_register_block_path() {
+    let d = dev();
+    register_block::<f32>(&d);
+    register_block::<f64>(&d);
+    register_block::<bf16>(&d);
+    register_block::<u8>(&d);
+    register_block::<i64>(&d);
+}
+
+/// Small enough for compute-sanitizer: every kernel (sort and gather included) on segments
+/// that cross tile boundaries, with values and padding.
+#[test]
+fn sanitize_topk_every_kernel() {
+    let d = dev();
+    let o = [0i64, 5000, 5000, 5003, 13_000];
+    let k: Vec<f32> = keys(13_000, Pattern::HeavyTies, 1);
+    let v: Vec<u32> = keys(13_000, Pattern::RandomBits, 2);
+    for sorted in [false, true] {
+        for tie in TIES {
+            for path in PATHS {
+                let req = TopK::largest(700)
+                    .sorted(sorted)
+                    .tie_break(tie)
+                    .force_path(path);
+                check(&d, &req, &k, Segments::Offsets(&o), Some(&v));
+            }
+            // The on-chip path: registers (segments up to 8,192; uniform keys stop early
+            // with every tie taken, heavy ties rank a tie window) and shared memory (a
+            // segment of 9,000).
+            let uniform13k: Vec<f32> = keys(13_000, Pattern::Uniform, 4);
+            let long = [0i64, 9000, 9003, 13_000];
+            for (ks, segs) in [(&k, &o[..]), (&uniform13k, &o[..]), (&k, &long[..])] {
+                let req = TopK::largest(700)
+                    .sorted(sorted)
+                    .tie_break(tie)
+                    .force_path(Some(GpuPath::OnChip));
+                check(&d, &req, ks, Segments::Offsets(segs), Some(&v));
+            }
+            // k = 20 takes the warp prefilter: uniform keys select among few
+            // candidates, heavy ties overflow them and fall back.
+            let short = [0i64, 1000, 1000, 1003, 2027, 2100];
+            let uniform: Vec<f32> = keys(2100, Pattern::Uniform, 3);
+            for (kk, ks) in [(300, &k), (20, &k), (20, &uniform)] {
+                let req = TopK::largest(kk)
+                    .sorted(sorted)
+                    .tie_break(tie)
+                    .force_path(Some(GpuPath::Warp));
+                check(
+                    &d,
+                    &req,
+                    ks,
+                    Segments::Offsets(&short),
+                    Some(&v[..ks.len()]),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn small_topk_value_widths_and_per_segment_k() {
+    let d = dev();
+    let mut rng = Rng::new(4);
+    let o = offsets(&mut rng, 200, 4096);
+    let n = *o.last().unwrap() as usize;
+    let k: Vec<f32> = keys(n, Pattern::RandomBits, 5);
+    // Every value width through every path: on-chip, tiled and filter, unsorted and sorted
+    // (the sorted rows go through the gather kernels).
+    for sorted in [false, true] {
+        for path in PATHS {
+            let req = TopK::largest(300)
+                .tie_break(TieBreak::SmallerIndex)
+                .sorted(sorted)
+                .force_path(path);
+            let segs = Segments::Offsets(&o);
+            check(
+                &d,
+                &req,
+                &k,
+                segs,
+                Some(&keys::<u8>(n, Pattern::RandomBits, 1)),
+            );
+            check(
+                &d,
+                &req,
+                &k,
+                segs,
+                Some(&keys::<i16>(n, Pattern::RandomBits, 2)),
+            );
+            check(
+                &d,
+                &req,
+                &k,
+                segs,
+                Some(&keys::<f32>(n, Pattern::RandomBits, 3)),
+            );
+            check(
+                &d,
+                &req,
+                &k,
+                segs,
+                Some(&keys::<f64>(n, Pattern::RandomBits, 4)),
+            );
+        }
+    }
+    let ks: Vec<i64> = (0..200).map(|_| rng.below(5000) as i64).collect();
+    for tie in TIES {
+        for path in PATHS {
+            let req = TopK::per_segment(ks.clone(), false)
+                .sorted(true)
+                .tie_break(tie)
+                .force_path(path);
+            check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
+        }
+    }
+    let many: Vec<u32> = keys(100_000 * 8, Pattern::RandomBits, 6);
+    for path in PATHS {
+        let req = TopK::largest(3)
+            .tie_break(TieBreak::LargerIndex)
+            .force_path(path);
+        check::<u32, u32>(
+            &d,
+            &req,
+            &many,
+            Segments::Fixed {
+                count: 100_000,
+                len: 8,
+            },
+            None,
+        );
+    }
+    check::<u32, u32>(
+        &d,
+        &TopK::largest(4),
+        &[],
+        Segments::Offsets(&[0, 0, 0]),
+        None,
+    );
+    check::<u32, u32>(
+        &d,
+        &TopK::largest(0),
+        &[1, 2, 3],
+        Segments::Offsets(&[0, 3]),
+        None,
+    );
+}
+
+/// The path bounds: segments of exactly the on-chip limit and one key more, rows of exactly
+/// the shared-memory sort width and one more (sorted on the host).
+#[test]
+fn small_topk_path_bounds() {
+    use sparrow::ops::topk::plan::{block_max, SORT_MAX};
+    let d = dev();
+    let bmax = block_max(super::gpu().limits());
+    for len in [bmax, bmax + 1] {
+        let k: Vec<f32> = keys(2 * len, Pattern::HeavyTies, len as u64);
+        let req = TopK::largest(100).tie_break(TieBreak::LargerIndex);
+        let (_, plan) = req
+            .run_keys(&d, &k, Segments::Fixed { count: 2, len })
+            .unwrap();
+        assert_eq!(
+            plan.kernel.unwrap().contains("block"),
+            len == bmax,
+            "len {len}"
+        );
+        check::<f32, f32>(&d, &req, &k, Segments::Fixed { count: 2, len }, None);
+    }
+    let k: Vec<i32> = keys(3 * 10_000, Pattern::RandomBits, 3);
+    for width in [SORT_MAX, SORT_MAX + 1] {
+        let req = TopK::smallest(width)
+            .sorted(true)
+            .tie_break(TieBreak::SmallerIndex);
+        let (_, plan) = req
+            .run_keys(
+                &d,
+                &k,
+                Segments::Fixed {
+                    count: 3,
+                    len: 10_000,
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            plan.reason.contains("on the host"),
+            width > SORT_MAX,
+            "width {width}"
+        );
+        check::<i32, i32>(
+            &d,
+            &req,
+            &k,
+            Segments::Fixed {
+                count: 3,
+                len: 10_000,
+            },
+            None,
+        );
+    }
+}
+
+/// The split path where the plan picks it (a 16M-key segment at an unaligned offset, an
+/// empty one, a short one, a 5M-key one; k = 1024 is too many winners for the filter):
+/// friendly and adversarial keys, every tie-break, sorted with values.
+#[test]
+fn topk_split_path() {
+    let d = dev();
+    let o = [3i64, 16_789_225, 16_789_225, 16_792_225, 21_792_225];
+    let n = *o.last().unwrap() as usize;
+    let v: Vec<u32> = keys(n, Pattern::RandomBits, 1);
+    for pattern in [Pattern::Uniform, Pattern::TwoValues, Pattern::Ascending] {
+        let k: Vec<f32> = keys(n, pattern, 5);
+        for tie in TIES {
+            let req = TopK::largest(1024).tie_break(tie);
+            let plan = check::<f32, f32>(&d, &req, &k, Segments::Offsets(&o), None);
+            assert!(plan.reason.starts_with("split"), "{plan}");
+        }
+        check(
+            &d,
+            &TopK::smallest(1024)
+                .sorted(true)
+                .tie_break(TieBreak::SmallerIndex)
+                .index_type(IndexType::I32),
+            &k,
+            Segments::Offsets(&o),
+            Some(&v),
+        );
+    }
+}
+
+#[test]
+fn topk_long_segments_and_large_k() {
+    let d = dev();
+    let k: Vec<f32> = keys(8192 * 4, Pattern::RandomBits, 7);
+    check::<f32, f32>(
+        &d,
+        &TopK::largest(256).sorted(true),
+        &k,
+        Segments::Fixed {
+            count: 4,
+            len: 8192,
+        },
+        None,
+    );
+    let k: Vec<i32> = keys(65_536 * 2, Pattern::HeavyTies, 8);
+    for tie in TIES {
+        check::<i32, i32>(
+            &d,
+            &TopK::smallest(1000).tie_break(tie),
+            &k,
+            Segments::Fixed {
+                count: 2,
+                len: 65_536,
+            },
+            None,
+        );
+    }
+    let k: Vec<f64> = keys(131_072, Pattern::Specials, 9);
+    check::<f64, f64>(
+        &d,
+        &TopK::largest(2048)
+            .tie_break(TieBreak::LargerIndex)
+            .sorted(true),
+        &k,
+        Segments::Fixed {
+            count: 1,
+            len: 131_072,
+        },
+        None,
+    );
+    let n = 1_048_576;
+    let k: Vec<f32> = keys(n + 11, Pattern::RandomBits, 10);
+    let o = [7i64, 7 + n as i64];
+    for kk in [1, 4096, 300_000] {
+        check::<f32, f32>(
+            &d,
+            &TopK::largest(kk).tie_break(TieBreak::SmallerIndex),
+            &k,
+            Segments::Offsets(&o),
+            None,
+        );
+    }
+    check::<f32, f32>(
+        &d,
+        &TopK::smallest(300_000).sorted(true),
+        &k,
+        Segments::Offsets(&o),
+        None,
+    );
+    let k: Vec<u16> = keys(n + 11, Pattern::TwoValues, 11);
+    check::<u16, u16>(
+        &d,
+        &TopK::largest(300_000).tie_break(TieBreak::LargerIndex),
+        &k,
+        Segments::Offsets(&o),
+        None,
+    );
+    let o = [0i64, 1_100_000, 1_100_001, 1_100_001, 1_600_000];
+    let k: Vec<bf16> = keys(1_600_000, Pattern::RandomBits, 12);
+    check::<bf16, bf16>(
+        &d,
+        &TopK::largest(5000)
+            .tie_break(TieBreak::SmallerIndex)
+            .sorted(true),
+        &k,
+        Segments::Offsets(&o),
+        None,
+    );
+    let k: Vec<f32> = keys(n, Pattern::AllEqual, 13);
+    check::<f32, f32>(
+        &d,
+        &TopK::largest(1000).tie_break(TieBreak::LargerIndex),
+        &k,
+        Segments::Fixed { count: 1, len: n },
+        None,
+    );
+}
