@@ -7,19 +7,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-test_bin=$(cargo test --release -p sparrow --features gpu-tests --test gpu --no-run --message-format=json \
-  | python3 -c 'import json,sys
+# The executable of test target `gpu` of package $1 built with its `gpu-tests` feature.
+gpu_test_bin() {
+  cargo test --release -p "$1" --features gpu-tests --test gpu --no-run --message-format=json \
+    | python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "gpu" and m.get("executable"):
-        print(m["executable"])')
+        print(m["executable"])'
+}
+test_bin=$(gpu_test_bin sparrow)
+bench_test_bin=$(gpu_test_bin sparrow-bench)
 cargo build --release -p sparrow-cli
 
 rm -rf bundle
 mkdir -p bundle
 cp "$test_bin" bundle/gpu-tests
+cp "$bench_test_bin" bundle/bench-tests
 cp target/release/sparrow bundle/sparrow
-strip bundle/gpu-tests bundle/sparrow
+strip bundle/gpu-tests bundle/bench-tests bundle/sparrow
 cp scripts/gpu-run.sh bundle/run.sh
 cp scripts/gpu-round.sh bundle/round.sh
 # Data the GPU tests read (SPARROW_DATA points here on the GPU host).

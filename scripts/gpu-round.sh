@@ -22,6 +22,7 @@ step info "$here/sparrow" info --bandwidth
 step demo-cold "$here/sparrow" demo --explain
 step demo-warm "$here/sparrow" demo
 step gpu-tests "$here/gpu-tests" --test-threads=1
+step bench-tests "$here/bench-tests" --test-threads=1
 for tool in memcheck racecheck synccheck; do
   # Racecheck of the candidate builds at twice the SMs' segments (the compact build's count)
   # outgrows the host's memory (130 GB on a 128 GB host): memcheck and synccheck only.

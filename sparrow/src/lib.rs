@@ -3,7 +3,8 @@
 //! Layers, from the bottom: [`matrix`] (validated CSR and dense matrices, their files),
 //! [`device`] (the CPU or a CUDA GPU: context, buffers, NVRTC compilation, launches),
 //! kernels (CUDA C++ sources compiled at run time), [`ops`] (one public API per operation,
-//! each with a plan that picks a backend and says why), and on top [`validate`] and [`mod@bench`].
+//! each with a plan that picks a backend and says why), [`solvers`] built on them, and on top
+//! [`validate`]. The benchmarks live in the `sparrow-bench` crate.
 //!
 //! # Numeric semantics
 //!
@@ -15,8 +16,6 @@
 //!   -0.0 and +0.0 tie; the original bits are returned.
 #![warn(missing_docs)]
 
-pub mod baselines;
-pub mod bench;
 pub mod device;
 mod error;
 pub mod kernels;

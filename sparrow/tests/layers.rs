@@ -16,7 +16,6 @@ const LAYERS: &[&[&str]] = &[
     &["ops"],
     &["solvers"],
     &["validate"],
-    &["bench", "baselines"],
 ];
 
 struct Module {
@@ -376,7 +375,8 @@ fn the_reader_sees_arrows() {
             .any(|(f, ts)| name(f) == from && ts.iter().any(|t| name(t) == to))
     };
     assert!(has("ops::products::spmm", "matrix::csr"), "{edges:?}");
-    assert!(has("ops::products::cuda", "ops::products::plan"));
+    assert!(has("ops::products::cuda", "ops::products::path"));
+    assert!(has("ops::products::plan", "ops::products::path"));
     assert!(has("device::gpu", "kernels"));
     assert!(edges.len() > 50, "only {} files with arrows", edges.len());
 }

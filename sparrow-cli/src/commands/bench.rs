@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sparrow::bench::{matrices, BenchConfig, Record};
 use sparrow::{Device, Error, Result};
+use sparrow_bench::{matrices, BenchConfig, Record};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -101,8 +101,8 @@ fn emit_json<R: serde::Serialize>(
 }
 
 /// Every combination of the key types, patterns and tie-breaks asked for.
-fn topk_cases(args: &Args) -> Result<Vec<sparrow::bench::topk::Case>> {
-    use sparrow::bench::topk::{pattern, BenchKey, Case};
+fn topk_cases(args: &Args) -> Result<Vec<sparrow_bench::topk::Case>> {
+    use sparrow_bench::topk::{pattern, BenchKey, Case};
     let keys = list("--dtype", &args.dtype)?
         .iter()
         .map(|k| BenchKey::parse(k))
@@ -219,9 +219,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     let device = ctx.open_device()?;
     let pb = super::spinner("bench");
     let records = match &device {
-        Device::Cuda(gpu) => {
-            sparrow::bench::run(gpu, &cfg, &mut |m| pb.set_message(m.to_string()))?
-        }
+        Device::Cuda(gpu) => sparrow_bench::run(gpu, &cfg, &mut |m| pb.set_message(m.to_string()))?,
         Device::Cpu => {
             for (flag, given) in [
                 ("--cold", args.cold),
@@ -235,7 +233,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
                     ));
                 }
             }
-            sparrow::bench::run_cpu(&cfg, &mut |m| pb.set_message(m.to_string()))?
+            sparrow_bench::run_cpu(&cfg, &mut |m| pb.set_message(m.to_string()))?
         }
     };
     pb.finish_and_clear();
@@ -291,7 +289,7 @@ fn analysis(ctx: &super::Ctx, args: &Args, names: &[String]) -> Result<ExitCode>
         }
     }
     let pb = super::spinner("bench analysis");
-    let records = sparrow::bench::analysis::run(
+    let records = sparrow_bench::analysis::run(
         names,
         &list("--dtype", &args.dtype)?,
         args.reps.max(10),
@@ -381,7 +379,7 @@ fn print_table(records: &[Record]) {
 
 fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     let sizes = match &args.sizes {
-        None => sparrow::bench::seacells::SIZES.to_vec(),
+        None => sparrow_bench::seacells::SIZES.to_vec(),
         Some(s) => list("--sizes", s)?
             .iter()
             .map(|x| match dims("--sizes", x, "CELLSxDIMSxMETACELLS")?[..] {
@@ -416,7 +414,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         );
     }
     let pb = super::spinner("bench seacells");
-    let records = sparrow::bench::seacells::run(&device, &sizes, args.max_iter, &mut |m| {
+    let records = sparrow_bench::seacells::run(&device, &sizes, args.max_iter, &mut |m| {
         pb.set_message(m.to_string())
     })?;
     pb.finish_and_clear();
@@ -489,7 +487,7 @@ fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     sparrow::memory::ensure_fits(&what, phi.saturating_add(batch_bytes))?;
     let f64_too = args.dtype.split(',').any(|t| t.trim() == "f64");
     let pb = super::spinner("bench cs");
-    let records = sparrow::bench::cs::run(
+    let records = sparrow_bench::cs::run(
         gpu,
         m,
         n,
@@ -542,7 +540,7 @@ fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
 fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     // Arguments first, so a typo is reported before any device work.
     let shapes = match &args.shapes {
-        None => sparrow::bench::topk::SHAPES.to_vec(),
+        None => sparrow_bench::topk::SHAPES.to_vec(),
         Some(s) => list("--shapes", s)?
             .iter()
             .map(|x| match dims("--shapes", x, "LENxKxSEGMENTS")?[..] {
@@ -570,9 +568,9 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     let (bw, records) = match &device {
         Device::Cuda(gpu) => {
             pb.set_message("measuring copy bandwidth");
-            let bw = sparrow::bench::copy_bandwidth(gpu, 1 << 30)?;
+            let bw = sparrow_bench::copy_bandwidth(gpu, 1 << 30)?;
             let mut progress = |m: &str| pb.set_message(m.to_string());
-            let r = sparrow::bench::topk::run(
+            let r = sparrow_bench::topk::run(
                 gpu,
                 &shapes,
                 &cases,
@@ -585,9 +583,9 @@ fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         }
         Device::Cpu => {
             pb.set_message("measuring the host's read bandwidth");
-            let bw = sparrow::bench::host_read_bandwidth(1 << 29)?;
+            let bw = sparrow_bench::host_read_bandwidth(1 << 29)?;
             let mut progress = |m: &str| pb.set_message(m.to_string());
-            let r = sparrow::bench::topk::run_cpu(&shapes, &cases, args.reps, bw, &mut progress)?;
+            let r = sparrow_bench::topk::run_cpu(&shapes, &cases, args.reps, bw, &mut progress)?;
             (bw, r)
         }
     };

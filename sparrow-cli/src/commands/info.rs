@@ -67,7 +67,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
                 let mut v = serde_json::to_value(gpu.limits()).expect("limits serialize");
                 v["arch"] = gpu.limits().arch().into();
                 if args.bandwidth {
-                    let bw = sparrow::bench::copy_bandwidth(&gpu, 1 << 30)?;
+                    let bw = sparrow_bench::copy_bandwidth(&gpu, 1 << 30)?;
                     v["copy_bandwidth_gbs"] = bw.into();
                 }
                 gpus.push(v);
@@ -117,10 +117,12 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The modules that export an entry point containing `filter` (compiling one takes seconds).
+/// The modules (the library's and the benchmarks') that export an entry point containing
+/// `filter` (compiling one takes seconds).
 fn modules_for(filter: &str) -> Result<Vec<sparrow::kernels::KernelModule>> {
     let modules: Vec<_> = sparrow::kernels::all_modules()
         .into_iter()
+        .chain([sparrow_bench::timing::BENCH])
         .filter(|m| (m.entry_points)().iter().any(|e| e.contains(filter)))
         .collect();
     if modules.is_empty() {

@@ -18,7 +18,9 @@ pub struct KernelModule {
     pub entry_points: fn() -> Vec<String>,
 }
 
-const COMMON: (&str, &str) = ("common.cuh", include_str!("common.cuh"));
+/// `common.cuh`, the PTX wrappers and integer types every module includes; a module built
+/// outside the library (the benchmarks' own) includes it too.
+pub const COMMON: (&str, &str) = ("common.cuh", include_str!("common.cuh"));
 
 /// The headers spmm.cu includes: one per family of kernels.
 const SPMM_HEADERS: [(&str, &str); 10] = [
@@ -497,19 +499,10 @@ fn seacells_entry_points() -> Vec<String> {
     SEACELLS_KERNELS.iter().map(|s| s.to_string()).collect()
 }
 
-/// The benchmarks' own kernels: the L2 flush of cold-cache timing.
-pub const BENCH: KernelModule = KernelModule {
-    name: "bench",
-    source: include_str!("bench.cu"),
-    headers: &[COMMON],
-    options: &[],
-    entry_points: || vec!["l2_flush".to_string()],
-};
-
-/// Every kernel module of the project.
+/// Every kernel module of the library.
 pub fn all_modules() -> Vec<KernelModule> {
     vec![
-        SPMM, BENCH, CS, SEACELLS, TOPK_F32, TOPK_F64, TOPK_F16, TOPK_BF16, TOPK_I8, TOPK_U8,
-        TOPK_I16, TOPK_U16, TOPK_I32, TOPK_U32, TOPK_I64, TOPK_U64,
+        SPMM, CS, SEACELLS, TOPK_F32, TOPK_F64, TOPK_F16, TOPK_BF16, TOPK_I8, TOPK_U8, TOPK_I16,
+        TOPK_U16, TOPK_I32, TOPK_U32, TOPK_I64, TOPK_U64,
     ]
 }

@@ -243,7 +243,7 @@ fn every_path<T: Scalar>() {
 
 /// Dense 32 x 32 diagonal blocks where every third block's first row also reaches 1,500
 /// columns ahead: its window is wider than a window launch stages for 8 or more column lanes
-/// (`plan::window_cap`), so one launch has blocks that stage B and blocks that read it from
+/// (`path::window_cap`), so one launch has blocks that stage B and blocks that read it from
 /// global memory.
 fn mixed_windows<T: Scalar>() -> Csr<T> {
     let n = 97 * 32;
@@ -264,7 +264,7 @@ fn mixed_windows<T: Scalar>() -> Csr<T> {
     let a = Csr::from_triplets(n, n, &rows, &cols, &vals).unwrap();
     assert!(
         sparrow::ops::products::RowStats::of(&a).window_max
-            > sparrow::ops::products::plan::window_cap(8)
+            > sparrow::ops::products::path::window_cap(8)
     );
     a
 }
@@ -381,7 +381,7 @@ fn small_upload_refuses_foreign_statistics() {
     let d =
         PreparedCsr::upload_with_stats(&g, &a, sparrow::ops::products::RowStats::of(&a)).unwrap();
     assert_eq!(
-        d.stream.items,
+        d.stream.as_ref().unwrap().items,
         sparrow::ops::products::RowStats::of(&a).stream_items
     );
     // Statistics that name a pattern of diagonals the matrix does not repeat.
@@ -432,7 +432,7 @@ fn small_upload_refuses_foreign_statistics() {
         "{st_skewed:?}"
     );
     let d = PreparedCsr::upload_with_stats(&g, &even, st_skewed).unwrap();
-    assert!(d.stream.nblocks > st_skewed.stream_blocks);
+    assert!(d.stream.as_ref().unwrap().nblocks > st_skewed.stream_blocks);
     let x = gen::dense::<f32>(nrows, 1, 1, 5).unwrap().into_data();
     let (want, scale) =
         sparrow::ops::products::oracle::spmv(1.0, &even, &x, 0.0, &vec![f32::NAN; nrows]);
@@ -593,5 +593,43 @@ fn small_long_row_bound() {
         let got: Vec<f64> = cm.data().iter().map(|&x| x as f64).collect();
         let cmp = compare(&got, &want, &scale, 1e-5);
         assert!(cmp.pass, "N={n}: {cmp:?}");
+    }
+}
+
+/// An upload for one path builds only that path's formats: the paths that read another are
+/// refused by name, never run on a missing format, and the built path's answer has the bits of
+/// the same path on a full upload.
+#[test]
+fn small_upload_for_one_path_builds_only_its_formats() {
+    use sparrow::ops::products::formats::Formats;
+    use sparrow::ops::products::RowStats;
+    let g = gpu();
+    let a = gen::banded::<f32>(20_000, 9, 3).unwrap();
+    let st = RowStats::of(&a);
+    let x = gen::dense::<f32>(a.ncols(), 1, 1, 4).unwrap().into_data();
+    let dx = g.upload(&x).unwrap();
+    let run = |da: &PreparedCsr<f32>, path: GpuPath| -> Result<Vec<f32>, String> {
+        let dy = g.upload(&vec![0f32; a.nrows()]).unwrap();
+        Spmv::new()
+            .force_path(path)
+            .run_device(&g, da, &dx, &dy)
+            .map_err(|e| e.to_string())?;
+        Ok(g.download(&dy, a.nrows()).unwrap())
+    };
+    let full = PreparedCsr::upload(&g, &a).unwrap();
+    let none = PreparedCsr::upload_for(&g, &a, st, Formats::NONE).unwrap();
+    assert!(none.stream.is_none() && none.sorted_rows.is_none() && none.packed.is_none());
+    assert!(none.diag.is_none() && none.near.is_none() && none.row_blocks.is_none());
+    for path in [GpuPath::Stream, GpuPath::Packed, GpuPath::Diag] {
+        let e = run(&none, path).expect_err("a path on a format the upload left out");
+        assert!(e.contains("path"), "{path:?}: {e}");
+    }
+    for path in [GpuPath::Stream, GpuPath::Packed, GpuPath::Diag] {
+        let one = PreparedCsr::upload_for(&g, &a, st, path.formats()).unwrap();
+        assert_eq!(
+            run(&one, path).unwrap(),
+            run(&full, path).unwrap(),
+            "{path:?}"
+        );
     }
 }

@@ -8,6 +8,7 @@ use super::formats::near::near_offsets;
 use super::formats::row_blocks::{row_blocks, RowBlocks};
 use super::formats::slices::{self, SliceLayout};
 use super::formats::work::{pack_columns, rows_by_length, stream_partition, PackedColumns};
+use super::formats::Formats;
 use crate::matrix::Csr;
 use crate::ops::products::stats::{RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
@@ -74,6 +75,8 @@ pub struct Slices<T> {
 
 /// What an upload computes on the host, beside the matrix's own arrays.
 pub struct HostAnalysis<T> {
+    /// The formats asked for; those left out are empty or None below.
+    pub formats: Formats,
     /// The long rows' chunks.
     pub long_rows: LongRowChunks,
     /// The SpMV work blocks, six i64 each ([`stream_partition`]).
@@ -103,11 +106,20 @@ impl<T: Scalar> HostAnalysis<T> {
     /// GPU runs the column-slice kernel ([`slices::runs_on`]). Statistics that claim a
     /// pattern, packing or reach the matrix lacks are refused, naming `stats`.
     pub fn of(a: &Csr<T>, stats: &RowStats, slices: bool) -> Result<Self> {
+        Self::of_formats(a, stats, slices, Formats::ALL)
+    }
+
+    /// [`HostAnalysis::of`] building only the formats in `want` (the long rows' chunks always).
+    pub fn of_formats(a: &Csr<T>, stats: &RowStats, slices: bool, want: Formats) -> Result<Self> {
         let mut work = Vec::new();
-        let work_blocks = stream_partition(a.row_ptr(), stats.stream_items, |b| {
-            work.extend_from_slice(&b)
-        });
-        let packed = if stats.packable() {
+        let work_blocks = if want.stream || want.packed {
+            stream_partition(a.row_ptr(), stats.stream_items, |b| {
+                work.extend_from_slice(&b)
+            })
+        } else {
+            0
+        };
+        let packed = if want.packed && stats.packable() {
             Some(
                 pack_columns(a.row_ptr(), a.col_idx(), &work).ok_or_else(|| {
                     Error::invalid(
@@ -119,7 +131,7 @@ impl<T: Scalar> HostAnalysis<T> {
         } else {
             None
         };
-        let diag = if stats.diagonals > 0 {
+        let diag = if want.diag && stats.diagonals > 0 {
             // The pattern off the row the statistics name, checked against the rows they count.
             let off = (stats.diag_row < a.nrows())
                 .then(|| offsets_at(a.row_ptr(), a.col_idx(), stats.diag_row))
@@ -149,7 +161,7 @@ impl<T: Scalar> HostAnalysis<T> {
         } else {
             None
         };
-        let near = if stats.near() {
+        let near = if want.near && stats.near() {
             Some(near_offsets(a.row_ptr(), a.col_idx()).ok_or_else(|| {
                 Error::invalid(
                     "stats",
@@ -162,7 +174,7 @@ impl<T: Scalar> HostAnalysis<T> {
         } else {
             None
         };
-        let slices = if slices && stats.sliced_for(std::mem::size_of::<T>()) {
+        let slices = if want.slices && slices && stats.sliced_for(std::mem::size_of::<T>()) {
             let layout = slices::build(a.nrows(), a.row_ptr(), a.col_idx(), a.values())
                 .ok_or_else(|| {
                     Error::unsupported("the column-slice layout: a block's records pass 2^26")
@@ -173,6 +185,10 @@ impl<T: Scalar> HostAnalysis<T> {
             None
         };
         Ok(HostAnalysis {
+            formats: Formats {
+                stream: want.stream || want.packed,
+                ..want
+            },
             long_rows: LongRowChunks::of(a.row_ptr()),
             work,
             work_blocks,
@@ -180,8 +196,16 @@ impl<T: Scalar> HostAnalysis<T> {
             diag,
             near,
             slices,
-            sorted_rows: rows_by_length(a.row_ptr()),
-            row_blocks: for_upload(a, stats)?,
+            sorted_rows: if want.sorted {
+                rows_by_length(a.row_ptr())
+            } else {
+                Vec::new()
+            },
+            row_blocks: if want.row_blocks {
+                for_upload(a, stats)?
+            } else {
+                None
+            },
         })
     }
 }
@@ -287,5 +311,43 @@ mod tests {
         }
         // f64 builds no slices.
         assert!(h.slices.is_none());
+    }
+
+    /// An analysis for one path builds that path's formats, equal to the full analysis's, and
+    /// nothing else; the long rows' chunks come with every one.
+    #[test]
+    fn an_analysis_for_one_path_builds_only_its_formats() {
+        use crate::ops::products::GpuPath;
+        let a = gen::banded::<f32>(3_000, 5, 1).unwrap();
+        let st = crate::ops::products::RowStats::of(&a);
+        let all = HostAnalysis::of(&a, &st, true).unwrap();
+        assert!(all.packed.is_some() && all.diag.is_some() && all.near.is_some());
+        let none = HostAnalysis::of_formats(&a, &st, true, Formats::NONE).unwrap();
+        assert_eq!(none.formats, Formats::NONE);
+        assert!(none.work.is_empty() && none.work_blocks == 0 && none.sorted_rows.is_empty());
+        assert!(none.packed.is_none() && none.diag.is_none() && none.near.is_none());
+        assert!(none.slices.is_none() && none.row_blocks.is_none());
+        assert_eq!(none.long_rows.rows, all.long_rows.rows);
+
+        let packed = HostAnalysis::of_formats(&a, &st, true, GpuPath::Packed.formats()).unwrap();
+        assert!(packed.formats.stream && packed.formats.packed);
+        assert_eq!(packed.work, all.work);
+        let (p, q) = (packed.packed.unwrap(), all.packed.unwrap());
+        assert_eq!((p.cols, p.base, p.ends), (q.cols, q.base, q.ends));
+        assert!(packed.diag.is_none() && packed.near.is_none() && packed.sorted_rows.is_empty());
+
+        let diag = HostAnalysis::of_formats(&a, &st, true, GpuPath::Diag.formats()).unwrap();
+        let (d, e) = (diag.diag.unwrap(), all.diag.unwrap());
+        assert_eq!((d.offsets, d.bits, d.run), (e.offsets, e.bits, e.run));
+        assert!(diag.work.is_empty() && diag.packed.is_none() && diag.near.is_none());
+
+        let sorted = GpuPath::Sorted {
+            cols: 1,
+            lane_entries: 8,
+            deep: false,
+        };
+        let h = HostAnalysis::of_formats(&a, &st, true, sorted.formats()).unwrap();
+        assert_eq!(h.sorted_rows, all.sorted_rows);
+        assert!(h.work.is_empty() && h.diag.is_none() && h.row_blocks.is_none());
     }
 }

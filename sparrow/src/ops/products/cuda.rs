@@ -1,7 +1,7 @@
 //! Host side of the GPU SpMM: argument marshalling and the launch. Enqueues on the GPU's
 //! stream and does not wait.
 
-use super::plan::{diag_lanes_rows, fill_blocks, stream_shape, GpuPath, BLOCK};
+use super::path::{diag_lanes_rows, fill_blocks, stream_shape, GpuPath, BLOCK};
 use super::PreparedCsr;
 use crate::device::{Args, DeviceDense, Gpu, LaunchShape};
 use crate::kernels::{
@@ -229,7 +229,10 @@ pub(crate) fn launch<T: Scalar>(
     }
     if matches!(path, GpuPath::Stream | GpuPath::Packed) {
         spmv_only("the planned blocks compute", n)?;
-        let st = &a.stream;
+        let st = built(
+            &a.stream,
+            "the planned blocks need the SpMV work blocks, which this upload did not build",
+        )?;
         let kernel = gpu.kernel(&SPMM, &path.kernel_name(T::NAME))?;
         let mut args = Args::new();
         args.ptr(gpu.ptr(&st.work));
@@ -291,7 +294,10 @@ pub(crate) fn launch<T: Scalar>(
     let rows = gpu.ptr(&a.row_ptr);
     if let GpuPath::Sorted { cols, deep, .. } = path {
         // One launch per bin; the row list leaves out the long rows when they are split.
-        let list = gpu.ptr(&a.sorted_rows);
+        let list = gpu.ptr(built(
+            &a.sorted_rows,
+            "the sorted path needs the rows by length, which this upload did not build",
+        )?);
         for bin in path.sorted_bins(&a.stats, split) {
             let at = list + 8 * bin.start as u64;
             if bin.ksplit == 0 {

@@ -13,6 +13,7 @@ pub mod cpu;
 pub(crate) mod cuda;
 pub mod formats;
 pub mod oracle;
+pub mod path;
 pub mod plan;
 pub mod prepared;
 pub(crate) mod row_work;
@@ -21,7 +22,7 @@ pub mod spmv;
 pub mod stats;
 pub mod tuning;
 
-pub use plan::GpuPath;
+pub use path::GpuPath;
 pub use prepared::PreparedCsr;
 pub use spmm::Spmm;
 pub use spmv::Spmv;

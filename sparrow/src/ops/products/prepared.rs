@@ -13,6 +13,7 @@ use crate::ops::products::formats::slices::{self, SliceLayout};
 #[cfg(doc)]
 use crate::ops::products::formats::work::{pack_columns, rows_by_length, stream_partition};
 use crate::ops::products::formats::work::{PackedColumns, STREAM_ITEMS_EVEN};
+use crate::ops::products::formats::Formats;
 use crate::ops::products::stats::RowStats;
 use crate::{Error, Result, Scalar};
 
@@ -200,7 +201,8 @@ impl<T: Scalar> DeviceSlices<T> {
 }
 
 /// A CSR matrix on the GPU with its analysis, done once on upload like cuSPARSE's
-/// preprocessing: the row statistics plans read, the long rows' chunks, the SpMV work
+/// preprocessing: the row statistics plans read, the long rows' chunks, and the formats the
+/// caller's paths read ([`Formats`]; [`PreparedCsr::upload`] builds them all): the SpMV work
 /// blocks (with the packed columns where they fit), the pattern of diagonals and the 16-bit
 /// column offsets where the matrix has them, the column-slice layout for scattered columns
 /// where it pays, the rows sorted by length and, where neighbouring rows share their
@@ -212,8 +214,10 @@ pub struct PreparedCsr<T> {
     pub stats: RowStats,
     /// Rows longer than [`LONG_ROW`](crate::ops::products::stats::LONG_ROW), split into chunks; None when there are none.
     pub long_rows: Option<LongRows>,
-    /// The SpMV work blocks.
-    pub stream: StreamWork<T>,
+    /// The formats built (those the statistics say the matrix lacks are None even when asked).
+    pub formats: Formats,
+    /// The SpMV work blocks, when asked for.
+    pub stream: Option<StreamWork<T>>,
     /// The columns packed over the work blocks, when the statistics say they fit
     /// ([`RowStats::packable`]).
     pub packed: Option<PackedCols>,
@@ -227,8 +231,9 @@ pub struct PreparedCsr<T> {
     /// The column-slice layout, where the statistics say these values take it
     /// ([`RowStats::sliced_for`]) and this GPU runs its kernel ([`slices::runs_on`]).
     pub slices: Option<DeviceSlices<T>>,
-    /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path.
-    pub sorted_rows: CudaSlice<i64>,
+    /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path, when
+    /// asked for.
+    pub sorted_rows: Option<CudaSlice<i64>>,
     /// The row blocks, when the statistics say neighbouring rows share enough columns
     /// ([`RowStats::blockable`]).
     pub row_blocks: Option<DeviceRowBlocks<T>>,
@@ -239,7 +244,7 @@ pub struct PreparedCsr<T> {
 }
 
 impl<T: Scalar> PreparedCsr<T> {
-    /// Copies `a` to the GPU.
+    /// Copies `a` to the GPU with every format it has, for any path.
     pub fn upload(gpu: &Gpu, a: &Csr<T>) -> Result<Self> {
         let t = std::time::Instant::now();
         let stats = crate::ops::products::RowStats::of(a);
@@ -254,6 +259,13 @@ impl<T: Scalar> PreparedCsr<T> {
     /// Statistics of another matrix, or a block capacity the SpMV kernel cannot hold, are
     /// refused.
     pub fn upload_with_stats(gpu: &Gpu, a: &Csr<T>, stats: RowStats) -> Result<Self> {
+        Self::upload_for(gpu, a, stats, Formats::ALL)
+    }
+
+    /// [`PreparedCsr::upload_with_stats`] building only the formats in `want`: a caller that
+    /// knows its paths ([`GpuPath::formats`](crate::ops::products::GpuPath::formats)) skips
+    /// the analysis and the device memory of the others.
+    pub fn upload_for(gpu: &Gpu, a: &Csr<T>, stats: RowStats, want: Formats) -> Result<Self> {
         if (stats.nrows, stats.nnz) != (a.nrows(), a.nnz()) {
             return Err(Error::invalid(
                 "stats",
@@ -277,9 +289,18 @@ impl<T: Scalar> PreparedCsr<T> {
         }
         let csr = DeviceCsr::upload(gpu, a)?;
         let t = std::time::Instant::now();
-        let h = HostAnalysis::of(a, &stats, slices::runs_on(gpu.limits()))?;
+        let h = HostAnalysis::of_formats(a, &stats, slices::runs_on(gpu.limits()), want)?;
         let long_rows = LongRows::upload(gpu, &h.long_rows)?;
-        let stream = StreamWork::upload(gpu, &h.work, h.work_blocks, stats.stream_items)?;
+        let stream = if h.formats.stream {
+            Some(StreamWork::upload(
+                gpu,
+                &h.work,
+                h.work_blocks,
+                stats.stream_items,
+            )?)
+        } else {
+            None
+        };
         let packed = h
             .packed
             .as_ref()
@@ -302,7 +323,11 @@ impl<T: Scalar> PreparedCsr<T> {
             .as_ref()
             .map(|s| DeviceSlices::upload(gpu, &s.layout, &s.records))
             .transpose()?;
-        let sorted_rows = gpu.upload(&h.sorted_rows)?;
+        let sorted_rows = if h.formats.sorted {
+            Some(gpu.upload(&h.sorted_rows)?)
+        } else {
+            None
+        };
         let row_blocks = h
             .row_blocks
             .as_ref()
@@ -311,6 +336,7 @@ impl<T: Scalar> PreparedCsr<T> {
         Ok(PreparedCsr {
             csr,
             stats,
+            formats: h.formats,
             long_rows,
             stream,
             packed,

@@ -4,7 +4,8 @@
 //! Cost: `2 * nnz(A) * N` flops; at least `nnz * (4 + size_of::<T>())` bytes of A, B's
 //! referenced rows and C once (twice when `beta != 0`). `beta == 0` never reads C.
 
-pub use super::plan::GpuPath;
+use super::formats::Formats;
+pub use super::path::GpuPath;
 use super::PreparedCsr;
 use super::{cpu, cuda, plan};
 use crate::device::{DeviceDense, Gpu};
@@ -112,7 +113,8 @@ impl<T: Scalar> Spmm<T> {
                 let bytes =
                     device_bytes::<T>(a, &stats, b.data().len() + c.data().len(), b.ncols());
                 gpu.ensure_fits(bytes, "this SpMM")?;
-                let da = PreparedCsr::upload_with_stats(gpu, a, stats)?;
+                let want = path_formats::<T>(gpu, self.force, &stats, b.ncols())?;
+                let da = PreparedCsr::upload_for(gpu, a, stats, want)?;
                 let db = DeviceDense::upload(gpu, b)?;
                 // C travels even when beta == 0 so padding between ncols and ld survives.
                 let mut dc = DeviceDense::upload(gpu, c)?;
@@ -243,6 +245,19 @@ pub(crate) fn gpu_path<T: Scalar>(
         },
         None => Ok(Some(plan::choose_on(stats, n, elem, slices))),
     }
+}
+
+/// The formats the path [`gpu_path`] picks reads, for an upload that runs only that path.
+pub(crate) fn path_formats<T: Scalar>(
+    gpu: &Gpu,
+    force: Option<GpuPath>,
+    stats: &RowStats,
+    n: usize,
+) -> Result<Formats> {
+    let slices = crate::ops::products::formats::slices::runs_on(gpu.limits());
+    Ok(gpu_path::<T>(force, stats, n, slices)?
+        .map(|(p, _)| p.formats())
+        .unwrap_or(Formats::NONE))
 }
 
 /// The CPU backend's plan, the same for every matrix.

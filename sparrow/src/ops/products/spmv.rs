@@ -100,7 +100,8 @@ impl<T: Scalar> Spmv<T> {
                 let plan = self.plan(device, &stats)?;
                 let bytes = super::spmm::device_bytes::<T>(a, &stats, x.len() + y.len(), 1);
                 gpu.ensure_fits(bytes, "this SpMV")?;
-                let da = PreparedCsr::upload_with_stats(gpu, a, stats)?;
+                let want = super::spmm::path_formats::<T>(gpu, self.force, &stats, 1)?;
+                let da = PreparedCsr::upload_for(gpu, a, stats, want)?;
                 let dx = gpu.upload(x)?;
                 let dy = gpu.upload(y)?;
                 self.run_device(gpu, &da, &dx, &dy)?;

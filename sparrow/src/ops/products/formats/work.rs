@@ -243,7 +243,7 @@ mod tests {
         let def = |name: &str| crate::kernels::spmm_define(name) as usize;
         assert_eq!(
             def("STREAM_BLOCK"),
-            crate::ops::products::plan::BLOCK as usize
+            crate::ops::products::path::BLOCK as usize
         );
         assert_eq!(def("STREAM_ITEMS"), STREAM_ITEMS_EVEN);
         // From the worst alignment (3 entries ahead of the first in its vector) the block's

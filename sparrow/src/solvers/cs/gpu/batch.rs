@@ -61,12 +61,13 @@ pub(crate) struct Normal<T> {
 }
 
 /// The batch on the device and the handles every solver uses.
-pub(crate) struct Batch<'a, T> {
+pub struct Batch<'a, T> {
     pub(crate) gpu: &'a Gpu,
     pub(crate) blas: CudaBlas,
     pub(crate) m: usize,
     pub(crate) n: usize,
-    pub(crate) nb: usize,
+    /// Signals in the batch.
+    pub nb: usize,
     pub(crate) phi: CudaSlice<T>,
     pub(crate) y: CudaSlice<T>,
 }
@@ -75,13 +76,8 @@ impl<'a, T: Real> Batch<'a, T>
 where
     CudaBlas: Gemm<T>,
 {
-    pub(crate) fn new(
-        gpu: &'a Gpu,
-        m: usize,
-        n: usize,
-        phi: &[f64],
-        ys: &[Vec<f64>],
-    ) -> Result<Self> {
+    /// Uploads Phi and the measurements in `T`.
+    pub fn new(gpu: &'a Gpu, m: usize, n: usize, phi: &[f64], ys: &[Vec<f64>]) -> Result<Self> {
         let nb = ys.len();
         gpu.ensure_fits(
             ((m * n + 4 * nb * (m + 2 * n)) * std::mem::size_of::<T>()) as u64,
@@ -103,12 +99,13 @@ where
         })
     }
 
-    pub(crate) fn zeros(&self, len: usize) -> Result<CudaSlice<T>> {
+    /// A zeroed device buffer of `len` elements.
+    pub fn zeros(&self, len: usize) -> Result<CudaSlice<T>> {
         self.gpu.alloc_zeroed(len)
     }
 
     /// out = alpha Phi X + beta out, for the whole batch.
-    pub(crate) fn apply(
+    pub fn apply(
         &self,
         x: &CudaSlice<T>,
         out: &mut CudaSlice<T>,
@@ -129,7 +126,7 @@ where
     }
 
     /// out = Phi^T R, for the whole batch.
-    pub(crate) fn correlate(&self, r: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
+    pub fn correlate(&self, r: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
         let (m, n, nb) = (self.m, self.n, self.nb);
         gemm(
             &self.blas,

@@ -64,10 +64,13 @@ mod progress;
 mod pursuit;
 mod thresholding;
 
-pub(crate) use batch::{gemm, Batch};
+pub(crate) use batch::gemm;
 use progress::Norms;
-pub(crate) use progress::Progress;
-pub(crate) use thresholding::thresholding;
+#[cfg(not(feature = "testing"))]
+pub(crate) use {batch::Batch, progress::Progress, thresholding::thresholding};
+/// The batch, its stop tests and the thresholding loop, which `sparrow bench cs` times alone.
+#[cfg(feature = "testing")]
+pub use {batch::Batch, progress::Progress, thresholding::thresholding};
 
 /// Solves every signal (`ys[b]`, m measurements each) with the request's method on the GPU in
 /// precision `T`. `phi` is row-major m x n; `step` is IHT's relaxed step or FISTA's 1 / L.

@@ -7,9 +7,10 @@ use crate::device::Gpu;
 use crate::Result;
 
 /// The per-signal stop tests of the CPU solvers, applied to the norms of each iteration.
-pub(crate) struct Progress {
+pub struct Progress {
     pub(crate) running: Vec<bool>,
-    pub(crate) iterations: Vec<usize>,
+    /// Iterations each signal ran.
+    pub iterations: Vec<usize>,
     pub(crate) stop: Vec<StopReason>,
     pub(crate) r_norm: Vec<f64>,
     pub(crate) y_norm: Vec<f64>,
@@ -17,7 +18,8 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    pub(crate) fn new(ys: &[Vec<f64>], tol: f64, max_iter: usize) -> Self {
+    /// Every signal running, none past `max_iter`.
+    pub fn new(ys: &[Vec<f64>], tol: f64, max_iter: usize) -> Self {
         let y_norm: Vec<f64> = ys.iter().map(|y| super::super::linalg::norm(y)).collect();
         Progress {
             running: y_norm.iter().map(|&v| v != 0.0).collect(),

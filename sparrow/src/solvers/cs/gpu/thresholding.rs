@@ -13,7 +13,7 @@ use crate::{Error, Result};
 /// IHT (one step for all signals), normalised IHT and HTP (each signal's exact line search
 /// along g on its support, or on the top K of g while its estimate is zero); HTP then solves
 /// least squares on the new support instead of keeping the thresholded step.
-pub(crate) fn thresholding<'a, T: Real>(
+pub fn thresholding<'a, T: Real>(
     b: &Batch<'a, T>,
     req: &Recover,
     p: &mut Progress,

@@ -9,8 +9,9 @@ use crate::device::{Args, Gpu};
 use crate::kernels::SEACELLS;
 use crate::matrix::Csr;
 use crate::ops::products::cuda::launch as spmm_launch;
-use crate::ops::products::plan::{choose, GpuPath};
-use crate::ops::products::PreparedCsr;
+use crate::ops::products::plan::choose;
+use crate::ops::products::GpuPath;
+use crate::ops::products::{PreparedCsr, RowStats};
 use crate::Result;
 
 /// Most gradient columns the B update computes per pass (three n x chunk f64 buffers); fewer
@@ -137,11 +138,11 @@ impl<'a> Solver<'a> {
             (3 * n * chunk * 8 + m.nnz() * 12) as u64,
             "the SEACells B update",
         )?;
-        let dm = PreparedCsr::upload(gpu, m)?;
+        let stats = RowStats::of(m);
         // One entry lane per row: each column's sum runs in entry order, as the CPU's does.
         // Window blocks and sorted bins may split rows over entry lanes, so their column
         // shape runs on the row kernel instead.
-        let path = match choose(&dm.stats, chunk, 8).0 {
+        let path = match choose(&stats, chunk, 8).0 {
             GpuPath::RowVec {
                 cols, tiles, deep, ..
             } => GpuPath::RowVec {
@@ -164,6 +165,8 @@ impl<'a> Solver<'a> {
             },
             other => other,
         };
+        // Only the formats that path reads: the row kernels read none beyond the CSR arrays.
+        let dm = PreparedCsr::upload_for(gpu, m, stats, path.formats())?;
         Ok(Solver {
             gpu,
             path,

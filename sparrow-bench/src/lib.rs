@@ -2,8 +2,13 @@
 //! data in the same process, timed with CUDA events, reported against the copy bandwidth
 //! measured in the same run; [`run_cpu`] times the CPU backend alone against the host's read
 //! bandwidth, and `analysis` the host half of an upload's analysis.
+//!
+//! A crate of its own so that the library carries no code its users do not run: the cuSPARSE
+//! baselines, the benchmarks' own kernels and the timing harness live here.
+#![warn(missing_docs)]
 
 pub mod analysis;
+pub mod baselines;
 pub mod cs;
 pub mod matrices;
 mod products;

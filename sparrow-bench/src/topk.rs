@@ -4,12 +4,12 @@
 //! cases (tie-breaks, adversarial patterns, bf16) are held to those times.
 
 use super::timing::{time_cpu, time_gpu};
-use crate::device::Gpu;
-use crate::ops::topk::data::{keys, Pattern};
-use crate::ops::topk::key::Key;
-use crate::ops::topk::{GpuTopK, Segments, TieBreak, TopK};
-use crate::{Device, Error, Result};
 use half::bf16;
+use sparrow::device::Gpu;
+use sparrow::ops::topk::data::{keys, Pattern};
+use sparrow::ops::topk::key::Key;
+use sparrow::ops::topk::{GpuTopK, Segments, TieBreak, TopK};
+use sparrow::{Device, Error, Result};
 
 /// (segment length, k, segments): the shapes of the top-k performance targets.
 pub const SHAPES: [(usize, usize, usize); 7] = [
@@ -135,7 +135,7 @@ pub fn run(
 
 /// Times every shape in `shapes` for every case in `cases` on the CPU backend: a whole call
 /// on host keys, its outputs allocated as a caller's would be; `bw` is the host's read
-/// bandwidth ([`host_read_bandwidth`](crate::bench::host_read_bandwidth)).
+/// bandwidth ([`host_read_bandwidth`](crate::host_read_bandwidth)).
 pub fn run_cpu(
     shapes: &[(usize, usize, usize)],
     cases: &[Case],
@@ -254,7 +254,7 @@ fn record(
     (len, k, segments): (usize, usize, usize),
     case: Case,
     variant: String,
-    timing: &crate::bench::timing::Timing,
+    timing: &crate::timing::Timing,
     bytes: usize,
     bw: f64,
 ) -> TopkRecord {

@@ -1,8 +1,8 @@
 //! The benchmark matrices, by name, built by the generators in `matrix::gen` with fixed
 //! seeds so every run and every machine measures the same data.
 
-use crate::matrix::{gen, Csr};
-use crate::{Error, Result, Scalar};
+use sparrow::matrix::{gen, Csr};
+use sparrow::{Error, Result, Scalar};
 
 /// Names `bench` accepts; `all` runs the first three, `--suite` all of them.
 pub const NAMES: [&str; 10] = [

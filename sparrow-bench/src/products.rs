@@ -9,14 +9,14 @@ use super::timing::{
 use crate::baselines::cusparse::{
     CsrDescr, Cusparse, Enqueue, SpmmCall, SpmvCall, SPMM_ALGS, SPMV_ALGS,
 };
-use crate::device::{DeviceDense, Gpu};
-use crate::matrix::{gen, Csr, Dense};
-use crate::ops::products::cpu as spmm_cpu;
-use crate::ops::products::cpu as spmv_cpu;
-use crate::ops::products::PreparedCsr;
-use crate::ops::spmm::{GpuPath, Spmm};
-use crate::ops::spmv::Spmv;
-use crate::{Device, Error, Result, Scalar};
+use sparrow::device::{DeviceDense, Gpu};
+use sparrow::matrix::{gen, Csr, Dense};
+use sparrow::ops::products::cpu as spmm_cpu;
+use sparrow::ops::products::cpu as spmv_cpu;
+use sparrow::ops::products::PreparedCsr;
+use sparrow::ops::spmm::{GpuPath, Spmm};
+use sparrow::ops::spmv::Spmv;
+use sparrow::{Device, Error, Result, Scalar};
 
 /// What to measure.
 #[derive(Clone, Debug)]

@@ -4,8 +4,8 @@
 //! (`analysis` column).
 
 use super::{matrices, time_cpu};
-use crate::ops::products::analysis::HostAnalysis;
-use crate::{Error, Result, Scalar};
+use sparrow::ops::products::analysis::HostAnalysis;
+use sparrow::{Error, Result, Scalar};
 
 /// One matrix's analysis in one value type.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -64,7 +64,7 @@ pub fn run(
 
 fn one<T: Scalar>(name: &str, reps: usize) -> Result<AnalysisRecord> {
     let a = matrices::build::<T>(name)?;
-    let stats = crate::ops::products::RowStats::of(&a);
+    let stats = sparrow::ops::products::RowStats::of(&a);
     let h = HostAnalysis::of(&a, &stats, true)?;
     let mut built = Vec::new();
     for (b, what) in [
@@ -80,7 +80,7 @@ fn one<T: Scalar>(name: &str, reps: usize) -> Result<AnalysisRecord> {
     }
     drop(h);
     let st = time_cpu(0, reps, || {
-        std::hint::black_box(crate::ops::products::RowStats::of(&a));
+        std::hint::black_box(sparrow::ops::products::RowStats::of(&a));
         Ok(())
     })?;
     let rest = time_cpu(0, reps, || {

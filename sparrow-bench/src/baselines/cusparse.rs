@@ -9,9 +9,9 @@ use std::sync::Arc;
 use cudarc::cusparse::sys as cs;
 use cudarc::driver::CudaSlice;
 
-use crate::device::{DeviceCsr, DeviceDense, Gpu};
-use crate::matrix::Csr;
-use crate::{Error, Result, Scalar};
+use sparrow::device::{DeviceCsr, DeviceDense, Gpu};
+use sparrow::matrix::Csr;
+use sparrow::{Error, Result, Scalar};
 
 fn check(r: cs::cusparseStatus_t, what: &str) -> Result<()> {
     if r == cs::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
@@ -195,7 +195,7 @@ impl<'a, T: Scalar> SpmmCall<'a, T> {
         beta: T,
         alg: cs::cusparseSpMMAlg_t,
     ) -> Result<Self> {
-        crate::ops::spmm::check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
+        sparrow::ops::spmm::check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
         let gpu = &cs_.gpu;
         let bd = dn_mat(gpu, b)?;
         let cd = dn_mat(gpu, c)?;

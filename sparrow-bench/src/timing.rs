@@ -6,9 +6,19 @@ use std::time::Instant;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaSlice;
 
-use crate::device::{Args, Gpu, LaunchShape};
-use crate::kernels::BENCH;
-use crate::{Error, Result};
+use sparrow::device::{Args, Gpu, LaunchShape};
+use sparrow::kernels::{KernelModule, COMMON};
+use sparrow::{Error, Result};
+
+/// The benchmarks' own kernels: the L2 flush of cold-cache timing. They live here, not in the
+/// library, because only benchmarks launch them.
+pub const BENCH: KernelModule = KernelModule {
+    name: "bench",
+    source: include_str!("flush.cu"),
+    headers: &[COMMON],
+    options: &[],
+    entry_points: || vec!["l2_flush".to_string()],
+};
 
 /// Empties the GPU's L2 of what a timed call reads, before each repetition of cold-cache
 /// timing: back-to-back repetitions find part of a working set below the L2's size in it, by

@@ -5,9 +5,9 @@
 
 use std::time::Instant;
 
-use crate::device::Device;
-use crate::solvers::seacells::fit::{fit_on, gaussian_mixture, mean_purity, purity, Config};
-use crate::Result;
+use sparrow::device::Device;
+use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, mean_purity, purity, Config};
+use sparrow::Result;
 
 /// The sizes of the performance targets: (cells, dims, metacells).
 pub const SIZES: [(usize, usize, usize); 3] =

@@ -8,12 +8,12 @@ use std::time::Instant;
 use cudarc::cublas::{CudaBlas, Gemm};
 
 use super::timing::time_gpu;
-use crate::device::Gpu;
-use crate::solvers::cs::data::{gaussian_phi, sparse_signals};
-use crate::solvers::cs::gpu::{Batch, Progress, Real};
-use crate::solvers::cs::linalg::Phi;
-use crate::solvers::cs::{cpu, Method, Recover};
-use crate::Result;
+use sparrow::device::Gpu;
+use sparrow::solvers::cs::data::{gaussian_phi, sparse_signals};
+use sparrow::solvers::cs::gpu::{Batch, Progress, Real};
+use sparrow::solvers::cs::linalg::Phi;
+use sparrow::solvers::cs::{cpu, Method, Recover};
+use sparrow::Result;
 
 /// One measured configuration.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -57,8 +57,8 @@ pub struct KernelTimes {
 }
 
 fn time_kernels(gpu: &Gpu, m: usize, n: usize, batch: usize, phi: &[f64]) -> Result<KernelTimes> {
-    use crate::device::{Args, LaunchShape};
-    use crate::kernels::CS;
+    use sparrow::device::{Args, LaunchShape};
+    use sparrow::kernels::CS;
     let items = batch * n;
     let x = gpu.upload(
         &(0..items)
@@ -130,7 +130,7 @@ fn time_kernels(gpu: &Gpu, m: usize, n: usize, batch: usize, phi: &[f64]) -> Res
         None
     };
     let correlate_fp8_ms = if cc >= (8, 9) {
-        let (q, sc) = crate::solvers::cs::fp8::quantize_rows(phi, m, n);
+        let (q, sc) = sparrow::solvers::cs::fp8::quantize_rows(phi, m, n);
         let (qd, sd) = (gpu.upload(&q)?, gpu.upload(&sc)?);
         Some(time(
             "cs_correlate_fp8",
@@ -283,7 +283,7 @@ where
         let mut p = Progress::new(ys, req.tol, req.max_iter);
         gpu.synchronize()?;
         let t0 = std::time::Instant::now();
-        crate::solvers::cs::gpu::thresholding(&b, &req, &mut p, mu)?;
+        sparrow::solvers::cs::gpu::thresholding(&b, &req, &mut p, mu)?;
         gpu.synchronize()?;
         let ran = p.iterations.iter().copied().max().unwrap_or(0);
         Ok((t0.elapsed().as_secs_f64() * 1e3, ran))
