@@ -48,6 +48,8 @@
 //!   blocks), blocks of that many rows ([`RowStats::tall`]).
 
 use crate::ops::products::formats::row_blocks::TALL_ROWS;
+#[cfg(doc)]
+use crate::ops::products::formats::row_blocks::{BLOCK_ROWS, BLOCK_UNION_MAX};
 use crate::ops::products::formats::slices::{
     SLICE_COLS, SLICE_MEMBERS, SLICE_PIECE, SLICE_X_RATIO,
 };

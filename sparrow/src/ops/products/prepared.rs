@@ -152,7 +152,7 @@ impl<T: Scalar> DeviceRowBlocks<T> {
     }
 }
 
-/// The column-slice layout of an f32 matrix on the GPU ([`slices`](crate::ops::products::formats::slices)).
+/// The column-slice layout of an f32 matrix on the GPU ([`slices`]).
 pub struct DeviceSlices<T> {
     /// Groups of blocks sharing their pieces: a cluster of
     /// [`SLICE_MEMBERS`](slices::SLICE_MEMBERS) blocks each with bulk copies, a block each

@@ -9,12 +9,12 @@
 //! SVT is guaranteed to converge for a step delta in (0, 2) (Cai, Candes and Shen, Theorem
 //! 4.1), so a step given explicitly must lie there; the default step exceeds 2 when fewer than
 //! 60% of the entries are observed, as the paper recommends, and converges with the default
-//! threshold. A residual on the observed entries past [`DIVERGENCE_FACTOR`] times their norm,
-//! or a non-finite one, ends the run in [`Error::Numerical`] naming the iteration, the
+//! threshold. A residual on the observed entries past [`DIVERGENCE_FACTOR`](crate::solvers::cs::DIVERGENCE_FACTOR) times their norm,
+//! or a non-finite one, ends the run in [`Error::Numerical`](crate::Error::Numerical) naming the iteration, the
 //! threshold and the step; the dense matrices a completion needs are checked against the
 //! machine's memory before any is allocated.
 //! The CPU backend takes a full thin SVD each iteration (faer), O(m n min(m, n)) per step:
-//! for matrices up to a few thousand on a side. The GPU backend ([`gpu`]) finds the
+//! for matrices up to a few thousand on a side. The GPU backend (`gpu.rs`) finds the
 //! leading triplets by a randomized range finder with cuBLAS GEMMs. The rank hint caps the
 //! rank kept.
 //!

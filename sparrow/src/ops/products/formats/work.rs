@@ -130,7 +130,7 @@ pub fn pack_columns(row_ptr: &[i64], col_idx: &[i32], work: &[i64]) -> Option<Pa
 
 /// The rows by length, longest first and rows of one length in row order, with every row over
 /// [`LONG_ROW`](crate::ops::products::stats::LONG_ROW) ahead of the rest: the row list of the sorted SpMM path,
-/// whose bins (runs of this order) the plan reads off [`RowStats::len_classes`](super::RowStats).
+/// whose bins (runs of this order) the plan reads off [`RowStats::len_classes`](crate::ops::products::RowStats::len_classes).
 pub fn rows_by_length(row_ptr: &[i64]) -> Vec<i64> {
     let top = crate::ops::products::tuning::LONG_ROW + 1;
     let key = |r: usize| ((row_ptr[r + 1] - row_ptr[r]) as usize).min(top);
