@@ -16,6 +16,20 @@ use crate::{Device, Error, Result, Scalar};
 
 /// An SpMM request: the scalars, and optionally a forced GPU path (tests use it to reach
 /// every kernel).
+///
+/// ```
+/// use sparrow::matrix::{Csr, Dense};
+/// use sparrow::ops::spmm::Spmm;
+/// use sparrow::Device;
+///
+/// // A = [[2, 0], [1, 3]] times B = [[1, 10], [1, 20]]
+/// let a = Csr::<f32>::from_triplets(2, 2, &[0, 1, 1], &[0, 0, 1], &[2.0, 1.0, 3.0])?;
+/// let b = Dense::from_rows(2, 2, vec![1.0, 10.0, 1.0, 20.0])?;
+/// let mut c = Dense::from_rows(2, 2, vec![0.0; 4])?;
+/// Spmm::new().run(&Device::Cpu, &a, &b, &mut c)?;
+/// assert_eq!((c.get(0, 1), c.get(1, 0), c.get(1, 1)), (20.0, 4.0, 70.0));
+/// # Ok::<(), sparrow::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Spmm<T> {
     alpha: T,

@@ -12,7 +12,22 @@ use crate::ops::products::stats::RowStats;
 use crate::ops::Plan;
 use crate::{Device, Error, Result, Scalar};
 
-/// An SpMV request.
+/// An SpMV request: the scalars, then [`Spmv::run`] on host data (on a GPU it copies in,
+/// computes and copies back) or [`Spmv::run_device`] on a prepared matrix.
+///
+/// ```
+/// use sparrow::matrix::Csr;
+/// use sparrow::ops::spmv::Spmv;
+/// use sparrow::Device;
+///
+/// // A = [[2, 0], [1, 3]]; y = 2 A x + y
+/// let a = Csr::<f64>::from_triplets(2, 2, &[0, 1, 1], &[0, 0, 1], &[2.0, 1.0, 3.0])?;
+/// let mut y = vec![1.0, 1.0];
+/// let plan = Spmv::new().alpha(2.0).beta(1.0).run(&Device::Cpu, &a, &[1.0, 1.0], &mut y)?;
+/// assert_eq!(y, [5.0, 9.0]);
+/// println!("{plan}"); // the backend and kernel, and why
+/// # Ok::<(), sparrow::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Spmv<T> {
     alpha: T,

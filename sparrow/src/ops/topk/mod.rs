@@ -77,7 +77,22 @@ pub enum KSpec {
     PerSegment(Vec<i64>),
 }
 
-/// A top-k request.
+/// A top-k request: which end, how many per segment, the order and tie-break of the output.
+///
+/// ```
+/// use sparrow::ops::topk::{Segments, TieBreak, TopK};
+/// use sparrow::Device;
+///
+/// // Two segments of four keys; the two largest of each, sorted.
+/// let keys = [0.5f32, 3.0, -1.0, 2.0, 7.0, 7.0, 1.0, f32::NAN];
+/// let segs = Segments::Fixed { count: 2, len: 4 };
+/// let req = TopK::largest(2).sorted(true).tie_break(TieBreak::SmallerIndex);
+/// let (out, _plan) = req.run_keys(&Device::Cpu, &keys, segs)?;
+/// assert_eq!(out.keys[..2], [3.0, 2.0]);
+/// assert!(out.keys[2].is_nan() && out.keys[3] == 7.0); // NaN ranks above +inf
+/// assert_eq!((out.indices.get(0), out.indices.get(3)), (1, 0)); // ties: the smaller index
+/// # Ok::<(), sparrow::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct TopK {
     k: KSpec,

@@ -4,7 +4,35 @@ use crate::matrix::{Csr, Dense};
 use crate::solvers::cs::{StopReason, DIVERGENCE_FACTOR};
 use crate::{Error, Result};
 
-/// A completion request.
+/// A completion request: the rank cap and the SVT parameters; [`Complete::run_on`] fills in
+/// the unobserved entries.
+///
+/// ```
+/// use sparrow::matrix::Csr;
+/// use sparrow::solvers::completion::Complete;
+/// use sparrow::Device;
+///
+/// // A rank-1 20 x 20 matrix u v^T with about 60 % of its entries observed.
+/// let (u, v): (Vec<f64>, Vec<f64>) = (0..20).map(|i| (1.0 + i as f64 / 10.0, 2.0 - i as f64 / 20.0)).unzip();
+/// let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+/// for i in 0..20 {
+///     for j in 0..20 {
+///         if (i * 7 + j * 3) % 5 < 3 {
+///             rows.push(i);
+///             cols.push(j);
+///             vals.push(u[i] * v[j]);
+///         }
+///     }
+/// }
+/// let observed = Csr::from_triplets(20, 20, &rows, &cols, &vals)?;
+/// let (done, _plan) = Complete::new(1).run_on(&Device::Cpu, &observed)?;
+/// let err = (0..20).flat_map(|i| (0..20).map(move |j| (i, j)))
+///     .map(|(i, j)| (done.x.get(i, j) - u[i] * v[j]).abs())
+///     .fold(0.0, f64::max);
+/// println!("rank {}, largest error {err:.2e}", done.rank);
+/// assert!(err < 0.05);
+/// # Ok::<(), sparrow::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Complete {
     /// Rank cap (the hint): at most this many singular triplets are kept.

@@ -175,7 +175,27 @@ pub enum StopReason {
     MaxIterations,
 }
 
-/// A recovery request.
+/// A recovery request: the method and its parameters; [`Recover::run`] solves every column
+/// of Y at once.
+///
+/// ```
+/// use sparrow::matrix::Dense;
+/// use sparrow::solvers::cs::{Method, Recover};
+/// use sparrow::Device;
+///
+/// // Phi: 3 x 4; y = Phi x for x with two nonzeros (entries 1 and 3).
+/// let phi = Dense::<f64>::from_rows(3, 4, vec![
+///     1.0, 0.0, 0.5, 0.0,
+///     0.0, 1.0, 0.5, 0.0,
+///     0.0, 0.0, 0.5, 1.0,
+/// ])?;
+/// let y = Dense::from_rows(3, 1, vec![0.0, 2.0, -1.0])?;
+/// let (rec, _plan) = Recover::new(Method::Omp).sparsity(2).run(&Device::Cpu, &phi, &y)?;
+/// assert_eq!(rec.support[0], [1, 3]);
+/// // Within the stop test's tolerance of the planted values.
+/// assert!((rec.x.get(1, 0) - 2.0).abs() < 1e-9 && (rec.x.get(3, 0) + 1.0).abs() < 1e-9);
+/// # Ok::<(), sparrow::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Recover {
     /// The algorithm.

@@ -206,6 +206,19 @@ pub fn plan(device: &Device, d: usize) -> String {
 
 /// Fits SEACells on `device`: on a GPU the kNN, the A update and the B update's gradient run
 /// there, the rest on the CPU (see [`plan`]).
+///
+/// ```
+/// use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
+/// use sparrow::Device;
+///
+/// // 300 cells in 10 dimensions from 3 clusters, summarised by 12 metacells.
+/// let (x, _labels) = gaussian_mixture(300, 10, 3, 7);
+/// let fit = fit_on(&Device::Cpu, &x, &Config::new(12), &mut |_iteration, _rss| {})?;
+/// assert_eq!(fit.assignments.len(), 300);
+/// assert!(fit.assignments.iter().all(|&m| (0..12).contains(&m)));
+/// assert!(fit.rss.last() <= fit.rss.first());
+/// # Ok::<(), sparrow::Error>(())
+/// ```
 pub fn fit_on<T: Scalar>(
     device: &Device,
     x: &Dense<T>,
