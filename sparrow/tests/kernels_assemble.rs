@@ -7,7 +7,7 @@
 use sparrow::device::compile::{compile_cubin, compile_with_resources};
 use sparrow::kernels::all_modules;
 
-/// Entry points (by name prefix, keys of up to 32 bits) whose H200 timings rest on their
+/// Entry points (by name prefix, keys of up to 32 bits) whose timings rest on their
 /// occupancy: most registers and spill-store bytes per thread on sm_90. ptxas's choices move
 /// with small source changes (one more live value took the warp kernel from 80 registers to
 /// 127), so a change that crosses these shows here, before any timing.
@@ -37,14 +37,14 @@ const BUDGETS: &[(&str, u32, u32)] = &[
 const NARROW_FILTER: (&str, u32, u32) = ("topk_filter_", 128, 0);
 
 /// The candidate kernel's compact build for 16-bit keys: four blocks per SM (64 registers) for
-/// one wave fewer of 1,024 segments, worth its spills (bf16 262,144 x 2,048 x 1,024: the
-/// kernel 42 -> 37 us on the H200 at 56 bytes spilled).
+/// one wave fewer of 1,024 segments, which outweighs its spills (see
+/// docs/tuning/topk.md#filter-path).
 const CAND_16: (&str, u32, u32) = ("topk_cand_", 64, 96);
 
 /// The same for the spmm module's SpMV kernels.
 const SPMM_BUDGETS: &[(&str, u32, u32)] = &[
-    // Eight 256-thread blocks per SM (its launch bounds); it spilled 16 bytes at that cap, and
-    // 34 registers without it ran SpMV on banded rows 20 % slower.
+    // Eight 256-thread blocks per SM (its launch bounds): worth the 16 bytes it spills at that
+    // cap (see docs/tuning/products.md#vector-a-and-row-lanes).
     ("spmv_avec_f32_", 32, 16),
     // Six blocks per SM at 40 registers; the f64 build (62) stays off even rows.
     ("spmv_stream_f32", 40, 0),

@@ -27,9 +27,9 @@
 //!   16-byte segments of B's columns (`tiles` segments each per pass), `ksplit` entry lanes
 //!   split the row's entries; each lane keeps several rows of B in flight. The column lanes
 //!   cover N up to a pass width and the entry lanes get many entries each (see [`choose`]),
-//!   so a warp holds several rows: on the H200 that beat more lanes per row. f32 rows of
-//!   scattered columns keep eight entries in flight per lane instead of four (`deep`,
-//!   [`DEEP_MEAN`]).
+//!   so a warp holds several rows, which beat more lanes per row (see
+//!   docs/tuning/products.md#row-kernels). f32 rows of scattered columns keep eight entries in
+//!   flight per lane instead of four (`deep`, [`DEEP_MEAN`]).
 //! - SpMV on even rows: `avec`, one column lane whose entry lanes read A's indices and values
 //!   as aligned 4-entry vectors (f32 rows of 32 entries or more, in a build of its own for
 //!   N = 1, and f64 rows of 24 or more on local columns, 12 on scattered ones), else `rowvec`.
@@ -62,85 +62,60 @@ pub use crate::ops::products::formats::work::{PACKED_SPAN, STREAM_ITEMS, STREAM_
 /// Least entries per staged row of B ([`RowStats::window_reuse`]) for the policy to stage.
 pub const WINDOW_REUSE: f64 = 4.0;
 
-/// Widest window the policy stages, in block rows. Block-diagonal rows (a window of 32 for 32
-/// rows) ran 1.3x to 2x faster staged on the H200 at N from 32 to 256; banded rows (64 per
-/// row, windows of 95) ran up to 15% slower: their blocks' windows overlap, so L1 and L2
-/// already served the reuse, and the wider windows cut the blocks per SM.
+/// Widest window the policy stages, in block rows: wider windows (banded rows) overlap their
+/// neighbours', so L1 and L2 already serve the reuse, and they cut the blocks per SM. See
+/// docs/tuning/products.md#window.
 pub const WINDOW_SPAN: usize = 2;
 
 /// f32 SpMV over rows near the diagonal ([`RowStats::near`]) takes the near path from this
-/// many entries a row on average (non-empty rows); shorter rows keep the planned blocks. On the
-/// H200, cold (`bench/results/2026-12-04-h200-spmv-near.txt`, round 2): the FEM-like rows (16.7
-/// a row) ran 45.2 us on it against 46.9 on the packed blocks, the 3-D stencil (27) 53.8 against
-/// 70.2, the dense 32 x 32 blocks 36.0 against 41.4 on the vector-A lanes; the 2-D stencil (5 a
-/// row) 19.7 on both, so the gain ends about there. f64 takes it at any mean: its 2-D stencil
-/// 24.1 against 27.2 on the row lanes and 31.0 on the packed blocks.
+/// many entries a row on average (non-empty rows); shorter rows keep the planned blocks, which
+/// run them as fast, while f64 gains at any mean. See docs/tuning/products.md#near-the-diagonal.
 pub const NEAR_MEAN_F32: f64 = 8.0;
 
 /// f32 SpMV on rows shorter than this on average (non-empty rows) takes the planned blocks
-/// even when rows are even: on the H200 they beat the vector-A lanes on the 2-D and 3-D
-/// stencils, the FEM-like and the uniform matrices (rows of 5 to 27), and lost on banded and
-/// block-diagonal rows (64 and 32).
+/// even when rows are even: they beat the vector-A lanes on shorter rows and lost on rows of 32
+/// and more. See docs/tuning/products.md#planned-work-blocks.
 pub const STREAM_MEAN_F32: f64 = 32.0;
 
 /// f64 SpMV on local columns takes the vector-A lanes from rows this long on average (on
-/// scattered columns from 12), shorter rows the row lanes reading one entry at a time. On the
-/// H200, cold, in two sweeps: the FEM-like rows (16.7 a row) ran 0.083 ms on 2 row lanes against
-/// 0.092 on 2 vector-A lanes (cuSPARSE 0.090); the 3-D stencil (27) 0.103 on 4 vector-A lanes
-/// against 0.114 on 2 row lanes. Local rows of 24 or more take about 6 entries a vector-A lane,
-/// at most 4: the banded rows (64) ran 0.018 ms at 4 lanes against 0.0235 at 2 (warm sweeps had
-/// favoured 2: 0.0145 against 0.0158), the dense 32 x 32 blocks 0.056 at 4.
+/// scattered columns from 12), shorter rows the row lanes reading one entry at a time, which
+/// ran them faster; local rows of 24 or more take about 6 entries a vector-A lane, at most 4.
+/// See docs/tuning/products.md#vector-a-and-row-lanes.
 pub const F64_AVEC_LOCAL_MEAN: f64 = 24.0;
 
 /// SpMM above N = 64 on even rows shorter than this on average takes eight column lanes of
-/// several segments each (four rows a warp) instead of wider lanes of one segment: on the H200
-/// the 2-D stencil (5 a row) ran 14-21 % faster in f32 and 4-18 % in f64, the FEM-like rows
-/// (16.7) 2-5 % slower. In f32 (four segments, 80 registers against 48, so three blocks a SM
-/// instead of five) only on local columns: the long-row matrix's rows of 4 random columns, whose
-/// gathers of B come from DRAM, ran 2-3 % slower with it; in f64 (two segments, 48 registers)
-/// 2-5 % faster.
+/// several segments each (four rows a warp) instead of wider lanes of one segment, since short
+/// rows gain more from rows a warp than from wider passes. In f32 (80 registers against 48) only
+/// on local columns: rows gathering B from DRAM need the occupancy more. See
+/// docs/tuning/products.md#short-rows.
 pub const SHORT_MEAN: f64 = 8.0;
 
 /// SpMM (N > 1) on rows whose blocks of [`BLOCK_ROWS`] list at most this share of the entries
-/// as distinct columns ([`RowStats::block_union`]) takes the row blocks: on the H200 banded
-/// rows (0.26) ran 1.4x-1.9x faster in f32 and 1.35x-1.7x in f64 than the row kernels at N = 8
-/// to 256, the dense 32 x 32 blocks (0.25) 1.15x-1.8x faster in f32 than their window path and
-/// 1.2x-1.65x in f64. f32 from N = 64 takes them on any matrix that has them (up to
-/// [`BLOCK_UNION_MAX`]): the 3-D stencil (0.50) ran
-/// 3 %, 7 % and 19 % faster at N = 64, 128 and 256, and 13-16 % slower at N = 8 and 32; the 2-D
-/// stencil (0.70) and the FEM-like rows (0.75) ran slower at every N. f64's blocks, at 80
-/// registers with two segments a lane against the row kernels' 48, lost on the 3-D stencil at
-/// every N (up to 1.24x slower at N = 256).
+/// as distinct columns ([`RowStats::block_union`]) takes the row blocks, since a load of B
+/// then serves several rows. f32 from N = 64 takes them on any matrix that has them (up to
+/// [`BLOCK_UNION_MAX`]), where it measured faster; f64's blocks, at 80 registers against 48,
+/// did not. See docs/tuning/products.md#row-blocks.
 pub const ROWBLK_SHARED: f64 = 0.3;
 
 /// Most diagonals of a pattern for f32 SpMV to take the diagonal path with a thread a row (more
-/// take the vector diagonal path, [`diag_lanes_for`]): on the H200 (cold) the 2-D stencil (5)
-/// ran 17.3 us against 19.9 on the packed blocks, the 3-D stencil (27) 52.7 against 69.8 (79.8
-/// on the vector diagonal path); the banded rows (64) 27.6 against 14.5 on the vector-A lanes
-/// and 12.3 on the vector diagonal path
-/// (`bench/results/2026-12-04-h200-spmv-diagonals.txt`, rounds 5 and 6).
+/// take the vector diagonal path, [`diag_lanes_for`]): the stencils' 5 and 27 diagonals ran
+/// faster a thread a row, the banded rows' 64 on lanes of a row. See
+/// docs/tuning/products.md#diagonals.
 pub const DIAG_THREAD_MAX: usize = 32;
 
-/// The same bound for f64: the 2-D stencil ran 22.8 us against 27.1 on the row lanes, the 3-D
-/// stencil 105.1 against 103.1 on the vector-A lanes and 83.6 on the vector diagonal path.
+/// The same bound for f64: the 2-D stencil still ran faster a thread a row, the 3-D stencil's
+/// 27 diagonals on the vector diagonal path. See docs/tuning/products.md#diagonals.
 pub const DIAG_THREAD_MAX_F64: usize = 8;
 
 /// Rows below which the vector diagonal path takes 8 lanes a row with 2 vectors a lane rather
-/// than 4 with 4. On the H200 (cold,
-/// `bench/results/2026-12-04-h200-spmv-diagonal-vectors.txt`): the band of 62,451 rows ran
-/// 12.3 us (f32) and 14.0 (f64) at 8 lanes against 14.1 and 18.1 at 4; the 3-D stencil's
-/// 1,000,000 rows in f64 83.6 at 4 lanes against 93.0 at 8 (f64 vector-A lanes 103, f32 vector-A
-/// lanes on the band 14.4).
+/// than 4 with 4, so a launch over few rows still fills the GPU. See
+/// docs/tuning/products.md#vector-diagonals.
 pub const DIAG_FEW_ROWS: usize = 250_000;
 
 /// Least mean row length (non-empty rows) at which f32 rows of scattered columns take the deep
-/// row kernels (eight entries in flight per lane instead of four, 60-odd registers against 48).
-/// On the H200 (cold, every f32 case of the panel in a build with every one-segment row kernel
-/// deep): the power-law rows (15.5 a row) ran 2-7 % faster at N = 8 to 256, the uniform rows (16)
-/// 1-7 %, the 90 %-empty rows (32) 0-2 %; the long-row matrix's rows of 4 random columns (5.2 on
-/// average) 5-14 % slower, and the local matrices (stencils, FEM-like rows) up to 26 % slower,
-/// their loads served by L1 and L2 at a latency that more warps hide better than more loads a
-/// warp (`bench/results/2026-12-04-h200-spmm-deep-lanes.txt`, round 3).
+/// row kernels (eight entries in flight per lane instead of four, 60-odd registers against 48):
+/// longer scattered rows gained from more loads a warp, rows of about 5 lost. See
+/// docs/tuning/products.md#deep-row-kernels.
 pub const DEEP_MEAN: f64 = 8.0;
 
 /// Least [`RowStats::spread`] for the policy to sort rows by length (N > 1): runs of
@@ -162,29 +137,27 @@ fn pow2_floor(x: f64) -> u32 {
 
 /// The path the policy picks for these row statistics, N and value size, with the reason.
 ///
-/// The constants come from timing every path on the benchmark panel (`bench --sweep`) on an
-/// H200: more rows per warp beat more lanes per row, so one pass covers at most 32 columns up
-/// to N = 64 (16 in f64 up to N = 32), and above that 64 in f32 (128 when the mean row has 32
-/// entries or more) and 128 in f64, two segments per lane; each entry lane gets about 32
-/// entries (8 when N <= 8). Rows of uneven length side by side run sorted by length. SpMV on
-/// rows that repeat a pattern of at most [`DIAG_THREAD_MAX`] diagonals ([`DIAG_THREAD_MAX_F64`]
-/// in f64) takes the diagonal path with a thread a row, wider patterns the vector diagonal path
-/// ([`diag_lanes_for`]); even rows whose entries all lie within [`NEAR_REACH`] of the diagonal
-/// take the near path ([`near_lanes`]; f32 from [`NEAR_MEAN_F32`] entries a row); otherwise it
-/// takes the planned blocks when rows are skewed (long rows, a row far above the mean, or
-/// mostly empty rows) and for f32 rows shorter than [`STREAM_MEAN_F32`] on average, else one
-/// column lane: reading A as 4-entry vectors with about 6 entries per entry lane and at most 4
-/// lanes a row (f32, and f64 rows of [`F64_AVEC_LOCAL_MEAN`] entries or more on local columns,
-/// 12 or more on scattered ones, [`RowStats::scattered`], where f64 takes about 4 entries a
-/// lane), or one entry at a time with about 8 per lane (shorter f64 rows, where the vectors'
-/// unaligned ends and the kernel's 56-62 registers against 48 lost 10 %). The f64 planned blocks hold 62 registers against f32's 40
-/// and lost to the row lanes on even rows. Planned blocks over packed columns where the matrix
-/// packs ([`RowStats::packable`]): on the H200 the f32 2-D stencil, 3-D stencil and FEM-like
-/// rows ran 11 %, 9 % and 8 % faster packed; packed f64 blocks still lost to the row lanes on
-/// even rows (2-D stencil 29.4 against 27.4 us, FEM-like 81.3 against 80.9). SpMM on rows whose
-/// blocks of [`BLOCK_ROWS`] share most columns takes the row blocks ([`ROWBLK_SHARED`]) ahead of
-/// the window and row kernels, and f32 the tall blocks wherever the upload built them. f32 rows
-/// of scattered columns with at least [`DEEP_MEAN`] entries on average run the deep row kernels.
+/// The constants come from timing every path on the benchmark panel (`bench --sweep`; see
+/// docs/tuning/products.md): more rows per warp beat more lanes per row, so one pass covers at
+/// most 32 columns up to N = 64 (16 in f64 up to N = 32), and above that 64 in f32 (128 when the
+/// mean row has 32 entries or more) and 128 in f64, two segments per lane; each entry lane gets
+/// about 32 entries (8 when N <= 8). Rows of uneven length side by side run sorted by length.
+/// SpMV on rows that repeat a pattern of at most [`DIAG_THREAD_MAX`] diagonals
+/// ([`DIAG_THREAD_MAX_F64`] in f64) takes the diagonal path with a thread a row, wider patterns
+/// the vector diagonal path ([`diag_lanes_for`]); even rows whose entries all lie within
+/// [`NEAR_REACH`] of the diagonal take the near path ([`near_lanes`]; f32 from
+/// [`NEAR_MEAN_F32`] entries a row); otherwise it takes the planned blocks when rows are skewed
+/// (long rows, a row far above the mean, or mostly empty rows) and for f32 rows shorter than
+/// [`STREAM_MEAN_F32`] on average, else one column lane: reading A as 4-entry vectors with about
+/// 6 entries per entry lane and at most 4 lanes a row (f32, and f64 rows of
+/// [`F64_AVEC_LOCAL_MEAN`] entries or more on local columns, 12 or more on scattered ones,
+/// [`RowStats::scattered`], where f64 takes about 4 entries a lane), or one entry at a time with
+/// about 8 per lane (shorter f64 rows, where the vectors lost). The f64 planned blocks, at more
+/// registers, lost to the row lanes on even rows. Planned blocks over packed columns where the
+/// matrix packs ([`RowStats::packable`]), which read fewer bytes. SpMM on rows whose blocks of
+/// [`BLOCK_ROWS`] share most columns takes the row blocks ([`ROWBLK_SHARED`]) ahead of the
+/// window and row kernels, and f32 the tall blocks wherever the upload built them. f32 rows of
+/// scattered columns with at least [`DEEP_MEAN`] entries on average run the deep row kernels.
 pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String) {
     choose_on(stats, n, elem_bytes, true)
 }
@@ -192,9 +165,7 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
 /// [`choose`] on a GPU that runs the column-slice kernel (`slices`,
 /// [`crate::ops::products::formats::slices::runs_on`]) or not: f32 SpMV on scattered columns takes the slices
 /// where [`RowStats::sliceable`] and the GPU runs them. f64 keeps its path: its slices of x
-/// are twice the bytes, and on the H200 (cold) the uniform and power-law rows ran 0.64-0.69x
-/// cuSPARSE on them with a block of their own for every run of rows, before the clusters
-/// (`bench/results/2026-12-04-h200-spmv-column-slices.txt`); not measured since.
+/// are twice the bytes, and it lost to cuSPARSE on them (docs/tuning/products.md#column-slices).
 pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
@@ -270,12 +241,9 @@ pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) ->
 }
 
 /// Lanes a row of the near path for rows of `mean` entries: about 6 entries a lane in f32 and
-/// 4 in f64 (a lane's first batch of 4 loads covers most of a row), 2 to 8 lanes. On the H200
-/// (cold, `bench/results/2026-12-04-h200-spmv-near.txt`, round 2) the rule's lanes ran fastest,
-/// or within 2 % of it, on every panel matrix: f64 FEM-like rows 66.3 us at 4 lanes against
-/// 68.7 at 2 and 76.8 at 8, f64 dense blocks 51.6 at 8 against 52.9 at 4, the f64 3-D stencil
-/// 86.2 at 4 against 89.2 at 8; f32 FEM-like rows 45.2 at 2 against 47.5 at 4, the f32 3-D
-/// stencil 53.8 at 4 against 60.0 at 2, f32 dense blocks 36.0 at 4 against 36.9 at 8.
+/// 4 in f64 (a lane's first batch of 4 loads covers most of a row), 2 to 8 lanes: the rule's
+/// lanes ran fastest, or near it, on every panel matrix. See
+/// docs/tuning/products.md#near-the-diagonal.
 pub fn near_lanes(mean: f64, elem_bytes: usize) -> u32 {
     let per_lane = if elem_bytes == 4 { 6.0 } else { 4.0 };
     pow2_floor(mean / per_lane).clamp(2, 8)
@@ -329,8 +297,8 @@ fn choose_spmv(stats: &RowStats, mean: f64, elem_bytes: usize) -> (GpuPath, Stri
     let scattered = stats.scattered();
     let f64_avec = if scattered { 12.0 } else { F64_AVEC_LOCAL_MEAN };
     if elem_bytes == 4 || mean >= f64_avec {
-        // f64 on the H200: uniform random rows (16 a row, scattered) 0.147 ms at 2 lanes a
-        // row, 0.127 at 4.
+        // Scattered f64 rows take more lanes (about 4 entries each), which ran them faster;
+        // see docs/tuning/products.md#vector-a-and-row-lanes.
         let ksplit = if elem_bytes == 8 && scattered {
             pow2_floor(mean / 4.0).min(4)
         } else {
@@ -422,12 +390,11 @@ fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (Gpu
             why,
         );
     }
-    // The row kernels' passes, from the H200 sweeps of every path (f32 and f64, N 32 to 256):
-    // from 9 to 64 columns a pass covers at most 32 columns (16 in f64 up to N = 32), so a
-    // warp holds more rows, each a chain of dependent loads (2-D stencil f64 N = 64: 0.618 ->
-    // 0.442 ms); above 64, f64 passes take 128 columns as two segments per lane, one pass
-    // where there were two (3-D stencil f64 N = 128: 2.548 -> 1.888 ms). Short rows above 64
-    // take eight lanes of several segments each, four rows a warp (`SHORT_MEAN`).
+    // The row kernels' passes: from 9 to 64 columns a pass covers at most 32 columns (16 in
+    // f64 up to N = 32), so a warp holds more rows, each a chain of dependent loads; above 64,
+    // f64 passes take 128 columns as two segments per lane, one pass where there were two.
+    // Short rows above 64 take eight lanes of several segments each, four rows a warp
+    // (`SHORT_MEAN`). See docs/tuning/products.md#row-kernels.
     let (cols, tiles) = if n <= 8 {
         (cols, 1)
     } else if n <= 64 {
@@ -472,10 +439,10 @@ pub fn deep_rows(stats: &RowStats, mean: f64, elem_bytes: usize) -> bool {
     elem_bytes == 4 && stats.scattered() && mean >= DEEP_MEAN
 }
 
-/// The row-block shape for N columns, from the H200 sweeps (banded, block-diagonal and 3-D
-/// stencil rows): one pass over N where the shapes allow; N <= 8 four lanes split a block's
-/// columns with one or two column lanes, wider N one or two segments per column lane (f32 up
-/// to 32 columns one, above two; f64 two above 8).
+/// The row-block shape for N columns, the fastest in the sweeps (see
+/// docs/tuning/products.md#row-blocks): one pass over N where the shapes allow; N <= 8 four
+/// lanes split a block's columns with one or two column lanes, wider N one or two segments per
+/// column lane (f32 up to 32 columns one, above two; f64 two above 8).
 fn choose_rowblk(n: usize, rows: usize, shared: f64, elem_bytes: usize) -> (GpuPath, String) {
     let vec = 16 / elem_bytes;
     let segs = n.div_ceil(vec).next_power_of_two();

@@ -92,14 +92,9 @@ pub struct PackedCols {
 }
 
 impl PackedCols {
-    /// Packs the columns on the host ([`pack_columns`]) and uploads them. On the H200 the 2-D
-    /// stencil's packed blocks ran 15.4-16.2 us over buffers uploaded this way and 18.0-18.3 us
-    /// over the same bytes written by a packing kernel on the GPU, in warm suites alternating
-    /// the two builds (`bench/results/2026-12-03-h200-spmv-packed.txt`, round 5). The same
-    /// kernel on the same buffers later drifted as much with what ran before it, and measured
-    /// the same wherever it ran with the L2 emptied (`...-spmv-cold.txt`), so the L2's state
-    /// after each upload is the likely cause; the GPU-packing build was not timed cold. The host
-    /// pass costs the upload's analysis about 50-100 ms on the panel.
+    /// Packs the columns on the host ([`pack_columns`]) and uploads them: the packed blocks ran
+    /// no slower over host-packed buffers than over a packing kernel's, at some cost to the
+    /// upload's analysis. See docs/tuning/products.md#packed-columns.
     fn upload(gpu: &Gpu, p: &PackedColumns) -> Result<Self> {
         Ok(PackedCols {
             cols: gpu.upload_padded(&p.cols, VEC_ENTRIES)?,

@@ -127,8 +127,8 @@ impl RowStats {
 
     /// Whether values of `elem_bytes` bytes take the column slices: f32 where
     /// [`RowStats::sliceable`]. The policy, the upload and the memory estimate ask here; f64's
-    /// slices of x hold half the columns, and on the H200 it ran 0.64-0.69x cuSPARSE on them
-    /// (blocks without clusters).
+    /// slices of x hold half the columns, and it lost to cuSPARSE on them (see
+    /// docs/tuning/products.md#column-slices).
     pub fn sliced_for(&self, elem_bytes: usize) -> bool {
         elem_bytes == 4 && self.sliceable()
     }
@@ -154,8 +154,8 @@ impl RowStats {
     /// Rows per block of the row blocks the upload builds for values of `elem_bytes` bytes:
     /// [`TALL_ROWS`](super::formats::row_blocks::TALL_ROWS) for f32 where [`RowStats::tall`],
     /// [`BLOCK_ROWS`](super::formats::row_blocks::BLOCK_ROWS) where [`RowStats::blockable`], else none.
-    /// f64 keeps four rows: on the H200 its tall blocks, whose lanes hold twice the 8-byte
-    /// accumulators, ran banded rows 1.2x-1.4x slower from N = 64.
+    /// f64 keeps four rows: its tall blocks' lanes hold twice the 8-byte accumulators, and they
+    /// lost on banded rows (see docs/tuning/products.md#tall-row-blocks).
     pub fn block_rows(&self, elem_bytes: usize) -> Option<usize> {
         if elem_bytes == 4 && self.tall() {
             Some(super::formats::row_blocks::TALL_ROWS)

@@ -18,16 +18,15 @@ pub const TALL_ROWS: usize = 8;
 
 /// Most distinct columns per entry for the upload to build a matrix's row blocks
 /// ([`RowStats::blockable`](crate::ops::products::RowStats::blockable)): the widest share at which the SpMM
-/// policy takes them (f32 SpMM from N = 64; `ROWBLK_SHARED` in the SpMM plan). On the H200 the 2-D stencil (0.70) and the
-/// FEM-like rows (0.75) ran slower on them at every N, so above it the upload spends neither
-/// the build nor the memory (two values per entry at this bound).
+/// policy takes them (f32 SpMM from N = 64; `ROWBLK_SHARED` in the SpMM plan): wider rows ran
+/// slower on them, so above it the upload spends neither the build nor the memory (two values
+/// per entry at this bound). See docs/tuning/products.md#row-blocks.
 pub const BLOCK_UNION_MAX: f64 = 0.55;
 
 /// Most distinct columns per entry over blocks of [`TALL_ROWS`] for f32 matrices to take tall
-/// blocks ([`RowStats::tall`](crate::ops::products::RowStats::tall)). On the H200 (f32, every shape of
-/// both heights swept) banded rows (0.14 over 8 rows) ran up to 1.4x and dense 32 x 32
-/// blocks (0.125) 1.1x-1.4x faster on tall blocks from N = 8 to 256 (banded at N = 32 9 %
-/// slower), the 3-D stencil (0.42) 1.2x-1.4x slower.
+/// blocks ([`RowStats::tall`](crate::ops::products::RowStats::tall)): rows that share this many
+/// columns gained from eight rows a load of B, those that share fewer (the 3-D stencil) lost.
+/// See docs/tuning/products.md#tall-row-blocks.
 pub const TALL_UNION_MAX: f64 = 0.3;
 
 /// Blocks per rayon task of the builders.

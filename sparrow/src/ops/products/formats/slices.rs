@@ -1,7 +1,7 @@
 //! The column-slice layout for SpMV on scattered columns (`spmv_sliced`). Gathering x at random
-//! columns costs an L2 request a 32-byte sector per entry whatever the kernel does (16M of them
-//! on the H200 take 106-117 us), so a block copies x into shared memory a slice of columns at a
-//! time instead, and reads entries sorted by slice. Each group of [`SLICE_MEMBERS`] blocks (a
+//! columns costs an L2 request a 32-byte sector per entry whatever the kernel does (see
+//! docs/tuning/products.md#column-slices), so a block copies x into shared memory a slice of
+//! columns at a time instead, and reads entries sorted by slice. Each group of [`SLICE_MEMBERS`] blocks (a
 //! cluster) owns a run of row pieces (rows longer than [`SLICE_PIECE`] cut into pieces that
 //! take every p-th entry, summed in piece order by a second kernel), dealt to [`SLICE_WARPS`]
 //! warps by entries. A stage is one slice of x and the group's records in it (at most
@@ -36,11 +36,9 @@ pub const SLICE_STAGE: usize = 2560;
 /// leaves beside three f32 stages).
 pub const SLICE_PIECES: usize = 17_920;
 /// The policy takes the slices where the groups' copies of x, groups times columns, are at
-/// most this many times the entries. On the H200 (cold) the f32 uniform and power-law rows
-/// (4.1 and 4.3) run 1.94x and 1.78x cuSPARSE on them, against 1.10x and 1.03x on their
-/// gathers (`bench/results/2026-12-04-h200-spmv-slice-clusters.txt`); the long rows'
-/// 2,000,000 short rows (22, in 113 groups) and the mostly empty rows (21) would copy far more
-/// x than they have entries.
+/// most this many times the entries: the uniform and power-law rows (4.1 and 4.3) gain on them,
+/// while the long rows' 2,000,000 short rows (22, in 113 groups) and the mostly empty rows (21)
+/// would copy far more x than they have entries. See docs/tuning/products.md#column-slices.
 pub const SLICE_X_RATIO: usize = 5;
 /// Words of a stage's descriptor: each warp's first record with its step width above
 /// [`SS_SHIFT`], the end of the last warp's records, the stage's padded end, its slice, and

@@ -6,9 +6,9 @@
 pub const STREAM_ITEMS: usize = 2048;
 /// Entries of one block of short rows on even rows: the most three aligned 4-entry vectors per
 /// thread of 256 cover from any alignment (`STREAM_ITEMS` in `spmm.cu`, which sizes a block's
-/// products for it). On the H200 these blocks ran the FEM-like rows 7 % and the 3-D stencil
-/// 4 % faster than blocks of 2048, and the skewed panel matrices 1-4 % slower (fewer blocks
-/// over the random gathers, or over the runs of empty rows).
+/// products for it). Even rows gained from the longer blocks; skewed rows, which would spread
+/// fewer blocks over their random gathers or runs of empty rows, keep [`STREAM_ITEMS`]. See
+/// docs/tuning/products.md#planned-work-blocks.
 pub const STREAM_ITEMS_EVEN: usize = 3068;
 // The kernel sizes its blocks for the larger.
 const _: () = assert!(STREAM_ITEMS <= STREAM_ITEMS_EVEN);
