@@ -16,6 +16,22 @@
 //!   -0.0 and +0.0 tie; the original bits are returned.
 #![warn(missing_docs)]
 
+/// Declares a test hook: a method that forces a choice the library otherwise makes itself
+/// (a GPU path, the long-row split, the top-k staging). It is public only under the `testing`
+/// feature, which the integration tests and `sparrow-bench` turn on; elsewhere it is
+/// crate-private, for `validate`.
+macro_rules! testing_hook {
+    ($(#[$m:meta])* fn $name:ident $($rest:tt)*) => {
+        #[cfg(feature = "testing")]
+        $(#[$m])*
+        pub fn $name $($rest)*
+        #[cfg(not(feature = "testing"))]
+        $(#[$m])*
+        #[allow(dead_code)]
+        pub(crate) fn $name $($rest)*
+    };
+}
+
 pub mod device;
 mod error;
 pub mod kernels;

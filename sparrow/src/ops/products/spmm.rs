@@ -64,16 +64,20 @@ impl<T: Scalar> Spmm<T> {
         self.beta = beta;
         self
     }
-    /// Forces a GPU path instead of the policy's choice.
-    pub fn force_path(mut self, path: GpuPath) -> Self {
-        self.force = Some(path);
-        self
+    testing_hook! {
+        /// Forces a GPU path instead of the policy's choice.
+        fn force_path(mut self, path: GpuPath) -> Self {
+            self.force = Some(path);
+            self
+        }
     }
-    /// Whether the GPU path splits rows longer than [`LONG_ROW`](crate::ops::products::stats::LONG_ROW) into
-    /// chunks (default true); tests turn it off to reach the row kernels on long rows.
-    pub fn split_long_rows(mut self, split: bool) -> Self {
-        self.split = split;
-        self
+    testing_hook! {
+        /// Whether the GPU path splits rows longer than [`LONG_ROW`](crate::ops::products::stats::LONG_ROW) into
+        /// chunks (default true); tests turn it off to reach the row kernels on long rows.
+        fn split_long_rows(mut self, split: bool) -> Self {
+            self.split = split;
+            self
+        }
     }
     /// The scalars `(alpha, beta)`.
     pub fn scalars(&self) -> (T, T) {

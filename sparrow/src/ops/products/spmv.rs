@@ -62,16 +62,20 @@ impl<T: Scalar> Spmv<T> {
         self.beta = beta;
         self
     }
-    /// Forces a GPU path (an nnz-split shape) instead of the policy's choice.
-    pub fn force_path(mut self, path: GpuPath) -> Self {
-        self.force = Some(path);
-        self
+    testing_hook! {
+        /// Forces a GPU path (an nnz-split shape) instead of the policy's choice.
+        fn force_path(mut self, path: GpuPath) -> Self {
+            self.force = Some(path);
+            self
+        }
     }
 
-    /// Whether long rows are split into chunks on the GPU (default true).
-    pub fn split_long_rows(mut self, split: bool) -> Self {
-        self.split = split;
-        self
+    testing_hook! {
+        /// Whether long rows are split into chunks on the GPU (default true).
+        fn split_long_rows(mut self, split: bool) -> Self {
+            self.split = split;
+            self
+        }
     }
 
     /// Checks lengths and scalars completely, before any work.

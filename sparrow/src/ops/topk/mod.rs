@@ -215,21 +215,25 @@ impl TopK {
         self.index = index;
         self
     }
-    /// Forces a GPU path where the plan would pick another (`None`: the plan picks), so tests
-    /// reach every path on every shape. Forcing the on-chip path on segments too long for it
-    /// is an error when the request runs.
-    pub fn force_path(mut self, path: Option<GpuPath>) -> Self {
-        self.path = path;
-        self
+    testing_hook! {
+        /// Forces a GPU path where the plan would pick another (`None`: the plan picks), so tests
+        /// reach every path on every shape. Forcing the on-chip path on segments too long for it
+        /// is an error when the request runs.
+        fn force_path(mut self, path: Option<GpuPath>) -> Self {
+            self.path = path;
+            self
+        }
     }
-    /// Whether the filter path may stage the keys into shared memory by bulk copies where the
-    /// GPU has them (sm_90; the default). Off, it runs the register filter every architecture
-    /// has, so tests reach both on one GPU.
-    pub fn staging(mut self, on: bool) -> Self {
-        self.staging = on;
-        self
+    testing_hook! {
+        /// Whether the filter path may stage the keys into shared memory by bulk copies where the
+        /// GPU has them (sm_90; the default). Off, it runs the register filter every architecture
+        /// has, so tests reach both on one GPU.
+        fn staging(mut self, on: bool) -> Self {
+            self.staging = on;
+            self
+        }
     }
-    /// Whether the filter path may stage its keys ([`TopK::staging`]).
+    /// Whether the filter path may stage its keys (`TopK::staging`).
     pub fn allows_staging(&self) -> bool {
         self.staging
     }

@@ -10,7 +10,7 @@
 //!   sample of [`SAMPLE`] keys, one streaming pass that keeps the keys above it (in position
 //!   order, [`FilterShape::ct`] slots per tile) and counts those equal to it, and an on-chip
 //!   selection among those candidates. On sm_90 the pass stages the keys into shared memory
-//!   by bulk copies ([`staged_filter`]); elsewhere, or with [`TopK::staging`] off, each thread
+//!   by bulk copies ([`staged_filter`]); elsewhere, or with `TopK::staging` off, each thread
 //!   holds the next tile's keys in registers. Tiles whose candidates overflow their slots (sorted
 //!   keys) are filtered again from memory; when the candidates are fewer than k, the
 //!   threshold's ties complete them (few distinct values), read from the tiles holding the
