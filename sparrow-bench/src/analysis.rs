@@ -66,18 +66,11 @@ fn one<T: Scalar>(name: &str, reps: usize) -> Result<AnalysisRecord> {
     let a = matrices::build::<T>(name)?;
     let stats = sparrow::ops::products::RowStats::of(&a);
     let h = HostAnalysis::of(&a, &stats, true)?;
-    let mut built = Vec::new();
-    for (b, what) in [
-        (h.packed.is_some(), "packed columns"),
-        (h.diag.is_some(), "diagonals"),
-        (h.near.is_some(), "column offsets"),
-        (h.slices.is_some(), "column slices"),
-        (h.row_blocks.is_some(), "row blocks"),
-    ] {
-        if b {
-            built.push(what);
-        }
-    }
+    // Beside the work blocks, row order and long rows' chunks every full analysis builds.
+    let built: Vec<_> = built(&h)
+        .into_iter()
+        .filter(|w| !matches!(*w, "work blocks" | "rows by length"))
+        .collect();
     drop(h);
     let st = time_cpu(0, reps, || {
         std::hint::black_box(sparrow::ops::products::RowStats::of(&a));
@@ -100,4 +93,137 @@ fn one<T: Scalar>(name: &str, reps: usize) -> Result<AnalysisRecord> {
         built,
         reps,
     })
+}
+
+/// SEACells' kernel matrix M at one size: the host analysis and the bytes an upload of every
+/// format builds, against what an upload for the B update's path builds.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KernelFormatsRecord {
+    /// Always `analysis-seacells`.
+    pub op: &'static str,
+    /// Cells (rows and columns of M).
+    pub cells: usize,
+    /// Embedding dimensions.
+    pub dims: usize,
+    /// Entries of M.
+    pub nnz: usize,
+    /// The B update's SpMM path on M.
+    pub path: String,
+    /// Every format's analysis, median milliseconds.
+    pub all_ms: f64,
+    /// The path's formats' analysis, median milliseconds.
+    pub path_ms: f64,
+    /// Bytes every format adds to the GPU beside the CSR arrays.
+    pub all_bytes: u64,
+    /// Bytes the path's formats add.
+    pub path_bytes: u64,
+    /// What an upload of every format builds beside the long rows' chunks.
+    pub built: Vec<&'static str>,
+    /// Timed repetitions.
+    pub reps: usize,
+}
+
+/// Builds SEACells' kernel matrix for each `(cells, dims, metacells)` the way `bench seacells`
+/// does (the same mixture, its exact kNN on the CPU, the adaptive Gaussian kernel) and times
+/// both analyses of it, f64 as the fit uploads it.
+pub fn seacells_kernel(
+    sizes: &[(usize, usize, usize)],
+    reps: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<KernelFormatsRecord>> {
+    use sparrow::solvers::seacells::fit::{gaussian_mixture, Config};
+    use sparrow::solvers::seacells::{gpu::kernel_path, kernel::kernel};
+    let mut out = Vec::new();
+    for &(cells, dims, metacells) in sizes {
+        progress(&format!("kernel matrix of {cells} x {dims}"));
+        let (x, _) = gaussian_mixture(cells, dims, (metacells / 13).max(2), 0);
+        let cfg = Config::new(metacells);
+        let m = kernel(&x, cfg.knn, cfg.symmetrize)?;
+        let stats = sparrow::ops::products::RowStats::of(&m);
+        let path = kernel_path(&stats, cells);
+        progress(&format!(
+            "analysis of {cells} x {cells}, {} entries",
+            m.nnz()
+        ));
+        let all = HostAnalysis::of(&m, &stats, true)?;
+        let one = HostAnalysis::of_formats(&m, &stats, true, path.formats())?;
+        let built = built(&all);
+        let (all_bytes, path_bytes) = (device_bytes(&all), device_bytes(&one));
+        drop((all, one));
+        let all_t = time_cpu(0, reps, || {
+            std::hint::black_box(HostAnalysis::of(&m, &stats, true)?);
+            Ok(())
+        })?;
+        let path_t = time_cpu(0, reps, || {
+            std::hint::black_box(HostAnalysis::of_formats(&m, &stats, true, path.formats())?);
+            Ok(())
+        })?;
+        out.push(KernelFormatsRecord {
+            op: "analysis-seacells",
+            cells,
+            dims,
+            nnz: m.nnz(),
+            path: format!("{path:?}"),
+            all_ms: all_t.median_ms,
+            path_ms: path_t.median_ms,
+            all_bytes,
+            path_bytes,
+            built,
+            reps,
+        });
+    }
+    Ok(out)
+}
+
+/// The formats an analysis built, by name.
+fn built<T>(h: &HostAnalysis<T>) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for (b, what) in [
+        (h.formats.stream, "work blocks"),
+        (h.packed.is_some(), "packed columns"),
+        (h.diag.is_some(), "diagonals"),
+        (h.near.is_some(), "column offsets"),
+        (h.slices.is_some(), "column slices"),
+        (h.formats.sorted, "rows by length"),
+        (h.row_blocks.is_some(), "row blocks"),
+    ] {
+        if b {
+            out.push(what);
+        }
+    }
+    out
+}
+
+/// Device bytes an upload of this analysis adds beside the CSR arrays and the long rows' chunks
+/// (the same in both analyses): the buffers `PreparedCsr` copies and the scratch it allocates.
+fn device_bytes<T: Scalar>(h: &HostAnalysis<T>) -> u64 {
+    let s = std::mem::size_of::<T>();
+    let mut b = 8 * h.work.len()
+        + if h.formats.stream {
+            (s + 4) * h.work_blocks
+        } else {
+            0
+        };
+    if let Some(p) = &h.packed {
+        b += 2 * p.cols.len() + 4 * p.base.len() + 2 * p.ends.len();
+    }
+    if let Some(d) = &h.diag {
+        b += 4 * (d.offsets.len() + d.bits.len());
+    }
+    if let Some(n) = &h.near {
+        b += 2 * n.len();
+    }
+    if let Some(sl) = &h.slices {
+        let l = &sl.layout;
+        b += 4 * sl.records.len()
+            + 8 * l.block_base.len()
+            + 4 * (l.stage0.len() + l.desc.len() + l.piece0.len() + l.piece_out.len())
+            + 4 * (l.cut_rows.len() + l.cut_start.len())
+            + s * *l.cut_start.last().unwrap_or(&0) as usize;
+    }
+    b += 8 * h.sorted_rows.len();
+    if let Some(r) = &h.row_blocks {
+        b += 8 * r.ptr.len() + 4 * r.cols.len() + s * r.vals.len();
+    }
+    b as u64
 }

@@ -64,7 +64,7 @@ pub struct Args {
     #[arg(long, default_value = "1024x4096x50x10000")]
     cs_shape: String,
     /// SEACells sizes as CELLSxDIMSxMETACELLS, comma-separated (bench seacells; default the
-    /// three target sizes).
+    /// three target sizes). With bench analysis: analyse SEACells' kernel matrix at these sizes.
     #[arg(long)]
     sizes: Option<String>,
     /// Outer iterations at most (bench seacells; the targets stop at 10).
@@ -288,6 +288,9 @@ fn analysis(ctx: &super::Ctx, args: &Args, names: &[String]) -> Result<ExitCode>
             ));
         }
     }
+    if args.sizes.is_some() {
+        return seacells_analysis(ctx, args);
+    }
     let pb = super::spinner("bench analysis");
     let records = sparrow_bench::analysis::run(
         names,
@@ -319,6 +322,48 @@ fn analysis(ctx: &super::Ctx, args: &Args, names: &[String]) -> Result<ExitCode>
             r.stats_ms,
             r.rest_ms,
             r.min_total_ms,
+            r.built.join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench analysis --sizes`: SEACells' kernel matrix at each size, every format's analysis
+/// against the one its B update's path reads.
+fn seacells_analysis(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
+    let sizes = seacells_sizes(args)?;
+    for &(c, d, _) in &sizes {
+        sparrow::memory::ensure_elems(
+            &format!("--sizes {c}x{d}: the mixture and its kNN"),
+            &[c, d + 64],
+            8,
+        )?;
+    }
+    let pb = super::spinner("bench analysis");
+    let records =
+        sparrow_bench::analysis::seacells_kernel(&sizes, args.reps.clamp(3, 10), &mut |m| {
+            pb.set_message(m.to_string())
+        })?;
+    pb.finish_and_clear();
+    emit_json(ctx, args.jsonl.as_deref(), &records)?;
+    if ctx.json {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("SEACells' kernel matrix (f64): the upload's host analysis and device bytes beside CSR, every format against the B update's path's");
+    println!(
+        "{:>8} {:>10} {:>9} {:>9} {:>11} {:>11}  path; every format builds",
+        "cells", "nnz", "all ms", "path ms", "all MB", "path MB"
+    );
+    for r in &records {
+        println!(
+            "{:>8} {:>10} {:>9.1} {:>9.1} {:>11.1} {:>11.1}  {}; {}",
+            r.cells,
+            r.nnz,
+            r.all_ms,
+            r.path_ms,
+            r.all_bytes as f64 / 1e6,
+            r.path_bytes as f64 / 1e6,
+            r.path,
             r.built.join(", ")
         );
     }
@@ -377,8 +422,9 @@ fn print_table(records: &[Record]) {
     }
 }
 
-fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
-    let sizes = match &args.sizes {
+/// `--sizes` as (cells, dims, metacells), or the SEACells targets.
+fn seacells_sizes(args: &Args) -> Result<Vec<(usize, usize, usize)>> {
+    Ok(match &args.sizes {
         None => sparrow_bench::seacells::SIZES.to_vec(),
         Some(s) => list("--sizes", s)?
             .iter()
@@ -390,7 +436,11 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
                 )),
             })
             .collect::<Result<Vec<_>>>()?,
-    };
+    })
+}
+
+fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
+    let sizes = seacells_sizes(args)?;
     for &(c, d, _) in &sizes {
         // The mixture, its kNN lists and the fit's per-cell rows, in f64.
         sparrow::memory::ensure_elems(

@@ -27,6 +27,37 @@ pub fn b_chunk(n: usize) -> usize {
     c
 }
 
+/// The SpMM path the B update's products with M (n x n, these statistics) run: the policy's
+/// choice for a gradient chunk, with one entry lane per row, so each column's sum runs in entry
+/// order as the CPU's does. Window blocks and sorted bins may split rows over entry lanes, so
+/// their column shape runs on the row kernel instead.
+pub fn kernel_path(stats: &RowStats, n: usize) -> GpuPath {
+    let chunk = b_chunk(n);
+    match choose(stats, chunk, 8).0 {
+        GpuPath::RowVec {
+            cols, tiles, deep, ..
+        } => GpuPath::RowVec {
+            cols,
+            ksplit: 1,
+            tiles,
+            deep,
+        },
+        GpuPath::Sorted { cols, deep, .. } => GpuPath::RowVec {
+            cols,
+            ksplit: 1,
+            tiles: 1,
+            deep,
+        },
+        GpuPath::Window { cols, .. } => GpuPath::RowVec {
+            cols,
+            ksplit: 1,
+            tiles: 1,
+            deep: false,
+        },
+        other => other,
+    }
+}
+
 /// Where the GPU B update reads its gradient.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BPath {
@@ -139,32 +170,7 @@ impl<'a> Solver<'a> {
             "the SEACells B update",
         )?;
         let stats = RowStats::of(m);
-        // One entry lane per row: each column's sum runs in entry order, as the CPU's does.
-        // Window blocks and sorted bins may split rows over entry lanes, so their column
-        // shape runs on the row kernel instead.
-        let path = match choose(&stats, chunk, 8).0 {
-            GpuPath::RowVec {
-                cols, tiles, deep, ..
-            } => GpuPath::RowVec {
-                cols,
-                ksplit: 1,
-                tiles,
-                deep,
-            },
-            GpuPath::Sorted { cols, deep, .. } => GpuPath::RowVec {
-                cols,
-                ksplit: 1,
-                tiles: 1,
-                deep,
-            },
-            GpuPath::Window { cols, .. } => GpuPath::RowVec {
-                cols,
-                ksplit: 1,
-                tiles: 1,
-                deep: false,
-            },
-            other => other,
-        };
+        let path = kernel_path(&stats, n);
         // Only the formats that path reads: the row kernels read none beyond the CSR arrays.
         let dm = PreparedCsr::upload_for(gpu, m, stats, path.formats())?;
         Ok(Solver {
