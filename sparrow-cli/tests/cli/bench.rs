@@ -60,6 +60,39 @@ fn bench_analysis_times_the_host_analysis_without_a_gpu() {
 }
 
 /// `bench spmv|spmm` on the CPU times the CPU backend alone, one JSON record a matrix, type
+/// `bench analysis --sizes` analyses SEACells' kernel matrix: the B update's row kernels read
+/// no format, so an upload for them builds nothing beside the CSR arrays, while an upload of
+/// every format builds the work blocks and the row order.
+#[test]
+fn bench_analysis_of_the_seacells_kernel_matrix() {
+    let out = sparrow(&[
+        "--json", "bench", "analysis", "--sizes", "600x8x40", "--reps", "3",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let l: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(l["op"], "analysis-seacells");
+    assert_eq!(
+        (l["cells"].as_u64(), l["dims"].as_u64()),
+        (Some(600), Some(8))
+    );
+    assert!(l["nnz"].as_u64().unwrap() >= 600 * 15, "{l}");
+    assert!(l["path"].as_str().unwrap().starts_with("RowVec"), "{l}");
+    assert_eq!(l["path_bytes"], 0);
+    assert!(l["all_bytes"].as_u64().unwrap() >= 8 * 600, "{l}");
+    let built: Vec<&str> = l["built"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap())
+        .collect();
+    assert!(
+        built.contains(&"work blocks") && built.contains(&"rows by length"),
+        "{l}"
+    );
+    let e = failure(&sparrow(&["bench", "analysis", "--sizes", "600x8"]));
+    assert!(e.contains("--sizes"), "{e}");
+}
+
 /// and N, against the host's read bandwidth; the GPU timing's options are refused.
 #[test]
 fn bench_products_on_the_cpu() {
