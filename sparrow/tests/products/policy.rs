@@ -267,3 +267,36 @@ fn stream_plan_shape_holds_the_blocks_products() {
         }
     }
 }
+
+/// The policy is data: each architecture's thresholds are a value the rules read, so another
+/// value moves the choice, and `--explain` names the rule that chose.
+#[test]
+fn the_rules_read_the_architectures_tuning() {
+    use plan::{ProductsTuning, SM80, SM90, SPMM_RULES, SPMV_RULES};
+    assert_eq!(ProductsTuning::for_arch((9, 0)), &SM90);
+    assert_eq!(ProductsTuning::for_arch((8, 0)), &SM80);
+    assert_eq!(ProductsTuning::for_arch((10, 0)), &SM90);
+    for rules in [SPMV_RULES, SPMM_RULES] {
+        let mut names: Vec<_> = rules.iter().map(|r| r.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), rules.len(), "rule names are unique");
+    }
+    // Uniform f32 rows of 16 entries (even, scattered): the planned blocks below sm_90's
+    // STREAM_MEAN_F32 of 32; a tuning that puts the bound at 8 sends them to the vector-A lanes.
+    let a = gen::uniform::<f32>(20_000, 200_000, 16, 3).unwrap();
+    let st = a.row_stats();
+    let (p, why) = plan::choose_with(&st, 1, 4, false, &SM90);
+    assert!(matches!(p, GpuPath::Stream | GpuPath::Packed), "{p:?}");
+    assert!(why.starts_with("rule planned-blocks-short: "), "{why}");
+    let low = ProductsTuning {
+        stream_mean_f32: 8.0,
+        ..SM90
+    };
+    let (p, why) = plan::choose_with(&st, 1, 4, false, &low);
+    assert!(matches!(p, GpuPath::AVec { .. }), "{p:?}");
+    assert!(why.starts_with("rule vector-a: "), "{why}");
+    // SpMM on the same rows names its rule too.
+    let (_, why) = plan::choose_with(&st, 32, 4, false, &SM90);
+    assert!(why.starts_with("rule "), "{why}");
+}

@@ -1,4 +1,8 @@
-//! Every path SpMM can take, and the rule that picks one.
+//! The policy that picks the products' GPU path: an ordered list of named rules for SpMV
+//! ([`SPMV_RULES`]) and for SpMM ([`SPMM_RULES`]) over the matrix's facts, the first that
+//! applies wins, and `--explain` prints its name with the facts it read. The thresholds are a
+//! value per architecture ([`ProductsTuning`]); the measurements behind them are in
+//! docs/tuning/products.md, and each path itself is described in [`super::path`].
 //!
 //! On the CPU there is one backend. On a GPU:
 //! - N = 1 (SpMV) on rows that repeat one pattern of diagonals (stencils; [`DIAG_THREAD_MAX`]
@@ -167,77 +171,467 @@ pub fn choose(stats: &RowStats, n: usize, elem_bytes: usize) -> (GpuPath, String
 /// where [`RowStats::sliceable`] and the GPU runs them. f64 keeps its path: its slices of x
 /// are twice the bytes, and it lost to cuSPARSE on them (docs/tuning/products.md#column-slices).
 pub fn choose_on(stats: &RowStats, n: usize, elem_bytes: usize, slices: bool) -> (GpuPath, String) {
+    choose_with(stats, n, elem_bytes, slices, &SM90)
+}
+
+/// [`choose_on`] with the tuning of the GPU's architecture ([`ProductsTuning::for_arch`]): the
+/// first rule of [`SPMV_RULES`] (N = 1) or [`SPMM_RULES`] that applies, its reason the rule's
+/// name and the facts it read.
+pub fn choose_with(
+    stats: &RowStats,
+    n: usize,
+    elem_bytes: usize,
+    slices: bool,
+    tuning: &ProductsTuning,
+) -> (GpuPath, String) {
     let filled = stats.nrows - stats.empty_rows;
     let mean = if filled == 0 {
         0.0
     } else {
         stats.nnz as f64 / filled as f64
     };
-    if n == 1 {
-        let most = if elem_bytes == 4 {
-            DIAG_THREAD_MAX
+    let facts = Facts {
+        stats,
+        n,
+        elem_bytes,
+        mean,
+        slices,
+        tuning,
+    };
+    let rules = if n == 1 { SPMV_RULES } else { SPMM_RULES };
+    for rule in rules {
+        if let Some((path, why)) = (rule.applies)(&facts) {
+            return (path, format!("rule {}: {why}", rule.name));
+        }
+    }
+    unreachable!("the last rule of each list always applies")
+}
+
+/// The thresholds of the products policy for one GPU architecture, a value in CUB's manner:
+/// the rules read them from here, and a new architecture is a new value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProductsTuning {
+    /// [`NEAR_MEAN_F32`].
+    pub near_mean_f32: f64,
+    /// [`STREAM_MEAN_F32`].
+    pub stream_mean_f32: f64,
+    /// [`F64_AVEC_LOCAL_MEAN`].
+    pub f64_avec_local_mean: f64,
+    /// Least mean row length for scattered f64 rows to take the vector-A lanes.
+    pub f64_avec_scattered_mean: f64,
+    /// [`SHORT_MEAN`].
+    pub short_mean: f64,
+    /// [`ROWBLK_SHARED`].
+    pub rowblk_shared: f64,
+    /// [`DIAG_THREAD_MAX`].
+    pub diag_thread_max: usize,
+    /// [`DIAG_THREAD_MAX_F64`].
+    pub diag_thread_max_f64: usize,
+    /// [`DIAG_FEW_ROWS`].
+    pub diag_few_rows: usize,
+    /// [`DEEP_MEAN`].
+    pub deep_mean: f64,
+    /// [`SORT_SPREAD`].
+    pub sort_spread: f64,
+    /// [`SORT_ROWS`].
+    pub sort_rows: usize,
+    /// [`WINDOW_REUSE`].
+    pub window_reuse: f64,
+    /// [`WINDOW_SPAN`].
+    pub window_span: usize,
+}
+
+/// sm_90 (H100, H200), where every threshold was measured (docs/tuning/products.md).
+pub const SM90: ProductsTuning = ProductsTuning {
+    near_mean_f32: NEAR_MEAN_F32,
+    stream_mean_f32: STREAM_MEAN_F32,
+    f64_avec_local_mean: F64_AVEC_LOCAL_MEAN,
+    f64_avec_scattered_mean: 12.0,
+    short_mean: SHORT_MEAN,
+    rowblk_shared: ROWBLK_SHARED,
+    diag_thread_max: DIAG_THREAD_MAX,
+    diag_thread_max_f64: DIAG_THREAD_MAX_F64,
+    diag_few_rows: DIAG_FEW_ROWS,
+    deep_mean: DEEP_MEAN,
+    sort_spread: SORT_SPREAD,
+    sort_rows: SORT_ROWS,
+    window_reuse: WINDOW_REUSE,
+    window_span: WINDOW_SPAN,
+};
+
+/// sm_80 and sm_89 (A100, L40): not measured there yet, so sm_90's values; a measurement on one
+/// of them lands here.
+pub const SM80: ProductsTuning = SM90;
+
+impl ProductsTuning {
+    /// The tuning for a GPU of compute capability `cc`.
+    pub fn for_arch(cc: (i32, i32)) -> &'static ProductsTuning {
+        if cc.0 >= 9 {
+            &SM90
         } else {
-            DIAG_THREAD_MAX_F64
-        };
-        if stats.diagonals > 0 && stats.diagonals <= most {
-            return (
-                GpuPath::Diag,
-                format!(
-                    "N = 1, {} of {} rows repeat one pattern of {} diagonals: a thread a row walks the pattern, computing the columns instead of reading them",
-                    stats.diag_rows,
-                    stats.nrows,
-                    stats.diagonals,
-                ),
-            );
+            &SM80
         }
-        if let Some(path @ GpuPath::DiagLanes { lanes, vectors, .. }) =
-            diag_lanes_for(stats.diagonals, stats.nrows, elem_bytes)
-        {
-            return (
-                path,
-                format!(
-                    "N = 1, {} of {} rows repeat one pattern of {} diagonals: {lanes} lanes a row read its values as 16-byte vectors, {vectors} a lane at once, and compute the columns instead of reading them",
-                    stats.diag_rows, stats.nrows, stats.diagonals,
-                ),
-            );
-        }
-        if stats.near() && !stats.skewed() && (elem_bytes == 8 || mean >= NEAR_MEAN_F32) {
-            let lanes = near_lanes(mean, elem_bytes);
-            return (
+    }
+}
+
+/// What the rules read: the matrix's statistics, N, the value size, the mean non-empty row,
+/// whether the GPU runs the column slices, and the architecture's tuning.
+pub struct Facts<'a> {
+    /// Row statistics.
+    pub stats: &'a RowStats,
+    /// Columns of B.
+    pub n: usize,
+    /// Bytes per value.
+    pub elem_bytes: usize,
+    /// Mean length of the non-empty rows.
+    pub mean: f64,
+    /// Whether the GPU runs the column-slice kernel.
+    pub slices: bool,
+    /// The architecture's thresholds.
+    pub tuning: &'a ProductsTuning,
+}
+
+/// A named rule of the policy: the path and the facts behind it where it applies.
+pub struct Rule {
+    /// The name `--explain` prints.
+    pub name: &'static str,
+    /// The path with its facts, or None where the rule does not apply.
+    pub applies: fn(&Facts) -> Option<(GpuPath, String)>,
+}
+
+/// SpMV's rules in order; the last always applies.
+pub const SPMV_RULES: &[Rule] = &[
+    Rule {
+        name: "diagonals",
+        applies: rule_diag,
+    },
+    Rule {
+        name: "vector-diagonals",
+        applies: rule_diag_lanes,
+    },
+    Rule {
+        name: "near-the-diagonal",
+        applies: rule_near,
+    },
+    Rule {
+        name: "column-slices",
+        applies: rule_sliced,
+    },
+    Rule {
+        name: "planned-blocks-skewed",
+        applies: rule_stream_skewed,
+    },
+    Rule {
+        name: "planned-blocks-short",
+        applies: rule_stream_short,
+    },
+    Rule {
+        name: "vector-a",
+        applies: rule_avec,
+    },
+    Rule {
+        name: "row-lanes",
+        applies: rule_spmv_rows,
+    },
+];
+
+/// SpMM's rules (N > 1) in order; the last always applies.
+pub const SPMM_RULES: &[Rule] = &[
+    Rule {
+        name: "row-blocks",
+        applies: rule_rowblk,
+    },
+    Rule {
+        name: "window",
+        applies: rule_window,
+    },
+    Rule {
+        name: "sorted",
+        applies: rule_sorted,
+    },
+    Rule {
+        name: "row-kernels",
+        applies: rule_rows,
+    },
+];
+
+fn rule_diag(f: &Facts) -> Option<(GpuPath, String)> {
+    let st = f.stats;
+    let most = if f.elem_bytes == 4 {
+        f.tuning.diag_thread_max
+    } else {
+        f.tuning.diag_thread_max_f64
+    };
+    (st.diagonals > 0 && st.diagonals <= most).then(|| {
+        (
+            GpuPath::Diag,
+            format!(
+                "N = 1, {} of {} rows repeat one pattern of {} diagonals: a thread a row walks the pattern, computing the columns instead of reading them",
+                st.diag_rows, st.nrows, st.diagonals,
+            ),
+        )
+    })
+}
+
+fn rule_diag_lanes(f: &Facts) -> Option<(GpuPath, String)> {
+    let st = f.stats;
+    match diag_lanes_tuned(st.diagonals, st.nrows, f.elem_bytes, f.tuning) {
+        Some(path @ GpuPath::DiagLanes { lanes, vectors, .. }) => Some((
+            path,
+            format!(
+                "N = 1, {} of {} rows repeat one pattern of {} diagonals: {lanes} lanes a row read its values as 16-byte vectors, {vectors} a lane at once, and compute the columns instead of reading them",
+                st.diag_rows, st.nrows, st.diagonals,
+            ),
+        )),
+        _ => None,
+    }
+}
+
+fn rule_near(f: &Facts) -> Option<(GpuPath, String)> {
+    let (st, mean) = (f.stats, f.mean);
+    (st.near() && !st.skewed() && (f.elem_bytes == 8 || mean >= f.tuning.near_mean_f32)).then(
+        || {
+            let lanes = near_lanes(mean, f.elem_bytes);
+            (
                 GpuPath::Near { lanes },
                 format!(
                     "N = 1, even rows (mean {mean:.1}, longest {}) within {} columns of the diagonal (at most {NEAR_REACH}): {lanes} lanes a row read each column as a 16-bit offset from the row, 4 entries a lane at once",
-                    stats.max_len, stats.reach
+                    st.max_len, st.reach
                 ),
-            );
-        }
-        if slices && stats.sliced_for(elem_bytes) {
-            return (
-                GpuPath::Sliced,
-                format!(
-                    "N = 1, scattered columns (blocks of {WINDOW_ROWS} rows span up to {}) and {} groups' copies of x ({} columns each) within {SLICE_X_RATIO} times the {} entries: entries sorted by slice of {} columns, each slice of x copied into shared memory by one of a group's {SLICE_MEMBERS} blocks (a cluster), {} row pieces' sums there (rows over {SLICE_PIECE} entries cut into pieces, summed in order by a second kernel)",
-                    stats.window_max,
-                    stats.slice_groups(),
-                    stats.ncols,
-                    stats.nnz,
-                    SLICE_COLS,
-                    stats.pieces,
-                ),
-            );
-        }
-        let (path, why) = choose_spmv(stats, mean, elem_bytes);
-        if path == GpuPath::Stream && stats.packable() {
-            return (
-                GpuPath::Packed,
-                format!(
-                    "{why}; every block's columns lie within {} (at most {PACKED_SPAN}), so they are read as 16-bit column offsets with 16-bit row ends",
-                    stats.stream_span
-                ),
-            );
-        }
-        return (path, why);
+            )
+        },
+    )
+}
+
+fn rule_sliced(f: &Facts) -> Option<(GpuPath, String)> {
+    let st = f.stats;
+    (f.slices && st.sliced_for(f.elem_bytes)).then(|| {
+        (
+            GpuPath::Sliced,
+            format!(
+                "N = 1, scattered columns (blocks of {WINDOW_ROWS} rows span up to {}) and {} groups' copies of x ({} columns each) within {SLICE_X_RATIO} times the {} entries: entries sorted by slice of {} columns, each slice of x copied into shared memory by one of a group's {SLICE_MEMBERS} blocks (a cluster), {} row pieces' sums there (rows over {SLICE_PIECE} entries cut into pieces, summed in order by a second kernel)",
+                st.window_max,
+                st.slice_groups(),
+                st.ncols,
+                st.nnz,
+                SLICE_COLS,
+                st.pieces,
+            ),
+        )
+    })
+}
+
+/// The planned blocks, over packed columns where the matrix packs.
+fn stream_or_packed(st: &RowStats, why: String) -> (GpuPath, String) {
+    if st.packable() {
+        (
+            GpuPath::Packed,
+            format!(
+                "{why}; every block's columns lie within {} (at most {PACKED_SPAN}), so they are read as 16-bit column offsets with 16-bit row ends",
+                st.stream_span
+            ),
+        )
+    } else {
+        (GpuPath::Stream, why)
     }
-    choose_spmm(stats, n, mean, elem_bytes)
+}
+
+fn rule_stream_skewed(f: &Facts) -> Option<(GpuPath, String)> {
+    let st = f.stats;
+    st.skewed().then(|| {
+        stream_or_packed(
+            st,
+            format!(
+                "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {} entries each, summed from shared memory) and long-row chunks",
+                st.max_len, st.mean_len, st.empty_rows, st.stream_blocks, st.stream_items
+            ),
+        )
+    })
+}
+
+fn rule_stream_short(f: &Facts) -> Option<(GpuPath, String)> {
+    let (st, mean) = (f.stats, f.mean);
+    let limit = f.tuning.stream_mean_f32;
+    (f.elem_bytes == 4 && mean < limit).then(|| {
+        stream_or_packed(
+            st,
+            format!(
+                "N = 1, f32 rows of mean {mean:.1} (below {limit}): {} planned blocks of up to {} entries, read as 4-entry vectors and summed from shared memory",
+                st.stream_blocks, st.stream_items
+            ),
+        )
+    })
+}
+
+fn rule_avec(f: &Facts) -> Option<(GpuPath, String)> {
+    let (st, mean) = (f.stats, f.mean);
+    let scattered = st.scattered();
+    let f64_avec = if scattered {
+        f.tuning.f64_avec_scattered_mean
+    } else {
+        f.tuning.f64_avec_local_mean
+    };
+    if f.elem_bytes != 4 && mean < f64_avec {
+        return None;
+    }
+    // Scattered f64 rows take more lanes (about 4 entries each), which ran them faster;
+    // see docs/tuning/products.md#vector-a-and-row-lanes.
+    let ksplit = if f.elem_bytes == 8 && scattered {
+        pow2_floor(mean / 4.0).min(4)
+    } else {
+        pow2_floor(mean / 6.0).min(4)
+    };
+    let reach = if scattered {
+        format!("columns scattered over windows up to {}", st.window_max)
+    } else {
+        format!("columns within windows of {}", st.window_max)
+    };
+    Some((
+        GpuPath::AVec { ksplit },
+        format!(
+            "N = 1, even rows (mean {mean:.1}, longest {}, {reach}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
+            st.max_len
+        ),
+    ))
+}
+
+fn rule_spmv_rows(f: &Facts) -> Option<(GpuPath, String)> {
+    let mean = f.mean;
+    let ksplit = pow2_floor(mean / 8.0);
+    Some((
+        GpuPath::RowVec {
+            cols: 1,
+            ksplit,
+            tiles: 1,
+            deep: false,
+        },
+        format!(
+            "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row",
+            f.stats.max_len
+        ),
+    ))
+}
+
+/// The column lanes, entry lanes and columns a pass of the row kernels for N columns: a pass
+/// covers up to 64 columns (128 on rows of 32 or more), entry lanes about 32 entries each (8 at
+/// N <= 8).
+fn lane_shape(f: &Facts) -> (u32, u32, usize, usize) {
+    let (n, mean) = (f.n, f.mean);
+    let vec = (16 / f.elem_bytes).max(1);
+    let wcap = if mean >= 32.0 { 128 } else { 64 };
+    let cols = n.min(wcap).div_ceil(vec).next_power_of_two().min(32) as u32;
+    let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
+    (cols, ksplit, vec, cols as usize * vec)
+}
+
+fn rule_rowblk(f: &Facts) -> Option<(GpuPath, String)> {
+    // The upload builds blocks of four rows up to BLOCK_UNION_MAX, the widest share f32 takes
+    // from N = 64; tall ones (f32) only where they share nearly all columns, and they win there.
+    let st = f.stats;
+    let rows = st.block_rows(f.elem_bytes).filter(|_| st.long_rows == 0)?;
+    let shared = st.union_for(rows) as f64 / st.nnz as f64;
+    (rows == TALL_ROWS || shared <= f.tuning.rowblk_shared || (f.elem_bytes == 4 && f.n >= 64))
+        .then(|| choose_rowblk(f.n, rows, shared, f.elem_bytes))
+}
+
+fn rule_window(f: &Facts) -> Option<(GpuPath, String)> {
+    let (st, n) = (f.stats, f.n);
+    let (cols, ksplit, vec, per_pass) = lane_shape(f);
+    let window = cols >= 2
+        && st.window_reuse >= f.tuning.window_reuse
+        && st.window_max <= f.tuning.window_span * WINDOW_ROWS
+        && st.window_max <= window_cap(cols);
+    window.then(|| {
+        let ksplit = ksplit.max(8 / cols);
+        let why = format!(
+            "N = {n}: blocks of {WINDOW_ROWS} rows stage their window of B (at most {} rows, each used {:.1} times) in shared memory; {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries",
+            st.window_max,
+            st.window_reuse,
+            n.div_ceil(per_pass)
+        );
+        (GpuPath::Window { cols, ksplit }, why)
+    })
+}
+
+/// The deep row kernels' note in a reason, where they run.
+fn depth(f: &Facts) -> Option<String> {
+    deep_tuned(f.stats, f.mean, f.elem_bytes, f.tuning).then(|| {
+        format!(
+            "; columns scattered over windows up to {} and rows of {:.1} on average: 8 entries in flight per lane",
+            f.stats.window_max, f.mean
+        )
+    })
+}
+
+fn rule_sorted(f: &Facts) -> Option<(GpuPath, String)> {
+    let (st, n) = (f.stats, f.n);
+    if st.spread < f.tuning.sort_spread || st.nrows < f.tuning.sort_rows {
+        return None;
+    }
+    let (cols, _, vec, per_pass) = lane_shape(f);
+    let depth = depth(f);
+    let lane_entries = if n <= 8 { 8 } else { 32 };
+    let why = format!(
+        "N = {n}: rows of uneven length side by side (runs of {SPREAD_RUN} rows take {:.1}x the lane time of their entries) run sorted by length, a launch per bin of rows with one entry lane per {lane_entries} entries (up to {}); {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns){}",
+        st.spread,
+        32 / cols,
+        n.div_ceil(per_pass),
+        depth.as_deref().unwrap_or("")
+    );
+    Some((
+        GpuPath::Sorted {
+            cols,
+            lane_entries,
+            deep: depth.is_some(),
+        },
+        why,
+    ))
+}
+
+fn rule_rows(f: &Facts) -> Option<(GpuPath, String)> {
+    let (st, n, mean, elem_bytes) = (f.stats, f.n, f.mean, f.elem_bytes);
+    let (cols, _, vec, _) = lane_shape(f);
+    // The row kernels' passes: from 9 to 64 columns a pass covers at most 32 columns (16 in
+    // f64 up to N = 32), so a warp holds more rows, each a chain of dependent loads; above 64,
+    // f64 passes take 128 columns as two segments per lane, one pass where there were two.
+    // Short rows above 64 take eight lanes of several segments each, four rows a warp
+    // (`SHORT_MEAN`). See docs/tuning/products.md#row-kernels.
+    let short = f.tuning.short_mean;
+    let (cols, tiles) = if n <= 8 {
+        (cols, 1)
+    } else if n <= 64 {
+        let lanes = if elem_bytes == 8 && n <= 32 {
+            8
+        } else {
+            32 / vec
+        };
+        (cols.min(lanes as u32), 1)
+    } else if mean < short && elem_bytes == 8 {
+        (8, 2)
+    } else if mean < short && st.window_max <= SCATTER_WINDOW {
+        (8, 4)
+    } else if elem_bytes == 8 {
+        (32, 2)
+    } else {
+        (cols, 1)
+    };
+    let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
+    let per_pass = cols as usize * vec * tiles as usize;
+    let depth = depth(f).filter(|_| tiles == 1);
+    let why = format!(
+        "N = {n}: {cols} lanes own {tiles} {vec}-column segment(s) of B each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1}){}",
+        n.div_ceil(per_pass),
+        depth.as_deref().unwrap_or("")
+    );
+    Some((
+        GpuPath::RowVec {
+            cols,
+            ksplit,
+            tiles,
+            deep: depth.is_some(),
+        },
+        why,
+    ))
 }
 
 /// Lanes a row of the near path for rows of `mean` entries: about 6 entries a lane in f32 and
@@ -254,15 +648,24 @@ pub fn near_lanes(mean: f64, elem_bytes: usize) -> u32 {
 /// [`DIAG_FEW_ROWS`] rows 8 lanes a row with 2 vectors a lane, so the launch still fills the
 /// GPU, else 4 lanes with 4 vectors; longer rows read the rest after them.
 pub fn diag_lanes_for(d: usize, nrows: usize, elem_bytes: usize) -> Option<GpuPath> {
+    diag_lanes_tuned(d, nrows, elem_bytes, &SM90)
+}
+
+fn diag_lanes_tuned(
+    d: usize,
+    nrows: usize,
+    elem_bytes: usize,
+    t: &ProductsTuning,
+) -> Option<GpuPath> {
     let most = if elem_bytes == 4 {
-        DIAG_THREAD_MAX
+        t.diag_thread_max
     } else {
-        DIAG_THREAD_MAX_F64
+        t.diag_thread_max_f64
     };
     if d <= most {
         return None;
     }
-    let (lanes, vectors) = if nrows < DIAG_FEW_ROWS {
+    let (lanes, vectors) = if nrows < t.diag_few_rows {
         (8, 2)
     } else {
         (4, 4)
@@ -274,169 +677,15 @@ pub fn diag_lanes_for(d: usize, nrows: usize, elem_bytes: usize) -> Option<GpuPa
     })
 }
 
-/// The SpMV path for matrices without a packed form.
-fn choose_spmv(stats: &RowStats, mean: f64, elem_bytes: usize) -> (GpuPath, String) {
-    if stats.skewed() {
-        return (
-            GpuPath::Stream,
-            format!(
-                "N = 1, skewed rows (longest {}, mean {:.1}, {} empty): {} planned blocks of short rows (up to {} entries each, summed from shared memory) and long-row chunks",
-                stats.max_len, stats.mean_len, stats.empty_rows, stats.stream_blocks, stats.stream_items
-            ),
-        );
-    }
-    if elem_bytes == 4 && mean < STREAM_MEAN_F32 {
-        return (
-            GpuPath::Stream,
-            format!(
-                "N = 1, f32 rows of mean {mean:.1} (below {STREAM_MEAN_F32}): {} planned blocks of up to {} entries, read as 4-entry vectors and summed from shared memory",
-                stats.stream_blocks, stats.stream_items
-            ),
-        );
-    }
-    let scattered = stats.scattered();
-    let f64_avec = if scattered { 12.0 } else { F64_AVEC_LOCAL_MEAN };
-    if elem_bytes == 4 || mean >= f64_avec {
-        // Scattered f64 rows take more lanes (about 4 entries each), which ran them faster;
-        // see docs/tuning/products.md#vector-a-and-row-lanes.
-        let ksplit = if elem_bytes == 8 && scattered {
-            pow2_floor(mean / 4.0).min(4)
-        } else {
-            pow2_floor(mean / 6.0).min(4)
-        };
-        let reach = if scattered {
-            format!("columns scattered over windows up to {}", stats.window_max)
-        } else {
-            format!("columns within windows of {}", stats.window_max)
-        };
-        return (
-            GpuPath::AVec { ksplit },
-            format!(
-                "N = 1, even rows (mean {mean:.1}, longest {}, {reach}): {ksplit} lanes split each row, reading its indices and values 4 at a time",
-                stats.max_len
-            ),
-        );
-    }
-    let ksplit = pow2_floor(mean / 8.0);
-    (
-        GpuPath::RowVec {
-            cols: 1,
-            ksplit,
-            tiles: 1,
-            deep: false,
-        },
-        format!(
-            "N = 1, even rows (mean {mean:.1}, longest {}): {ksplit} lanes split each row",
-            stats.max_len
-        ),
-    )
-}
-
-/// The path for N > 1.
-fn choose_spmm(stats: &RowStats, n: usize, mean: f64, elem_bytes: usize) -> (GpuPath, String) {
-    let vec = (16 / elem_bytes).max(1);
-    let wcap = if mean >= 32.0 { 128 } else { 64 };
-    let cols = n.min(wcap).div_ceil(vec).next_power_of_two().min(32) as u32;
-    let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
-    let per_pass = cols as usize * vec;
-    let window = cols >= 2
-        && stats.window_reuse >= WINDOW_REUSE
-        && stats.window_max <= WINDOW_SPAN * WINDOW_ROWS
-        && stats.window_max <= window_cap(cols);
-    // The upload builds blocks of four rows up to BLOCK_UNION_MAX, the widest share f32 takes
-    // from N = 64; tall ones (f32) only where they share nearly all columns, and they win there.
-    if let Some(rows) = stats
-        .block_rows(elem_bytes)
-        .filter(|_| stats.long_rows == 0)
-    {
-        let shared = stats.union_for(rows) as f64 / stats.nnz as f64;
-        if rows == TALL_ROWS || shared <= ROWBLK_SHARED || (elem_bytes == 4 && n >= 64) {
-            return choose_rowblk(n, rows, shared, elem_bytes);
-        }
-    }
-    if window {
-        let ksplit = ksplit.max(8 / cols);
-        let why = format!(
-            "N = {n}: blocks of {WINDOW_ROWS} rows stage their window of B (at most {} rows, each used {:.1} times) in shared memory; {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries",
-            stats.window_max,
-            stats.window_reuse,
-            n.div_ceil(per_pass)
-        );
-        return (GpuPath::Window { cols, ksplit }, why);
-    }
-    let deep = deep_rows(stats, mean, elem_bytes);
-    let depth = if deep {
-        format!(
-            "; columns scattered over windows up to {} and rows of {mean:.1} on average: 8 entries in flight per lane",
-            stats.window_max
-        )
-    } else {
-        String::new()
-    };
-    if stats.spread >= SORT_SPREAD && stats.nrows >= SORT_ROWS {
-        let lane_entries = if n <= 8 { 8 } else { 32 };
-        let why = format!(
-            "N = {n}: rows of uneven length side by side (runs of {SPREAD_RUN} rows take {:.1}x the lane time of their entries) run sorted by length, a launch per bin of rows with one entry lane per {lane_entries} entries (up to {}); {cols} lanes own {vec}-column segments ({} pass(es) of {per_pass} columns){depth}",
-            stats.spread,
-            32 / cols,
-            n.div_ceil(per_pass)
-        );
-        return (
-            GpuPath::Sorted {
-                cols,
-                lane_entries,
-                deep,
-            },
-            why,
-        );
-    }
-    // The row kernels' passes: from 9 to 64 columns a pass covers at most 32 columns (16 in
-    // f64 up to N = 32), so a warp holds more rows, each a chain of dependent loads; above 64,
-    // f64 passes take 128 columns as two segments per lane, one pass where there were two.
-    // Short rows above 64 take eight lanes of several segments each, four rows a warp
-    // (`SHORT_MEAN`). See docs/tuning/products.md#row-kernels.
-    let (cols, tiles) = if n <= 8 {
-        (cols, 1)
-    } else if n <= 64 {
-        let lanes = if elem_bytes == 8 && n <= 32 {
-            8
-        } else {
-            32 / vec
-        };
-        (cols.min(lanes as u32), 1)
-    } else if mean < SHORT_MEAN && elem_bytes == 8 {
-        (8, 2)
-    } else if mean < SHORT_MEAN && stats.window_max <= SCATTER_WINDOW {
-        (8, 4)
-    } else if elem_bytes == 8 {
-        (32, 2)
-    } else {
-        (cols, 1)
-    };
-    let ksplit = pow2_floor(mean / if n <= 8 { 8.0 } else { 32.0 }).min(32 / cols);
-    let per_pass = cols as usize * vec * tiles as usize;
-    let deep = deep && tiles == 1;
-    let depth = if deep { depth.as_str() } else { "" };
-    let why = format!(
-        "N = {n}: {cols} lanes own {tiles} {vec}-column segment(s) of B each ({} pass(es) of {per_pass} columns), {ksplit} lanes split each row's entries (mean non-empty row {mean:.1}){depth}",
-        n.div_ceil(per_pass)
-    );
-    (
-        GpuPath::RowVec {
-            cols,
-            ksplit,
-            tiles,
-            deep,
-        },
-        why,
-    )
-}
-
 /// Whether the row kernels keep eight entries in flight per lane ([`GpuPath::RowVec`]'s and
 /// [`GpuPath::Sorted`]'s `deep`): f32 rows of scattered columns ([`RowStats::scattered`]) with
 /// at least [`DEEP_MEAN`] entries on average.
 pub fn deep_rows(stats: &RowStats, mean: f64, elem_bytes: usize) -> bool {
-    elem_bytes == 4 && stats.scattered() && mean >= DEEP_MEAN
+    deep_tuned(stats, mean, elem_bytes, &SM90)
+}
+
+fn deep_tuned(stats: &RowStats, mean: f64, elem_bytes: usize, t: &ProductsTuning) -> bool {
+    elem_bytes == 4 && stats.scattered() && mean >= t.deep_mean
 }
 
 /// The row-block shape for N columns, the fastest in the sweeps (see

@@ -154,8 +154,7 @@ impl<T: Scalar> Spmm<T> {
     ) -> Result<()> {
         check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
         self.check_scalars()?;
-        let slices = crate::ops::products::formats::slices::runs_on(gpu.limits());
-        let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, b.ncols, slices)? else {
+        let Some((path, _)) = gpu_path_on::<T>(gpu, self.force, &a.stats, b.ncols)? else {
             return Ok(());
         };
         cuda::spmm(gpu, path, self.split, self.alpha, a, b, self.beta, c)
@@ -235,15 +234,40 @@ pub fn check_shapes(m: usize, k: usize, b: (usize, usize), c: (usize, usize)) ->
     Ok(())
 }
 
-/// The GPU path for this request with the reason, or None when there is nothing to launch;
-/// `slices` says whether the GPU runs the column-slice kernel
-/// ([`crate::ops::products::formats::slices::runs_on`]). The plan and the launch both ask here, so what
-/// `--explain` prints is what runs.
-pub(crate) fn gpu_path<T: Scalar>(
+/// [`gpu_path_on`] for a GPU of sm_90's tuning that runs the column slices or not (`slices`),
+/// so tests ask without a GPU.
+#[cfg(test)]
+fn gpu_path<T: Scalar>(
     force: Option<GpuPath>,
     stats: &RowStats,
     n: usize,
     slices: bool,
+) -> Result<Option<(GpuPath, String)>> {
+    gpu_path_tuned::<T>(force, stats, n, slices, &plan::SM90)
+}
+
+/// The GPU path for this request on this GPU with the reason, or None when there is nothing to
+/// launch: the policy reads whether the GPU runs the column slices
+/// ([`crate::ops::products::formats::slices::runs_on`]) and its architecture's tuning. The plan
+/// and the launch both ask here, so what `--explain` prints is what runs.
+pub(crate) fn gpu_path_on<T: Scalar>(
+    gpu: &Gpu,
+    force: Option<GpuPath>,
+    stats: &RowStats,
+    n: usize,
+) -> Result<Option<(GpuPath, String)>> {
+    let limits = gpu.limits();
+    let slices = crate::ops::products::formats::slices::runs_on(limits);
+    let tuning = plan::ProductsTuning::for_arch(limits.compute_capability);
+    gpu_path_tuned::<T>(force, stats, n, slices, tuning)
+}
+
+fn gpu_path_tuned<T: Scalar>(
+    force: Option<GpuPath>,
+    stats: &RowStats,
+    n: usize,
+    slices: bool,
+    tuning: &plan::ProductsTuning,
 ) -> Result<Option<(GpuPath, String)>> {
     if stats.nrows == 0 || n == 0 {
         return Ok(None);
@@ -261,7 +285,7 @@ pub(crate) fn gpu_path<T: Scalar>(
             )),
             None => Ok(Some((p, format!("path forced to {p:?}")))),
         },
-        None => Ok(Some(plan::choose_on(stats, n, elem, slices))),
+        None => Ok(Some(plan::choose_with(stats, n, elem, slices, tuning))),
     }
 }
 
@@ -272,8 +296,7 @@ pub(crate) fn path_formats<T: Scalar>(
     stats: &RowStats,
     n: usize,
 ) -> Result<Formats> {
-    let slices = crate::ops::products::formats::slices::runs_on(gpu.limits());
-    Ok(gpu_path::<T>(force, stats, n, slices)?
+    Ok(gpu_path_on::<T>(gpu, force, stats, n)?
         .map(|(p, _)| p.formats())
         .unwrap_or(Formats::NONE))
 }
@@ -303,8 +326,7 @@ pub(crate) fn plan_for<T: Scalar>(
     match device {
         Device::Cpu => Ok(cpu_plan(op)),
         Device::Cuda(gpu) => {
-            let slices = crate::ops::products::formats::slices::runs_on(gpu.limits());
-            let Some((path, mut reason)) = gpu_path::<T>(force, stats, n, slices)? else {
+            let Some((path, mut reason)) = gpu_path_on::<T>(gpu, force, stats, n)? else {
                 return Ok(Plan {
                     op,
                     backend: Backend::Cuda,

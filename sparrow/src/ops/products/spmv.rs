@@ -4,7 +4,7 @@
 //! once; the GPU path is SpMM's nnz-split kernel with one column. `beta == 0` never reads y.
 
 use super::cpu;
-use super::spmm::{gpu_path, plan_for, GpuPath};
+use super::spmm::{gpu_path_on, plan_for, GpuPath};
 use super::PreparedCsr;
 use crate::device::Gpu;
 use crate::matrix::Csr;
@@ -151,8 +151,7 @@ impl<T: Scalar> Spmv<T> {
                 format!("has {} elements but A has {} rows", y.len(), a.nrows),
             ));
         }
-        let slices = crate::ops::products::formats::slices::runs_on(gpu.limits());
-        let Some((path, _)) = gpu_path::<T>(self.force, &a.stats, 1, slices)? else {
+        let Some((path, _)) = gpu_path_on::<T>(gpu, self.force, &a.stats, 1)? else {
             return Ok(());
         };
         super::cuda::launch(
