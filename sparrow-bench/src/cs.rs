@@ -81,7 +81,7 @@ fn time_kernels(gpu: &Gpu, m: usize, n: usize, batch: usize, phi: &[f64]) -> Res
         Ok(time_gpu(gpu, 2, 20, || {
             let mut a = Args::new();
             args(&mut a);
-            gpu.launch(&k, shape, &mut a)
+            unsafe { gpu.launch(&k, shape, &mut a) }
         })?
         .median_ms)
     };

@@ -54,7 +54,7 @@ impl L2Flush {
         args.ptr(gpu.ptr(&self.buf))
             .i64(self.words as i64)
             .ptr(gpu.ptr(&self.sink));
-        gpu.launch(&k, LaunchShape::linear(blocks, 256), &mut args)
+        unsafe { gpu.launch(&k, LaunchShape::linear(blocks, 256), &mut args) }
     }
 }
 

@@ -1,5 +1,25 @@
 //! sparrow: sparse and selection work on NVIDIA GPUs, with a real CPU backend.
 //!
+//! The API is at the crate root: the data ([`Csr`], [`Dense`]), the device ([`Device`]), the
+//! operations' requests ([`Spmv`], [`Spmm`], [`TopK`]) and the solvers ([`Recover`],
+//! [`Complete`], [`seacells_fit`]). Each request validates its inputs completely, runs on the
+//! device it is given and returns its [`Plan`]: the backend, the kernel and why.
+//!
+//! ```
+//! use sparrow::{Csr, Device, DeviceSpec, Segments, Spmv, TopK};
+//!
+//! // The first usable GPU, else the CPU; `why` says which and why.
+//! let (device, why) = Device::open(DeviceSpec::Auto)?;
+//! let a = Csr::<f32>::from_triplets(3, 3, &[0, 1, 2, 2], &[0, 1, 0, 2], &[1.0, 2.0, 3.0, 4.0])?;
+//! let mut y = vec![0.0f32; 3];
+//! let plan = Spmv::new().run(&device, &a, &[1.0, 1.0, 1.0], &mut y)?;
+//! assert_eq!(y, [1.0, 2.0, 7.0]);
+//! let (top, _) = TopK::largest(1).run_keys(&device, &y, Segments::Fixed { count: 1, len: 3 })?;
+//! assert_eq!((top.keys[0], top.indices.get(0)), (7.0, 2));
+//! println!("{why}; {plan}");
+//! # Ok::<(), sparrow::Error>(())
+//! ```
+//!
 //! Layers, from the bottom: [`matrix`] (validated CSR and dense matrices, their files),
 //! [`device`] (the CPU or a CUDA GPU: context, buffers, NVRTC compilation, launches),
 //! kernels (CUDA C++ sources compiled at run time), [`ops`] (one public API per operation,
@@ -43,6 +63,17 @@ mod simd;
 pub mod solvers;
 pub mod validate;
 
-pub use device::Device;
+pub use device::{Device, DeviceSpec};
 pub use error::{Error, Result};
 pub use scalar::Scalar;
+
+// What a user calls, at the crate root: the data types, the operations' requests and the
+// solvers. The modules below stay reachable for the benchmarks, the tests and engineers; these
+// names are the API the README and the examples use.
+pub use matrix::{Csr, Dense};
+pub use ops::products::{PreparedCsr, Spmm, Spmv};
+pub use ops::topk::{IndexType, Segments, TieBreak, TopK, TopKOutput};
+pub use ops::Plan;
+pub use solvers::completion::{Complete, Completion};
+pub use solvers::cs::{Method, Recover, Recovery};
+pub use solvers::seacells::fit::{fit_on as seacells_fit, Config as SeacellsConfig, Fit};

@@ -193,7 +193,21 @@ impl Gpu {
     }
 
     /// Enqueues `kernel` on this device's stream after checking `shape` against the limits.
-    pub fn launch(&self, kernel: &Kernel, shape: LaunchShape, args: &mut Args) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// `args` must match the kernel's parameters in its CUDA source, in order and type, and
+    /// every device address among them must point to a live allocation of this device large
+    /// enough for everything the kernel reads and writes with this shape, not freed before the
+    /// stream has run it. The launch checks the shape and the argument count against the
+    /// kernel; it cannot check what the addresses point to, and a wrong one corrupts memory
+    /// or faults the context.
+    pub unsafe fn launch(
+        &self,
+        kernel: &Kernel,
+        shape: LaunchShape,
+        args: &mut Args,
+    ) -> Result<()> {
         self.ctx
             .bind_to_thread()
             .map_err(|e| Error::device("binding the context", e))?;

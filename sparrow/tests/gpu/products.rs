@@ -521,7 +521,7 @@ fn small_cluster_launch_and_refused_shapes() {
             .f32(1.0)
             .f32(0.0)
             .i32(3);
-        g.launch(&k, shape, &mut args).unwrap();
+        unsafe { g.launch(&k, shape, &mut args) }.unwrap();
         let got: Vec<f64> = dc
             .download(&g)
             .unwrap()
@@ -533,21 +533,21 @@ fn small_cluster_launch_and_refused_shapes() {
         assert!(cmp.pass, "cluster {cluster:?}: {cmp:?}");
     }
     let mut args = Args::new();
-    let e = g
-        .launch(&k, LaunchShape::linear(4, 2048), &mut args)
+    // SAFETY: the shape is refused before any launch.
+    let e = unsafe { g.launch(&k, LaunchShape::linear(4, 2048), &mut args) }
         .unwrap_err()
         .to_string();
     assert!(e.contains(&name) && e.contains("block (2048, 1, 1)"), "{e}");
-    let e = g
-        .launch(&k, LaunchShape::linear(34, 256).with_cluster(17), &mut args)
+    // SAFETY: the shape is refused before any launch.
+    let e = unsafe { g.launch(&k, LaunchShape::linear(34, 256).with_cluster(17), &mut args) }
         .unwrap_err()
         .to_string();
     assert!(
         e.contains(&name) && e.contains("cluster of 17 blocks"),
         "{e}"
     );
-    let e = g
-        .launch(&k, LaunchShape::linear(0, 256), &mut args)
+    // SAFETY: the shape is refused before any launch.
+    let e = unsafe { g.launch(&k, LaunchShape::linear(0, 256), &mut args) }
         .unwrap_err()
         .to_string();
     assert!(e.contains("a zero dimension launches no work"), "{e}");

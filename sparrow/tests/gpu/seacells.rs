@@ -341,23 +341,25 @@ fn small_seacells_pick_ties_to_the_lowest_cell() {
     let pv = g.alloc_zeroed::<f64>(nc * parts).unwrap();
     let pi = g.alloc_zeroed::<i64>(nc * parts).unwrap();
     let pick = g.kernel(&SEACELLS, "seacells_b_pick").unwrap();
-    g.launch(
-        &pick,
-        LaunchShape {
-            grid: [nc as u32, parts as u32, 1],
-            block: [256, 1, 1],
-            smem: 0,
-            cluster: None,
-            pdl: false,
-        },
-        Args::new()
-            .ptr(g.ptr(&gd))
-            .i64(n as i64)
-            .i64(ld as i64)
-            .i64(span as i64)
-            .ptr(g.ptr(&pv))
-            .ptr(g.ptr(&pi)),
-    )
+    unsafe {
+        g.launch(
+            &pick,
+            LaunchShape {
+                grid: [nc as u32, parts as u32, 1],
+                block: [256, 1, 1],
+                smem: 0,
+                cluster: None,
+                pdl: false,
+            },
+            Args::new()
+                .ptr(g.ptr(&gd))
+                .i64(n as i64)
+                .i64(ld as i64)
+                .i64(span as i64)
+                .ptr(g.ptr(&pv))
+                .ptr(g.ptr(&pi)),
+        )
+    }
     .unwrap();
     // B by archetype: column 0 holds cells 7 and 100, column 1 cell 9,999, column 2 none.
     let bptr = g.upload(&[0i64, 2, 3, 3]).unwrap();
@@ -366,23 +368,25 @@ fn small_seacells_pick_ties_to_the_lowest_cell() {
     let picks = g.upload(&[-1i32; 3]).unwrap();
     let gaps = g.upload(&[f64::NAN; 3]).unwrap();
     let gap = g.kernel(&SEACELLS, "seacells_b_gap").unwrap();
-    g.launch(
-        &gap,
-        LaunchShape::linear(1, 256),
-        Args::new()
-            .ptr(g.ptr(&gd))
-            .i64(ld as i64)
-            .i64(0)
-            .i64(nc as i64)
-            .i64(parts as i64)
-            .ptr(g.ptr(&pv))
-            .ptr(g.ptr(&pi))
-            .ptr(g.ptr(&bptr))
-            .ptr(g.ptr(&bcell))
-            .ptr(g.ptr(&bw))
-            .ptr(g.ptr(&picks))
-            .ptr(g.ptr(&gaps)),
-    )
+    unsafe {
+        g.launch(
+            &gap,
+            LaunchShape::linear(1, 256),
+            Args::new()
+                .ptr(g.ptr(&gd))
+                .i64(ld as i64)
+                .i64(0)
+                .i64(nc as i64)
+                .i64(parts as i64)
+                .ptr(g.ptr(&pv))
+                .ptr(g.ptr(&pi))
+                .ptr(g.ptr(&bptr))
+                .ptr(g.ptr(&bcell))
+                .ptr(g.ptr(&bw))
+                .ptr(g.ptr(&picks))
+                .ptr(g.ptr(&gaps)),
+        )
+    }
     .unwrap();
     assert_eq!(g.download(&picks, 3).unwrap(), vec![100, 9_999, 0]);
     let got = g.download(&gaps, 3).unwrap();

@@ -164,7 +164,7 @@ pub(crate) fn launch<T: Scalar>(
             _ => BLOCK as usize,
         };
         let shape = blocks(a.nrows, rows)?;
-        return gpu.launch(&kernel, shape, &mut args);
+        return unsafe { gpu.launch(&kernel, shape, &mut args) };
     }
     if let GpuPath::Near { lanes } = path {
         spmv_only("the near path computes", n)?;
@@ -179,7 +179,7 @@ pub(crate) fn launch<T: Scalar>(
             .ptr(gpu.ptr(&a.values));
         vectors(&mut args, b, ldb, c, ldc, alpha, beta);
         let shape = blocks(a.nrows, (BLOCK / lanes) as usize)?;
-        return gpu.launch(&kernel, shape, &mut args);
+        return unsafe { gpu.launch(&kernel, shape, &mut args) };
     }
     if path == GpuPath::Sliced {
         spmv_only("the column slices compute", n)?;
@@ -211,7 +211,7 @@ pub(crate) fn launch<T: Scalar>(
             LaunchShape::linear(sl.groups as u32, SLICE_THREADS)
         }
         .with_smem(slices::smem_bytes(bulk) as u32);
-        gpu.launch(&kernel, shape, &mut args)?;
+        unsafe { gpu.launch(&kernel, shape, &mut args) }?;
         if sl.cut > 0 {
             let kernel = gpu.kernel(&SPMM, &cut_name(T::NAME))?;
             let mut args = Args::new();
@@ -223,7 +223,7 @@ pub(crate) fn launch<T: Scalar>(
                 .i64(ldc as i64)
                 .scalar(alpha)
                 .scalar(beta);
-            gpu.launch(&kernel, blocks(sl.cut, (BLOCK / 32) as usize)?, &mut args)?;
+            unsafe { gpu.launch(&kernel, blocks(sl.cut, (BLOCK / 32) as usize)?, &mut args) }?;
         }
         return Ok(());
     }
@@ -253,7 +253,7 @@ pub(crate) fn launch<T: Scalar>(
         // One block per work block of the partition this matrix holds (its own count and
         // capacity, not the statistics': those were the caller's to give).
         let shape = stream_shape(st.nblocks, st.items, std::mem::size_of::<T>())?;
-        return gpu.launch(&kernel, shape, &mut args);
+        return unsafe { gpu.launch(&kernel, shape, &mut args) };
     }
     if let GpuPath::RowBlock { rows, .. } = path {
         let rb = built(
@@ -284,11 +284,13 @@ pub(crate) fn launch<T: Scalar>(
             .scalar(alpha)
             .scalar(beta)
             .i32(vec_flags::<T>(b, ldb, c, ldc));
-        return gpu.launch(
-            &kernel,
-            path.shape(&a.stats, std::mem::size_of::<T>())?,
-            &mut args,
-        );
+        return unsafe {
+            gpu.launch(
+                &kernel,
+                path.shape(&a.stats, std::mem::size_of::<T>())?,
+                &mut args,
+            )
+        };
     }
     let long = a.long_rows.as_ref().filter(|_| split);
     let rows = gpu.ptr(&a.row_ptr);
@@ -312,7 +314,7 @@ pub(crate) fn launch<T: Scalar>(
                     .scalar(beta)
                     .i32(aligned::<T>(c, ldc) as i32);
                 let shape = LaunchShape::linear(fill_blocks(bin.count) as u32, BLOCK);
-                gpu.launch(&kernel, shape, &mut args)?;
+                unsafe { gpu.launch(&kernel, shape, &mut args) }?;
                 continue;
             }
             let kernel = gpu.kernel(&SPMM, &rowvec_name(T::NAME, cols, bin.ksplit, 1, deep))?;
@@ -332,7 +334,7 @@ pub(crate) fn launch<T: Scalar>(
                 beta,
             );
             let per_block = (BLOCK / (cols * bin.ksplit)) as usize;
-            gpu.launch(&kernel, blocks(bin.count, per_block)?, &mut args)?;
+            unsafe { gpu.launch(&kernel, blocks(bin.count, per_block)?, &mut args) }?;
         }
     } else {
         let kernel = gpu.kernel(&SPMM, &path.kernel_for(T::NAME, n))?;
@@ -347,11 +349,13 @@ pub(crate) fn launch<T: Scalar>(
         if let GpuPath::Window { .. } = path {
             args.i32(path.window_rows(&a.stats) as i32);
         }
-        gpu.launch(
-            &kernel,
-            path.shape(&a.stats, std::mem::size_of::<T>())?,
-            &mut args,
-        )?;
+        unsafe {
+            gpu.launch(
+                &kernel,
+                path.shape(&a.stats, std::mem::size_of::<T>())?,
+                &mut args,
+            )
+        }?;
     }
     let Some(long) = long else { return Ok(()) };
     // Partial sums of every chunk (alpha 1, beta 0), then the ordered combine. The scratch is
@@ -381,11 +385,13 @@ pub(crate) fn launch<T: Scalar>(
         one,
         zero,
     );
-    gpu.launch(
-        &chunks,
-        blocks(long.nchunks, (BLOCK / 32) as usize)?,
-        &mut args,
-    )?;
+    unsafe {
+        gpu.launch(
+            &chunks,
+            blocks(long.nchunks, (BLOCK / 32) as usize)?,
+            &mut args,
+        )
+    }?;
     let combine = gpu.kernel(&SPMM, &combine_name(T::NAME))?;
     let mut args = Args::new();
     args.i64(long.nrows as i64)
@@ -397,7 +403,7 @@ pub(crate) fn launch<T: Scalar>(
         .i64(ldc as i64)
         .scalar(alpha)
         .scalar(beta);
-    gpu.launch(&combine, blocks(long.nrows * n, BLOCK as usize)?, &mut args)
+    unsafe { gpu.launch(&combine, blocks(long.nrows * n, BLOCK as usize)?, &mut args) }
 }
 
 /// Enqueues SpMM on device-resident matrices.

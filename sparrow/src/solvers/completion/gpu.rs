@@ -182,20 +182,22 @@ pub fn run(
             }
         }
         gpu.fill_bytes(&res, 0, 8)?;
-        gpu.launch(
-            &observe,
-            LaunchShape::linear(nnz.div_ceil(256).clamp(1, 4096) as u32, 256),
-            Args::new()
-                .ptr(gpu.ptr(&rd))
-                .ptr(gpu.ptr(&cd))
-                .ptr(gpu.ptr(&vd))
-                .i64(nnz as i64)
-                .i64(m as i64)
-                .ptr(gpu.ptr(&x))
-                .ptr(gpu.ptr(&y))
-                .f64(delta)
-                .ptr(gpu.ptr(&res)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &observe,
+                LaunchShape::linear(nnz.div_ceil(256).clamp(1, 4096) as u32, 256),
+                Args::new()
+                    .ptr(gpu.ptr(&rd))
+                    .ptr(gpu.ptr(&cd))
+                    .ptr(gpu.ptr(&vd))
+                    .i64(nnz as i64)
+                    .i64(m as i64)
+                    .ptr(gpu.ptr(&x))
+                    .ptr(gpu.ptr(&y))
+                    .f64(delta)
+                    .ptr(gpu.ptr(&res)),
+            )
+        }?;
         rel = gpu.download(&res, 1)?[0].sqrt() / m_norm.max(f64::MIN_POSITIVE);
         if let Some(e) = req.diverged(observed, it, rel, tau, delta) {
             return Err(e);

@@ -86,17 +86,19 @@ pub(super) fn correlate<T: Real>(c: &Ctx<T>) -> Result<Vec<Outcome>> {
             let o = gpu.alloc_zeroed::<f32>(fn_)?;
             gpu.fill_bytes(&o, 0xFF, fn_ * 4)?;
             let k = gpu.kernel(&CS, "cs_correlate_fp8")?;
-            gpu.launch(
-                &k,
-                LaunchShape::linear(fn_.div_ceil(64) as u32, 256),
-                Args::new()
-                    .ptr(gpu.ptr(&qd))
-                    .ptr(gpu.ptr(&scd))
-                    .ptr(gpu.ptr(&rd32))
-                    .ptr(gpu.ptr(&o))
-                    .i64(pm as i64)
-                    .i64(fn_ as i64),
-            )?;
+            unsafe {
+                gpu.launch(
+                    &k,
+                    LaunchShape::linear(fn_.div_ceil(64) as u32, 256),
+                    Args::new()
+                        .ptr(gpu.ptr(&qd))
+                        .ptr(gpu.ptr(&scd))
+                        .ptr(gpu.ptr(&rd32))
+                        .ptr(gpu.ptr(&o))
+                        .i64(pm as i64)
+                        .i64(fn_ as i64),
+                )
+            }?;
             let got: Vec<f64> = gpu.download(&o, fn_)?.iter().map(|&v| v as f64).collect();
             let dec = |i: usize, j: usize| {
                 sc[i] as f64 * crate::solvers::cs::fp8::decode(q[i * fn_ + j]) as f64

@@ -298,18 +298,20 @@ fn union_lists<T: Real>(c: &Ctx<T>) -> Result<Vec<Outcome>> {
     let (lad, lbd) = (gpu.upload(&la)?, gpu.upload(&lb)?);
     let uo = gpu.upload(&[i32::MIN; 2 * 7])?;
     let k = gpu.kernel(&CS, "cs_union")?;
-    gpu.launch(
-        &k,
-        LaunchShape::linear(1, 256),
-        Args::new()
-            .ptr(gpu.ptr(&lad))
-            .i64(4)
-            .ptr(gpu.ptr(&lbd))
-            .i64(3)
-            .i64(2)
-            .ptr(gpu.ptr(&uo))
-            .i64(7),
-    )?;
+    unsafe {
+        gpu.launch(
+            &k,
+            LaunchShape::linear(1, 256),
+            Args::new()
+                .ptr(gpu.ptr(&lad))
+                .i64(4)
+                .ptr(gpu.ptr(&lbd))
+                .i64(3)
+                .i64(2)
+                .ptr(gpu.ptr(&uo))
+                .i64(7),
+        )
+    }?;
     let got: Vec<f64> = gpu.download(&uo, 14)?.iter().map(|&v| v as f64).collect();
     let want: Vec<f64> = [1, 2, 4, 9, 10, -1, -1, 0, 5, 6, 7, 8, 9, -1]
         .iter()

@@ -120,7 +120,8 @@ impl<T: Real> Dev<'_, T> {
         let k = self
             .gpu
             .kernel(&CS, &cs_name(kernel, <T as Scalar>::NAME))?;
-        self.gpu.launch(&k, shape, args)
+        // SAFETY: each case passes its kernel's arguments over buffers it allocated for N items.
+        unsafe { self.gpu.launch(&k, shape, args) }
     }
     fn ptr<U>(&self, b: &CudaSlice<U>) -> u64 {
         self.gpu.ptr(b)

@@ -28,7 +28,9 @@ struct Run<'a> {
 impl Run<'_> {
     fn launch(&self, kernel: &str, shape: LaunchShape, args: &mut Args) -> Result<()> {
         let k = self.gpu.kernel(&self.module, &topk_name(kernel, self.ty))?;
-        self.gpu.launch(&k, shape, args)
+        // SAFETY: the callers in this module pass each kernel's arguments over the buffers this
+        // top-k allocated for the run's layout.
+        unsafe { self.gpu.launch(&k, shape, args) }
     }
 }
 

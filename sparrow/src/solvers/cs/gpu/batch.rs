@@ -144,7 +144,9 @@ where
         let k = self
             .gpu
             .kernel(&CS, &cs_name(kernel, <T as Scalar>::NAME))?;
-        self.gpu.launch(&k, shape, args)
+        // SAFETY: the solvers pass each kernel's arguments over this batch's buffers, sized by
+        // its m, n and signal count.
+        unsafe { self.gpu.launch(&k, shape, args) }
     }
 
     /// out = Y - Phi X.

@@ -43,18 +43,20 @@ where
         }
         b.correlate(&r, &mut g)?;
         let idx_g = b.select(&top_g, &g)?;
-        gpu.launch(
-            &union,
-            grid(nb),
-            Args::new()
-                .ptr(gpu.ptr(&support))
-                .i64(k as i64)
-                .ptr(idx_g)
-                .i64(widen as i64)
-                .i64(nb as i64)
-                .ptr(gpu.ptr(&merged))
-                .i64(smax as i64),
-        )?;
+        unsafe {
+            gpu.launch(
+                &union,
+                grid(nb),
+                Args::new()
+                    .ptr(gpu.ptr(&support))
+                    .i64(k as i64)
+                    .ptr(idx_g)
+                    .i64(widen as i64)
+                    .i64(nb as i64)
+                    .ptr(gpu.ptr(&merged))
+                    .i64(smax as i64),
+            )
+        }?;
         b.lsq(&normal, gpu.ptr(&merged), smax, &running, &lsq_b)?;
         let idx_b = b.select(&top_b, &lsq_b)?;
         if cosamp {

@@ -47,25 +47,27 @@ impl<'a> Solver<'a> {
         let k = gpu.kernel(&SEACELLS, "seacells_a_update")?;
         let cells = u32::try_from(n)
             .map_err(|_| Error::unsupported(format!("{n} cells exceed 2^32 blocks")))?;
-        gpu.launch(
-            &k,
-            LaunchShape::linear(cells, BLOCK).with_smem(((2 * nm + cap) * 8 + cap * 4) as u32),
-            Args::new()
-                .ptr(gpu.ptr(&t1_d))
-                .i64(nm as i64)
-                .ptr(gpu.ptr(&kb.ptr))
-                .ptr(gpu.ptr(&kb.cell))
-                .ptr(gpu.ptr(&kb.w))
-                .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.ptr)))
-                .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.cell)))
-                .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.w)))
-                .ptr(gpu.ptr(&w0_d))
-                .i64(steps as i64)
-                .f64(super::super::fw::PRUNE)
-                .i64(cap as i64)
-                .ptr(gpu.ptr(&out_c))
-                .ptr(gpu.ptr(&out_w)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &k,
+                LaunchShape::linear(cells, BLOCK).with_smem(((2 * nm + cap) * 8 + cap * 4) as u32),
+                Args::new()
+                    .ptr(gpu.ptr(&t1_d))
+                    .i64(nm as i64)
+                    .ptr(gpu.ptr(&kb.ptr))
+                    .ptr(gpu.ptr(&kb.cell))
+                    .ptr(gpu.ptr(&kb.w))
+                    .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.ptr)))
+                    .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.cell)))
+                    .ptr(prev_d.as_ref().map_or(0, |p| gpu.ptr(&p.w)))
+                    .ptr(gpu.ptr(&w0_d))
+                    .i64(steps as i64)
+                    .f64(super::super::fw::PRUNE)
+                    .i64(cap as i64)
+                    .ptr(gpu.ptr(&out_c))
+                    .ptr(gpu.ptr(&out_w)),
+            )
+        }?;
         // The atoms come back a slice of cells at a time: the host holds one slice of the
         // n x cap output beside A, not all of it (30 MB at 50,000 cells).
         let mut a = Vec::with_capacity(n);

@@ -159,45 +159,51 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
         };
         let per_col = LaunchShape::linear(nm.div_ceil(256).clamp(1, 132 * 16) as u32, 256);
         let gq = gpu.alloc_zeroed::<f64>(bc.w.len())?;
-        gpu.launch(
-            &gpu.kernel(&SEACELLS, "seacells_bb_seed")?,
-            LaunchShape::linear(nm.div_ceil(8).clamp(1, 132 * 16) as u32, 256),
-            g_args(gpu, st, bd, nm, &mut Args::new())
-                .ptr(gpu.ptr(&bc.ptr))
-                .ptr(gpu.ptr(&bc.cell))
-                .ptr(gpu.ptr(&bc.w))
-                .ptr(gpu.ptr(&seed))
-                .ptr(gpu.ptr(&gq))
-                .ptr(gpu.ptr(&bd.bound))
-                .ptr(gpu.ptr(&bd.dot))
-                .ptr(gpu.ptr(&bd.key))
-                .ptr(gpu.ptr(&bd.best)),
-        )?;
-        let scan = gpu.kernel(&SEACELLS, "seacells_bb_scan")?;
-        for pass in 0..2 {
+        unsafe {
             gpu.launch(
-                &scan,
-                LaunchShape::linear((n.div_ceil(8)).clamp(1, 132 * 16) as u32, 256),
-                g_args(gpu, st, bd, nm, Args::new().i32(pass).i64(n as i64))
+                &gpu.kernel(&SEACELLS, "seacells_bb_seed")?,
+                LaunchShape::linear(nm.div_ceil(8).clamp(1, 132 * 16) as u32, 256),
+                g_args(gpu, st, bd, nm, &mut Args::new())
+                    .ptr(gpu.ptr(&bc.ptr))
+                    .ptr(gpu.ptr(&bc.cell))
+                    .ptr(gpu.ptr(&bc.w))
+                    .ptr(gpu.ptr(&seed))
+                    .ptr(gpu.ptr(&gq))
                     .ptr(gpu.ptr(&bd.bound))
+                    .ptr(gpu.ptr(&bd.dot))
                     .ptr(gpu.ptr(&bd.key))
                     .ptr(gpu.ptr(&bd.best)),
-            )?;
+            )
+        }?;
+        let scan = gpu.kernel(&SEACELLS, "seacells_bb_scan")?;
+        for pass in 0..2 {
+            unsafe {
+                gpu.launch(
+                    &scan,
+                    LaunchShape::linear((n.div_ceil(8)).clamp(1, 132 * 16) as u32, 256),
+                    g_args(gpu, st, bd, nm, Args::new().i32(pass).i64(n as i64))
+                        .ptr(gpu.ptr(&bd.bound))
+                        .ptr(gpu.ptr(&bd.key))
+                        .ptr(gpu.ptr(&bd.best)),
+                )
+            }?;
         }
         gpu.fill_bytes(&st.pick, 0xff, nm * 4)?;
-        gpu.launch(
-            &gpu.kernel(&SEACELLS, "seacells_bb_final")?,
-            per_col,
-            Args::new()
-                .i64(nm as i64)
-                .ptr(gpu.ptr(&bd.bound))
-                .ptr(gpu.ptr(&bd.dot))
-                .ptr(gpu.ptr(&bd.key))
-                .ptr(gpu.ptr(&bd.best))
-                .ptr(gpu.ptr(&st.pick))
-                .ptr(gpu.ptr(&st.share))
-                .ptr(gpu.ptr(&bd.open)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &gpu.kernel(&SEACELLS, "seacells_bb_final")?,
+                per_col,
+                Args::new()
+                    .i64(nm as i64)
+                    .ptr(gpu.ptr(&bd.bound))
+                    .ptr(gpu.ptr(&bd.dot))
+                    .ptr(gpu.ptr(&bd.key))
+                    .ptr(gpu.ptr(&bd.best))
+                    .ptr(gpu.ptr(&st.pick))
+                    .ptr(gpu.ptr(&st.share))
+                    .ptr(gpu.ptr(&bd.open)),
+            )
+        }?;
         let open: Vec<i32> = gpu.download(&bd.open, nm)?;
         let open: Vec<i32> = (0..nm as i32).filter(|&c| open[c as usize] != 0).collect();
         if open.len() > nm.div_ceil(OPEN_SHARE) {
@@ -212,35 +218,39 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
             let cols = gpu.upload(&open)?;
             let part_v = gpu.alloc_zeroed::<f64>(open.len() * split)?;
             let part_i = gpu.alloc_zeroed::<i32>(open.len() * split)?;
-            gpu.launch(
-                &gpu.kernel(&SEACELLS, "seacells_bb_open")?,
-                LaunchShape::linear((open.len() * split) as u32, 256),
-                g_args(
-                    gpu,
-                    st,
-                    bd,
-                    nm,
+            unsafe {
+                gpu.launch(
+                    &gpu.kernel(&SEACELLS, "seacells_bb_open")?,
+                    LaunchShape::linear((open.len() * split) as u32, 256),
+                    g_args(
+                        gpu,
+                        st,
+                        bd,
+                        nm,
+                        Args::new()
+                            .ptr(gpu.ptr(&cols))
+                            .i64(split as i64)
+                            .i64(n as i64),
+                    )
+                    .ptr(gpu.ptr(&part_v))
+                    .ptr(gpu.ptr(&part_i)),
+                )
+            }?;
+            unsafe {
+                gpu.launch(
+                    &gpu.kernel(&SEACELLS, "seacells_bb_open_final")?,
+                    LaunchShape::linear(open.len().div_ceil(256) as u32, 256),
                     Args::new()
                         .ptr(gpu.ptr(&cols))
+                        .i64(open.len() as i64)
                         .i64(split as i64)
-                        .i64(n as i64),
+                        .ptr(gpu.ptr(&part_v))
+                        .ptr(gpu.ptr(&part_i))
+                        .ptr(gpu.ptr(&bd.dot))
+                        .ptr(gpu.ptr(&st.pick))
+                        .ptr(gpu.ptr(&st.share)),
                 )
-                .ptr(gpu.ptr(&part_v))
-                .ptr(gpu.ptr(&part_i)),
-            )?;
-            gpu.launch(
-                &gpu.kernel(&SEACELLS, "seacells_bb_open_final")?,
-                LaunchShape::linear(open.len().div_ceil(256) as u32, 256),
-                Args::new()
-                    .ptr(gpu.ptr(&cols))
-                    .i64(open.len() as i64)
-                    .i64(split as i64)
-                    .ptr(gpu.ptr(&part_v))
-                    .ptr(gpu.ptr(&part_i))
-                    .ptr(gpu.ptr(&bd.dot))
-                    .ptr(gpu.ptr(&st.pick))
-                    .ptr(gpu.ptr(&st.share)),
-            )?;
+            }?;
         }
         read_picks(gpu, st, n, nm, "the bounded B kernels").map(Some)
     }
@@ -263,29 +273,33 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
                 sv.minus_a_then_mm(&a_d, c0, nc)?;
                 let gp = gpu.ptr(&sv.g);
                 match &packed {
-                    None => gpu.launch(
-                        &count,
-                        grid,
-                        Args::new()
-                            .ptr(gp)
-                            .i64(n as i64)
-                            .i64(ch as i64)
-                            .i64(nc as i64)
-                            .ptr(gpu.ptr(&cnt)),
-                    )?,
-                    Some((k, next)) => gpu.launch(
-                        &fill,
-                        grid,
-                        Args::new()
-                            .ptr(gp)
-                            .i64(n as i64)
-                            .i64(ch as i64)
-                            .i64(c0 as i64)
-                            .i64(nc as i64)
-                            .ptr(gpu.ptr(next))
-                            .ptr(gpu.ptr(&k.col))
-                            .ptr(gpu.ptr(&k.val)),
-                    )?,
+                    None => unsafe {
+                        gpu.launch(
+                            &count,
+                            grid,
+                            Args::new()
+                                .ptr(gp)
+                                .i64(n as i64)
+                                .i64(ch as i64)
+                                .i64(nc as i64)
+                                .ptr(gpu.ptr(&cnt)),
+                        )
+                    }?,
+                    Some((k, next)) => unsafe {
+                        gpu.launch(
+                            &fill,
+                            grid,
+                            Args::new()
+                                .ptr(gp)
+                                .i64(n as i64)
+                                .i64(ch as i64)
+                                .i64(c0 as i64)
+                                .i64(nc as i64)
+                                .ptr(gpu.ptr(next))
+                                .ptr(gpu.ptr(&k.col))
+                                .ptr(gpu.ptr(&k.val)),
+                        )
+                    }?,
                 }
             }
             if pass == 0 {
@@ -471,45 +485,49 @@ impl BSteps for GpuSteps<'_, '_> {
         let clock = Instant::now();
         // Only the threads that own columns run.
         let threads = nm.div_ceil(self.w).div_ceil(32) * 32;
-        gpu.launch(
-            &grad,
-            LaunchShape::linear(parts as u32, threads as u32),
-            Args::new()
-                .ptr(gpu.ptr(&st.kb.ptr))
-                .ptr(gpu.ptr(&st.cells))
-                .ptr(gpu.ptr(&st.kb.col))
-                .ptr(gpu.ptr(&st.kb.val))
-                .i64(n as i64)
-                .i64(span as i64)
-                .ptr(gpu.ptr(&st.kat.ptr))
-                .ptr(gpu.ptr(&st.kat.col))
-                .ptr(gpu.ptr(&st.kat.val))
-                .ptr(gpu.ptr(&st.seg))
-                .ptr(gpu.ptr(&st.t_col))
-                .ptr(gpu.ptr(&st.t_val))
-                .i64(nm as i64)
-                .ptr(gpu.ptr(&b_ptr))
-                .ptr(gpu.ptr(&b_col))
-                .ptr(gpu.ptr(&b_pos))
-                .ptr(gpu.ptr(&b_w))
-                .ptr(gpu.ptr(&part_v))
-                .ptr(gpu.ptr(&part_i))
-                .ptr(gpu.ptr(&prod)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &grad,
+                LaunchShape::linear(parts as u32, threads as u32),
+                Args::new()
+                    .ptr(gpu.ptr(&st.kb.ptr))
+                    .ptr(gpu.ptr(&st.cells))
+                    .ptr(gpu.ptr(&st.kb.col))
+                    .ptr(gpu.ptr(&st.kb.val))
+                    .i64(n as i64)
+                    .i64(span as i64)
+                    .ptr(gpu.ptr(&st.kat.ptr))
+                    .ptr(gpu.ptr(&st.kat.col))
+                    .ptr(gpu.ptr(&st.kat.val))
+                    .ptr(gpu.ptr(&st.seg))
+                    .ptr(gpu.ptr(&st.t_col))
+                    .ptr(gpu.ptr(&st.t_val))
+                    .i64(nm as i64)
+                    .ptr(gpu.ptr(&b_ptr))
+                    .ptr(gpu.ptr(&b_col))
+                    .ptr(gpu.ptr(&b_pos))
+                    .ptr(gpu.ptr(&b_w))
+                    .ptr(gpu.ptr(&part_v))
+                    .ptr(gpu.ptr(&part_i))
+                    .ptr(gpu.ptr(&prod)),
+            )
+        }?;
         let fin = gpu.kernel(&SEACELLS, "seacells_b_final")?;
-        gpu.launch(
-            &fin,
-            LaunchShape::linear(nm.div_ceil(256).clamp(1, 132 * 16) as u32, 256),
-            Args::new()
-                .ptr(gpu.ptr(&part_v))
-                .ptr(gpu.ptr(&part_i))
-                .i64(parts as i64)
-                .i64(nm as i64)
-                .ptr(gpu.ptr(&b_at))
-                .ptr(gpu.ptr(&prod))
-                .ptr(gpu.ptr(&st.pick))
-                .ptr(gpu.ptr(&st.share)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &fin,
+                LaunchShape::linear(nm.div_ceil(256).clamp(1, 132 * 16) as u32, 256),
+                Args::new()
+                    .ptr(gpu.ptr(&part_v))
+                    .ptr(gpu.ptr(&part_i))
+                    .i64(parts as i64)
+                    .i64(nm as i64)
+                    .ptr(gpu.ptr(&b_at))
+                    .ptr(gpu.ptr(&prod))
+                    .ptr(gpu.ptr(&st.pick))
+                    .ptr(gpu.ptr(&st.share)),
+            )
+        }?;
         let got = read_picks(gpu, st, n, nm, "the fused B kernel")?;
         self.secs[2] += clock.elapsed().as_secs_f64();
         self.last = got.iter().map(|p| p.0 as i32).collect();
@@ -537,57 +555,65 @@ impl BSteps for GpuSteps<'_, '_> {
         let k = |name: &str| gpu.kernel(&SEACELLS, name);
         let rows = LaunchShape::linear(n.div_ceil(256).clamp(1, 132 * 16) as u32, 256);
         // The picks the gradient kernels left on the device are these.
-        gpu.launch(
-            &k("seacells_kb_expand")?,
-            LaunchShape::linear(nm as u32, 256).with_smem((hs * 12) as u32),
-            Args::new()
-                .ptr(gpu.ptr(&dm.row_ptr))
-                .ptr(gpu.ptr(&dm.col_idx))
-                .ptr(gpu.ptr(&dm.values))
-                .ptr(gpu.ptr(&st.pick))
-                .ptr(gpu.ptr(&st.pos))
-                .i64(cap as i64)
-                .i32(hs as i32)
-                .ptr(gpu.ptr(&st.seg_row))
-                .ptr(gpu.ptr(&st.seg_val))
-                .ptr(gpu.ptr(&st.add_n))
-                .ptr(gpu.ptr(&st.row_cnt)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &k("seacells_kb_expand")?,
+                LaunchShape::linear(nm as u32, 256).with_smem((hs * 12) as u32),
+                Args::new()
+                    .ptr(gpu.ptr(&dm.row_ptr))
+                    .ptr(gpu.ptr(&dm.col_idx))
+                    .ptr(gpu.ptr(&dm.values))
+                    .ptr(gpu.ptr(&st.pick))
+                    .ptr(gpu.ptr(&st.pos))
+                    .i64(cap as i64)
+                    .i32(hs as i32)
+                    .ptr(gpu.ptr(&st.seg_row))
+                    .ptr(gpu.ptr(&st.seg_val))
+                    .ptr(gpu.ptr(&st.add_n))
+                    .ptr(gpu.ptr(&st.row_cnt)),
+            )
+        }?;
         let scan = k("seacells_scan")?;
-        gpu.launch(
-            &scan,
-            LaunchShape::linear(1, 1024),
-            Args::new()
-                .ptr(gpu.ptr(&st.row_cnt))
-                .i64(n as i64)
-                .ptr(gpu.ptr(&st.row_off))
-                .ptr(gpu.ptr(&st.total)),
-        )?;
-        gpu.launch(
-            &k("seacells_kb_scatter")?,
-            LaunchShape::linear(nm as u32, 256),
-            Args::new()
-                .ptr(gpu.ptr(&st.seg_row))
-                .ptr(gpu.ptr(&st.seg_val))
-                .ptr(gpu.ptr(&st.add_n))
-                .i64(cap as i64)
-                .ptr(gpu.ptr(&st.row_off))
-                .ptr(gpu.ptr(&st.row_fill))
-                .ptr(gpu.ptr(&st.add_col))
-                .ptr(gpu.ptr(&st.add_val)),
-        )?;
-        gpu.launch(
-            &k("seacells_kb_count")?,
-            rows,
-            Args::new()
-                .ptr(gpu.ptr(&st.kb.ptr))
-                .ptr(gpu.ptr(&st.kb.col))
-                .i64(n as i64)
-                .ptr(gpu.ptr(&st.row_off))
-                .ptr(gpu.ptr(&st.add_col))
-                .ptr(gpu.ptr(&st.add_val))
-                .ptr(gpu.ptr(&st.new_cnt)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &scan,
+                LaunchShape::linear(1, 1024),
+                Args::new()
+                    .ptr(gpu.ptr(&st.row_cnt))
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&st.row_off))
+                    .ptr(gpu.ptr(&st.total)),
+            )
+        }?;
+        unsafe {
+            gpu.launch(
+                &k("seacells_kb_scatter")?,
+                LaunchShape::linear(nm as u32, 256),
+                Args::new()
+                    .ptr(gpu.ptr(&st.seg_row))
+                    .ptr(gpu.ptr(&st.seg_val))
+                    .ptr(gpu.ptr(&st.add_n))
+                    .i64(cap as i64)
+                    .ptr(gpu.ptr(&st.row_off))
+                    .ptr(gpu.ptr(&st.row_fill))
+                    .ptr(gpu.ptr(&st.add_col))
+                    .ptr(gpu.ptr(&st.add_val)),
+            )
+        }?;
+        unsafe {
+            gpu.launch(
+                &k("seacells_kb_count")?,
+                rows,
+                Args::new()
+                    .ptr(gpu.ptr(&st.kb.ptr))
+                    .ptr(gpu.ptr(&st.kb.col))
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&st.row_off))
+                    .ptr(gpu.ptr(&st.add_col))
+                    .ptr(gpu.ptr(&st.add_val))
+                    .ptr(gpu.ptr(&st.new_cnt)),
+            )
+        }?;
         // The new rows' offsets go to the spare buffer's pointer array.
         let mut spare = match st.spare.take() {
             Some(s) => s,
@@ -598,15 +624,17 @@ impl BSteps for GpuSteps<'_, '_> {
                 room: st.kb.room,
             },
         };
-        gpu.launch(
-            &scan,
-            LaunchShape::linear(1, 1024),
-            Args::new()
-                .ptr(gpu.ptr(&st.new_cnt))
-                .i64(n as i64)
-                .ptr(gpu.ptr(&spare.ptr))
-                .ptr(gpu.ptr(&st.total)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &scan,
+                LaunchShape::linear(1, 1024),
+                Args::new()
+                    .ptr(gpu.ptr(&st.new_cnt))
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&spare.ptr))
+                    .ptr(gpu.ptr(&st.total)),
+            )
+        }?;
         let total = gpu.download(&st.total, 1)?[0] as usize;
         if total > spare.room {
             let room = total + total / 4;
@@ -615,22 +643,24 @@ impl BSteps for GpuSteps<'_, '_> {
             spare.val = gpu.alloc_zeroed(room)?;
             spare.room = room;
         }
-        gpu.launch(
-            &k("seacells_kb_merge")?,
-            rows,
-            Args::new()
-                .ptr(gpu.ptr(&st.kb.ptr))
-                .ptr(gpu.ptr(&st.kb.col))
-                .ptr(gpu.ptr(&st.kb.val))
-                .i64(n as i64)
-                .ptr(gpu.ptr(&st.row_off))
-                .ptr(gpu.ptr(&st.add_col))
-                .ptr(gpu.ptr(&st.add_val))
-                .f64(gamma)
-                .ptr(gpu.ptr(&spare.ptr))
-                .ptr(gpu.ptr(&spare.col))
-                .ptr(gpu.ptr(&spare.val)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &k("seacells_kb_merge")?,
+                rows,
+                Args::new()
+                    .ptr(gpu.ptr(&st.kb.ptr))
+                    .ptr(gpu.ptr(&st.kb.col))
+                    .ptr(gpu.ptr(&st.kb.val))
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&st.row_off))
+                    .ptr(gpu.ptr(&st.add_col))
+                    .ptr(gpu.ptr(&st.add_val))
+                    .f64(gamma)
+                    .ptr(gpu.ptr(&spare.ptr))
+                    .ptr(gpu.ptr(&spare.col))
+                    .ptr(gpu.ptr(&spare.val)),
+            )
+        }?;
         let old = std::mem::replace(&mut st.kb, spare);
         st.spare = Some(old);
         self.secs[3] += clock.elapsed().as_secs_f64();

@@ -99,57 +99,63 @@ impl<'a> Solver<'a> {
             let br = Cols::upload_transposed(gpu, &b, n)?;
             for c0 in (0..nm).step_by(ch) {
                 let nc = ch.min(nm - c0);
-                gpu.launch(
-                    &rhs,
-                    elems,
-                    Args::new()
-                        .ptr(gpu.ptr(&br.ptr))
-                        .ptr(gpu.ptr(&br.cell))
-                        .ptr(gpu.ptr(&br.w))
-                        .ptr(gpu.ptr(&t1_d))
-                        .i64(nm as i64)
-                        .i64(n as i64)
-                        .i64(c0 as i64)
-                        .i64(nc as i64)
-                        .i64(ch as i64)
-                        .ptr(gpu.ptr(&self.v)),
-                )?;
+                unsafe {
+                    gpu.launch(
+                        &rhs,
+                        elems,
+                        Args::new()
+                            .ptr(gpu.ptr(&br.ptr))
+                            .ptr(gpu.ptr(&br.cell))
+                            .ptr(gpu.ptr(&br.w))
+                            .ptr(gpu.ptr(&t1_d))
+                            .i64(nm as i64)
+                            .i64(n as i64)
+                            .i64(c0 as i64)
+                            .i64(nc as i64)
+                            .i64(ch as i64)
+                            .ptr(gpu.ptr(&self.v)),
+                    )
+                }?;
                 self.minus_a_then_mm(&a_d, c0, nc)?;
                 let gp = gpu.ptr(&self.g);
-                gpu.launch(
-                    &pick_k,
-                    LaunchShape {
-                        grid: [nc as u32, parts as u32, 1],
-                        block: [BLOCK, 1, 1],
-                        smem: 0,
-                        cluster: None,
-                        pdl: false,
-                    },
-                    Args::new()
-                        .ptr(gp)
-                        .i64(n as i64)
-                        .i64(ch as i64)
-                        .i64(PICK_SPAN as i64)
-                        .ptr(gpu.ptr(&pv))
-                        .ptr(gpu.ptr(&pi)),
-                )?;
-                gpu.launch(
-                    &gap_k,
-                    grid_for(nc),
-                    Args::new()
-                        .ptr(gp)
-                        .i64(ch as i64)
-                        .i64(c0 as i64)
-                        .i64(nc as i64)
-                        .i64(parts as i64)
-                        .ptr(gpu.ptr(&pv))
-                        .ptr(gpu.ptr(&pi))
-                        .ptr(gpu.ptr(&bc.ptr))
-                        .ptr(gpu.ptr(&bc.cell))
-                        .ptr(gpu.ptr(&bc.w))
-                        .ptr(gpu.ptr(&pick_d))
-                        .ptr(gpu.ptr(&gap_d)),
-                )?;
+                unsafe {
+                    gpu.launch(
+                        &pick_k,
+                        LaunchShape {
+                            grid: [nc as u32, parts as u32, 1],
+                            block: [BLOCK, 1, 1],
+                            smem: 0,
+                            cluster: None,
+                            pdl: false,
+                        },
+                        Args::new()
+                            .ptr(gp)
+                            .i64(n as i64)
+                            .i64(ch as i64)
+                            .i64(PICK_SPAN as i64)
+                            .ptr(gpu.ptr(&pv))
+                            .ptr(gpu.ptr(&pi)),
+                    )
+                }?;
+                unsafe {
+                    gpu.launch(
+                        &gap_k,
+                        grid_for(nc),
+                        Args::new()
+                            .ptr(gp)
+                            .i64(ch as i64)
+                            .i64(c0 as i64)
+                            .i64(nc as i64)
+                            .i64(parts as i64)
+                            .ptr(gpu.ptr(&pv))
+                            .ptr(gpu.ptr(&pi))
+                            .ptr(gpu.ptr(&bc.ptr))
+                            .ptr(gpu.ptr(&bc.cell))
+                            .ptr(gpu.ptr(&bc.w))
+                            .ptr(gpu.ptr(&pick_d))
+                            .ptr(gpu.ptr(&gap_d)),
+                    )
+                }?;
             }
             let picks: Vec<i32> = gpu.download(&pick_d, nm)?;
             let gaps: Vec<f64> = gpu.download(&gap_d, nm)?;

@@ -70,27 +70,29 @@ pub fn knn_tiled<T: Scalar>(
         let keys = t
             .input()
             .ok_or_else(|| Error::unsupported("top-k of an empty tile"))?;
-        gpu.launch(
-            &dist_k,
-            LaunchShape {
-                grid: [
-                    n.div_ceil(BLOCK as usize) as u32,
-                    rows.div_ceil(SEACELLS_KNN_ROWS) as u32,
-                    1,
-                ],
-                block: [BLOCK, 1, 1],
-                smem: (SEACELLS_KNN_ROWS * d * 8) as u32,
-                cluster: None,
-                pdl: false,
-            },
-            Args::new()
-                .ptr(gpu.ptr(&xt_d))
-                .i64(n as i64)
-                .i64(d as i64)
-                .i64(r0 as i64)
-                .i64(rows as i64)
-                .ptr(gpu.ptr(keys)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &dist_k,
+                LaunchShape {
+                    grid: [
+                        n.div_ceil(BLOCK as usize) as u32,
+                        rows.div_ceil(SEACELLS_KNN_ROWS) as u32,
+                        1,
+                    ],
+                    block: [BLOCK, 1, 1],
+                    smem: (SEACELLS_KNN_ROWS * d * 8) as u32,
+                    cluster: None,
+                    pdl: false,
+                },
+                Args::new()
+                    .ptr(gpu.ptr(&xt_d))
+                    .i64(n as i64)
+                    .i64(d as i64)
+                    .i64(r0 as i64)
+                    .i64(rows as i64)
+                    .ptr(gpu.ptr(keys)),
+            )
+        }?;
         t.enqueue()?;
         let (ok, oi, _, _) = t
             .outputs()

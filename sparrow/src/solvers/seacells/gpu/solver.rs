@@ -190,19 +190,21 @@ impl<'a> Solver<'a> {
     /// the gradient chunk of the chunked path and K A^T's chunks for the fused one.
     pub(super) fn minus_a_then_mm(&self, a_d: &Cols, c0: usize, nc: usize) -> Result<()> {
         let (gpu, n, ch) = (self.gpu, self.n, self.chunk);
-        gpu.launch(
-            &gpu.kernel(&SEACELLS, "seacells_b_asub")?,
-            grid_for(n),
-            Args::new()
-                .ptr(gpu.ptr(&a_d.ptr))
-                .ptr(gpu.ptr(&a_d.cell))
-                .ptr(gpu.ptr(&a_d.w))
-                .i64(n as i64)
-                .i64(c0 as i64)
-                .i64(nc as i64)
-                .i64(ch as i64)
-                .ptr(gpu.ptr(&self.v)),
-        )?;
+        unsafe {
+            gpu.launch(
+                &gpu.kernel(&SEACELLS, "seacells_b_asub")?,
+                grid_for(n),
+                Args::new()
+                    .ptr(gpu.ptr(&a_d.ptr))
+                    .ptr(gpu.ptr(&a_d.cell))
+                    .ptr(gpu.ptr(&a_d.w))
+                    .i64(n as i64)
+                    .i64(c0 as i64)
+                    .i64(nc as i64)
+                    .i64(ch as i64)
+                    .ptr(gpu.ptr(&self.v)),
+            )
+        }?;
         let (vp, wp, gp) = (gpu.ptr(&self.v), gpu.ptr(&self.w), gpu.ptr(&self.g));
         spmm_launch(gpu, self.path, &self.m, nc, vp, ch, wp, ch, 1.0, 0.0, true)?;
         spmm_launch(gpu, self.path, &self.m, nc, wp, ch, gp, ch, 1.0, 0.0, true)
