@@ -16,7 +16,7 @@ pub const BENCH: KernelModule = KernelModule {
     name: "bench",
     source: include_str!("flush.cu"),
     headers: &[COMMON],
-    options: &[],
+    options: Vec::new,
     entry_points: || vec!["l2_flush".to_string()],
 };
 

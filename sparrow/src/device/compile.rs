@@ -152,7 +152,7 @@ fn compile_logged(module: &KernelModule, arch: &str, extra: &[&str]) -> Result<(
     }
     let opts: Vec<CString> = nvrtc_options(arch)
         .into_iter()
-        .chain(module.options.iter().map(|o| o.to_string()))
+        .chain((module.options)())
         .chain(extra.iter().map(|o| o.to_string()))
         .map(|o| CString::new(o).unwrap())
         .collect();
@@ -220,10 +220,7 @@ pub fn cache_key(module: &KernelModule, arch: &str) -> Result<String> {
         parts.push(0);
         parts.extend_from_slice(s.as_bytes());
     }
-    for o in nvrtc_options(arch)
-        .into_iter()
-        .chain(module.options.iter().map(|o| o.to_string()))
-    {
+    for o in nvrtc_options(arch).into_iter().chain((module.options)()) {
         parts.push(0);
         parts.extend_from_slice(o.as_bytes());
     }

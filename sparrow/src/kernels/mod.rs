@@ -3,6 +3,8 @@
 //! sm_80 and sm_90 and checks that each listed entry point is in the cubin, so a name an op can
 //! ask for is a name that exists.
 
+pub mod sizes;
+
 /// One `.cu` file with the headers it includes.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelModule {
@@ -12,8 +14,9 @@ pub struct KernelModule {
     pub source: &'static str,
     /// `(include name, text)` of each header.
     pub headers: &'static [(&'static str, &'static str)],
-    /// Extra NVRTC options (`-D` definitions that specialise a shared source).
-    pub options: &'static [&'static str],
+    /// Extra NVRTC options: `-D` definitions that specialise a shared source or carry the
+    /// sizes the host shares with it ([`sizes`]).
+    pub options: fn() -> Vec<String>,
     /// Every `extern "C"` entry point the module exports.
     pub entry_points: fn() -> Vec<String>,
 }
@@ -44,28 +47,9 @@ pub const SPMM: KernelModule = KernelModule {
     name: "spmm",
     source: include_str!("spmm.cu"),
     headers: &SPMM_HEADERS,
-    options: &[],
+    options: sizes::spmm_defines,
     entry_points: spmm_entry_points,
 };
-
-/// The value of `#define NAME value` in spmm.cu or the headers it includes (decimal, or hex
-/// with a `u` suffix), for the tests that hold the host's constants to the kernel's.
-#[cfg(test)]
-pub(crate) fn spmm_define(name: &str) -> u64 {
-    let prefix = format!("#define {name} ");
-    std::iter::once(SPMM.source)
-        .chain(SPMM.headers.iter().map(|(_, text)| *text))
-        .flat_map(str::lines)
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .and_then(|v| {
-            let v = v.trim();
-            match v.strip_prefix("0x") {
-                Some(h) => u64::from_str_radix(h.trim_end_matches('u'), 16).ok(),
-                None => v.parse().ok(),
-            }
-        })
-        .unwrap_or_else(|| panic!("spmm.cu defines no number {name}"))
-}
 
 /// (column lanes, entry lanes, segments per column lane) of every row-vector SpMM kernel:
 /// every pair of powers of two with at most 32 lanes in all, and 2 or 4 segments per lane
@@ -362,12 +346,14 @@ macro_rules! topk_module {
             name: concat!("topk_", $ty),
             source: TOPK_SRC,
             headers: &TOPK_HEADERS,
-            options: &[
-                concat!("-DTOPK_U=", $u),
-                concat!("-DTOPK_KIND=", $kind),
-                concat!("-DTOPK_INF=", $inf),
-                concat!("-DTOPK_NAME=", $ty),
-            ],
+            options: || {
+                vec![
+                    concat!("-DTOPK_U=", $u).to_string(),
+                    concat!("-DTOPK_KIND=", $kind).to_string(),
+                    concat!("-DTOPK_INF=", $inf).to_string(),
+                    concat!("-DTOPK_NAME=", $ty).to_string(),
+                ]
+            },
             entry_points: || TOPK_KERNELS.iter().map(|k| topk_name(k, $ty)).collect(),
         };
     };
@@ -410,7 +396,7 @@ pub const CS: KernelModule = KernelModule {
     name: "cs",
     source: include_str!("cs.cu"),
     headers: &[COMMON],
-    options: &[],
+    options: Vec::new,
     entry_points: cs_entry_points,
 };
 
@@ -461,7 +447,7 @@ pub const SEACELLS: KernelModule = KernelModule {
     name: "seacells",
     source: include_str!("seacells.cu"),
     headers: &[COMMON],
-    options: &[],
+    options: Vec::new,
     entry_points: seacells_entry_points,
 };
 

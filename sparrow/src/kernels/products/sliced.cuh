@@ -15,19 +15,16 @@
 // members in rank order through distributed shared memory. Otherwise one block a group loads
 // each of its members' stages in turn and waits on barriers. Pieces of cut rows go to
 // `slots`, summed in order by spmv_cut.
-#define SLICE_WARPS 31
+// The layout's sizes come from the host as -D definitions (kernels/sizes.rs): SLICE_WARPS,
+// SLICE_MEMBERS, SLICE_STAGE (records a stage), SLICE_DESC (descriptor words), SLICE_SS_SHIFT,
+// SLICE_POS and SLICE_PAD (the record encoding), SLICE_COLS (columns of x a stage holds, 32 KB)
+// and SLICE_XB (stages in flight). A stage's bytes: x's slice, the records (8 bytes each), the
+// descriptor, rounded up to 128 so every stage's copies land on 128-byte lines.
+#if !defined(SLICE_WARPS) || !defined(SLICE_MEMBERS) || !defined(SLICE_STAGE) || !defined(SLICE_DESC) || \
+    !defined(SLICE_SS_SHIFT) || !defined(SLICE_POS) || !defined(SLICE_PAD) || !defined(SLICE_COLS) || !defined(SLICE_XB)
+#error "the column slices' sizes are passed by the host (kernels/sizes.rs)"
+#endif
 #define SLICE_THREADS (32 * (SLICE_WARPS + 1))
-#define SLICE_MEMBERS 2
-#define SLICE_STAGE 2560
-#define SLICE_DESC 36
-#define SLICE_SS_SHIFT 26
-#define SLICE_POS 0x3ffffffu
-#define SLICE_PAD 0xffffu
-// Columns of x a stage holds (32 KB), stages in flight, and a stage's bytes: x's slice, the
-// records (8 bytes each), the descriptor, rounded up to 128 so every stage's copies land on
-// 128-byte lines.
-#define SLICE_COLS 8192
-#define SLICE_XB 3
 #define SLICE_STAGE_BYTES ((SLICE_COLS * 4 + SLICE_STAGE * 8 + SLICE_DESC * 4 + 127) / 128 * 128)
 // Warp w's records of one stage (its descriptor `d` in shared memory): (column in the slice
 // << 16 | piece, the value's bits).

@@ -5,12 +5,13 @@
 // block is six i64: first row, one past the last row, first entry, one past the last entry,
 // and for a chunk of a long row the index of the row's first chunk block and the row's
 // number of chunks (0 for a block of short rows).
-#define STREAM_BLOCK 256
-// Entries of a block of short rows at most: what three aligned 4-entry vectors per thread cover
-// from any alignment. The host plans blocks of up to this many on even rows with local columns
-// and of up to 2048 elsewhere (work.rs), and sizes the products' shared memory to match.
-#define STREAM_ITEMS 3068
-#define STREAM_MAX_ROWS 2048
+// STREAM_BLOCK, STREAM_ITEMS (entries of a block of short rows at most: what three aligned
+// 4-entry vectors per thread cover from any alignment; the host plans blocks of up to this many
+// on even rows with local columns and sizes the products' shared memory to match) and
+// STREAM_MAX_ROWS come from the host as -D definitions (kernels/sizes.rs).
+#if !defined(STREAM_BLOCK) || !defined(STREAM_ITEMS) || !defined(STREAM_MAX_ROWS)
+#error "STREAM_BLOCK, STREAM_ITEMS and STREAM_MAX_ROWS are passed by the host (kernels/sizes.rs)"
+#endif
 // 4-entry vectors per thread that cover a block's entries from any alignment.
 #define STREAM_VECS ((STREAM_ITEMS / 4 + 1 + STREAM_BLOCK - 1) / STREAM_BLOCK)
 #define STREAM_LANE_ITEMS 4

@@ -20,7 +20,7 @@ use crate::ops::products::stats::{RowStats, LEN_CLASSES, NEAR_REACH, SCATTER_WIN
 use crate::{Error, Result};
 
 /// Threads per block of every SpMM kernel (the kernels declare it in `__launch_bounds__`).
-pub const BLOCK: u32 = 256;
+pub const BLOCK: u32 = crate::kernels::sizes::SPMM_BLOCK;
 
 /// Rows a block of the vector diagonal kernel with `lanes` lanes a row and `steps` rows a lane
 /// takes.

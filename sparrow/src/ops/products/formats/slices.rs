@@ -18,20 +18,18 @@
 //! (`deal`), so a lane adds its product straight into its piece's sum and every sum takes
 //! its additions in one fixed order: the result is the same bit for bit on every run.
 
+pub use crate::kernels::sizes::{
+    DESC_WORDS, PAD_ROW, SLICE_COLS, SLICE_MEMBERS, SLICE_STAGE, SLICE_STAGES, SLICE_WARPS,
+    SS_SHIFT,
+};
 use crate::Scalar;
 
 /// Groups the rows are dealt to (more when the pieces do not fit): their blocks fill the
 /// H200's 132 SMs, each of which holds one block of this kernel's shared memory at a time.
 pub const SLICE_GROUPS: usize = 66;
-/// Blocks of a group (a cluster), sharing its pieces and taking its stages in turn.
-pub const SLICE_MEMBERS: usize = 2;
 /// The longest row piece: rows longer are cut, so a piece has about 1 to 2 entries a slice
 /// and a warp's steps stay full.
 pub const SLICE_PIECE: usize = 128;
-/// Warps of a block that sum entries; one more copies the stages in.
-pub const SLICE_WARPS: usize = 31;
-/// Records a stage holds.
-pub const SLICE_STAGE: usize = 2560;
 /// Row pieces a group holds (their sums fill the shared memory the H200's 227 KB a block
 /// leaves beside three f32 stages).
 pub const SLICE_PIECES: usize = 17_920;
@@ -40,15 +38,6 @@ pub const SLICE_PIECES: usize = 17_920;
 /// while the long rows' 2,000,000 short rows (22, in 113 groups) and the mostly empty rows (21)
 /// would copy far more x than they have entries. See docs/tuning/products.md#column-slices.
 pub const SLICE_X_RATIO: usize = 5;
-/// Words of a stage's descriptor: each warp's first record with its step width above
-/// [`SS_SHIFT`], the end of the last warp's records, the stage's padded end, its slice, and
-/// two zero words so a descriptor is whole 16-byte vectors for the bulk copies
-/// (`SLICE_DESC` in spmm.cu).
-pub const DESC_WORDS: usize = 36;
-/// Bit of a descriptor word where a warp's step width starts.
-pub const SS_SHIFT: u32 = 26;
-/// Row of a padding record (no piece).
-pub const PAD_ROW: u32 = 0xffff;
 /// Largest stage size where any dealing fits: a warp's group of n entries pads to under
 /// 2n + 1 records, a stage to a multiple of 4.
 const SAFE_PART: usize = (SLICE_STAGE - 2 * SLICE_WARPS - 4) / 2;
@@ -56,12 +45,6 @@ const SAFE_PART: usize = (SLICE_STAGE - 2 * SLICE_WARPS - 4) / 2;
 // the build's keys hold the piece in 15 bits, the column in 20 and the warp in 5.
 const _: () = assert!(SLICE_PIECES < PAD_ROW as usize && SLICE_PIECES <= 1 << 15);
 const _: () = assert!(SLICE_COLS <= 1 << 16 && SLICE_WARPS <= 32);
-
-/// Columns of x a stage holds: 32 KB of f32, the values the kernel runs (`SLICE_COLS` in
-/// spmm.cu). Layouts of other value types (the unit tests') use the same slices.
-pub const SLICE_COLS: usize = 8192;
-/// Stages in flight in shared memory with bulk copies (`SLICE_XB` in spmm.cu).
-pub const SLICE_STAGES: usize = 3;
 
 /// Shared memory of one stage: x's slice, the 8-byte records, the descriptor, rounded up to
 /// 128 bytes (`SLICE_STAGE_BYTES` in spmm.cu), so each stage's bulk copies land on 128-byte
@@ -644,22 +627,6 @@ mod tests {
                 assert_eq!(r[2 * base as usize], e, "block {b}");
             }
         }
-    }
-
-    /// The layout's sizes and encodings are the kernel's: a drift would make it read stages,
-    /// descriptors or records at the wrong places.
-    #[test]
-    fn slice_constants_match_the_kernel() {
-        let def = |name: &str| crate::kernels::spmm_define(name) as usize;
-        assert_eq!(def("SLICE_WARPS"), SLICE_WARPS);
-        assert_eq!(def("SLICE_MEMBERS"), SLICE_MEMBERS);
-        assert_eq!(def("SLICE_STAGE"), SLICE_STAGE);
-        assert_eq!(def("SLICE_DESC"), DESC_WORDS);
-        assert_eq!(def("SLICE_SS_SHIFT"), SS_SHIFT as usize);
-        assert_eq!(def("SLICE_POS"), (1 << SS_SHIFT) - 1);
-        assert_eq!(def("SLICE_PAD"), PAD_ROW as usize);
-        assert_eq!(def("SLICE_COLS"), SLICE_COLS);
-        assert_eq!(def("SLICE_XB"), SLICE_STAGES);
     }
 
     #[test]

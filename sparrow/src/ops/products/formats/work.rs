@@ -1,21 +1,15 @@
 //! The SpMV work blocks: the row pointers cut once, on the host, into pieces of nearly equal
 //! work, so the GPU neither idles lanes on short rows nor waits on one group for a long row.
 
+pub use crate::kernels::sizes::{STREAM_ITEMS_EVEN, STREAM_MAX_ROWS};
+
 /// Entries of one block of short rows on skewed rows ([`RowStats::skewed`](crate::ops::products::RowStats::skewed)):
 /// about 8 per thread of 256. A longer row is a long row.
 pub const STREAM_ITEMS: usize = 2048;
-/// Entries of one block of short rows on even rows: the most three aligned 4-entry vectors per
-/// thread of 256 cover from any alignment (`STREAM_ITEMS` in `spmm.cu`, which sizes a block's
-/// products for it). Even rows gained from the longer blocks; skewed rows, which would spread
-/// fewer blocks over their random gathers or runs of empty rows, keep [`STREAM_ITEMS`]. See
-/// docs/tuning/products.md#planned-work-blocks.
-pub const STREAM_ITEMS_EVEN: usize = 3068;
 // The kernel sizes its blocks for the larger.
 const _: () = assert!(STREAM_ITEMS <= STREAM_ITEMS_EVEN);
 /// Entries of one chunk of a long row (64 per thread).
 pub const STREAM_CHUNK: usize = 16384;
-/// Rows of one block at most, so runs of empty rows still spread over the GPU.
-pub const STREAM_MAX_ROWS: usize = 2048;
 
 /// Calls `emit` with each work block in order, as `[first row, end row, first entry, end
 /// entry, first chunk block of the row, chunks of the row]`: a run of short rows (the last two
@@ -236,20 +230,16 @@ mod tests {
         assert!(rows_by_length(&[0]).is_empty());
     }
 
-    /// The kernel's block of short rows holds the even rows' STREAM_ITEMS_EVEN entries (and so
-    /// the skewed rows' fewer) and has room for the bounds of STREAM_MAX_ROWS rows.
+    /// A block of STREAM_ITEMS_EVEN entries from the worst alignment (3 entries ahead of the
+    /// first in its vector) fits the kernel's three 4-entry vectors per thread (its
+    /// STREAM_VECS), and the kernels receive the size under the name they read.
     #[test]
-    fn stream_items_match_the_kernel() {
-        let def = |name: &str| crate::kernels::spmm_define(name) as usize;
-        assert_eq!(
-            def("STREAM_BLOCK"),
-            crate::ops::products::path::BLOCK as usize
-        );
-        assert_eq!(def("STREAM_ITEMS"), STREAM_ITEMS_EVEN);
-        // From the worst alignment (3 entries ahead of the first in its vector) the block's
-        // 4-entry vectors fit the kernel's STREAM_VECS = 3 per thread.
-        assert!((3 + STREAM_ITEMS_EVEN).div_ceil(4) <= 3 * def("STREAM_BLOCK"));
-        assert_eq!(def("STREAM_MAX_ROWS"), STREAM_MAX_ROWS);
+    fn stream_items_fit_the_kernels_vectors() {
+        let block = crate::kernels::sizes::SPMM_BLOCK as usize;
+        assert!((3 + STREAM_ITEMS_EVEN).div_ceil(4) <= 3 * block);
+        let defs = crate::kernels::sizes::spmm_defines();
+        assert!(defs.contains(&format!("-DSTREAM_ITEMS={STREAM_ITEMS_EVEN}")));
+        assert!(defs.contains(&format!("-DSTREAM_MAX_ROWS={STREAM_MAX_ROWS}")));
     }
 
     /// Every packed entry and row end decodes to the matrix's own column and row bound, on
