@@ -8,40 +8,59 @@
 # kc.tar.gz), data/ (the bundle's), cli_hashes.py and this script. Compressed, both builds fit
 # the 64 MiB a call may carry. There: `bash bundle/ab/gpu-ab-round.sh A`, then `... B`, with OUT
 # set to the log folder and DEADLINE to the seconds the call may use; every step is capped so a
-# short call still returns its logs.
+# short call still returns its logs. Phase C runs what a short A or B left: validate and the
+# SEACells benchmarks with longer caps, one size at a time, and the GPU tests the long product
+# acceptance tests leave. The logs are kept in one archive, $OUT/logs.tgz, rewritten after every
+# step, since a call returns only a few files.
 set -uo pipefail
 cd "$(dirname "$0")"; here=$PWD; out=${OUT:-/tmp/out}; phase=${1:-A}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export SPARROW_DATA=$here/data
 t_start=$SECONDS; deadline=${DEADLINE:-570}
-mkdir -p "$out"
+logs=$here/logs-$phase; mkdir -p "$out" "$logs"
 if [ ! -d a ]; then
   mkdir -p a b
   for f in gpu-tests bench-tests sparrow; do gunzip -c $f.gz > a/$f; chmod +x a/$f; done
   gunzip -c sparrow-before.gz > b/sparrow; chmod +x b/sparrow
   tar -xzf kc-after.tar.gz -C a; tar -xzf kc-before.tar.gz -C b
 fi
-nvidia-smi --query-gpu=name --format=csv,noheader > "$out/gpu-$phase.txt"
+nvidia-smi --query-gpu=name --format=csv,noheader > "$logs/gpu.txt"
 # s NAME CAP DIR CMD...: runs CMD with DIR's kernel cache, capped at min(CAP, time left).
 s() { local n=$1 cap=$2 d=$3; shift 3; local left=$((deadline-(SECONDS-t_start)))
-  [ $left -lt 15 ] && { echo "$n skipped (no time)" | tee -a "$out/summary.txt"; return; }
+  [ $left -lt 15 ] && { echo "$n skipped (no time)" | tee -a "$logs/summary.txt"; return; }
   [ $cap -gt $left ] && cap=$left
-  local t0=$SECONDS; SPARROW_CACHE_DIR=$here/$d/kc timeout $cap "$@" > "$out/$n.log" 2>&1
-  echo "$n rc=$? $((SECONDS-t0))s $(tail -n1 "$out/$n.log" | cut -c1-110)" | tee -a "$out/summary.txt"; }
+  local t0=$SECONDS; SPARROW_CACHE_DIR=$here/$d/kc timeout $cap "$@" > "$logs/$n.log" 2>&1
+  echo "$n rc=$? $((SECONDS-t0))s $(tail -n1 "$logs/$n.log" | cut -c1-110)" | tee -a "$logs/summary.txt"
+  tar -czf "$logs/logs.tgz" -C "$logs" .; }
 if [ "$phase" = A ]; then
-  s hash-after 40 a python3 cli_hashes.py --sparrow a/sparrow --device cuda --out "$out/after-cuda.txt"
-  s hash-before 40 b python3 cli_hashes.py --sparrow b/sparrow --device cuda --out "$out/before-cuda.txt"
-  cmp "$out/after-cuda.txt" "$out/before-cuda.txt" && echo "cuda hashes identical" | tee -a "$out/summary.txt"
+  s hash-after 40 a python3 cli_hashes.py --sparrow a/sparrow --device cuda --out "$logs/after-cuda.txt"
+  s hash-before 40 b python3 cli_hashes.py --sparrow b/sparrow --device cuda --out "$logs/before-cuda.txt"
+  cmp "$logs/after-cuda.txt" "$logs/before-cuda.txt" && echo "cuda hashes identical" | tee -a "$logs/summary.txt"
   s validate 100 a a/sparrow validate --device cuda
   s sea-b 60 b b/sparrow bench seacells --device cuda --sizes 50000x50x666,100000x50x1333
   s sea-a 60 a a/sparrow bench seacells --device cuda --sizes 50000x50x666,100000x50x1333
-  s spmv-b 80 b b/sparrow bench spmv --suite --jsonl "$out/spmv-b.jsonl"
-  s spmv-a 80 a a/sparrow bench spmv --suite --jsonl "$out/spmv-a.jsonl"
-  s topk-b 70 b b/sparrow bench topk --jsonl "$out/topk-b.jsonl"
-  s topk-a 70 a a/sparrow bench topk --jsonl "$out/topk-a.jsonl"
+  s spmv-b 80 b b/sparrow bench spmv --suite --jsonl "$logs/spmv-b.jsonl"
+  s spmv-a 80 a a/sparrow bench spmv --suite --jsonl "$logs/spmv-a.jsonl"
+  s topk-b 70 b b/sparrow bench topk --jsonl "$logs/topk-b.jsonl"
+  s topk-a 70 a a/sparrow bench topk --jsonl "$logs/topk-a.jsonl"
+elif [ "$phase" = C ]; then
+  s spmv-b 40 b b/sparrow bench spmv --suite --jsonl "$logs/spmv-b.jsonl"
+  s spmv-a 40 a a/sparrow bench spmv --suite --jsonl "$logs/spmv-a.jsonl"
+  s topk-b 40 b b/sparrow bench topk --jsonl "$logs/topk-b.jsonl"
+  s topk-a 40 a a/sparrow bench topk --jsonl "$logs/topk-a.jsonl"
+  s banded64-b 30 b b/sparrow bench spmm --matrix banded --n 64 --reps 200 --jsonl "$logs/banded64-b.jsonl"
+  s banded64-a 30 a a/sparrow bench spmm --matrix banded --n 64 --reps 200 --jsonl "$logs/banded64-a.jsonl"
+  s sea50-b 45 b b/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-b.jsonl"
+  if grep -q "rc=0" <(grep sea50-b "$logs/summary.txt"); then
+    s sea50-a 45 a a/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-a.jsonl"
+    s sea100-b 60 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
+    s sea100-a 60 a a/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-a.jsonl"
+  fi
+  s validate 130 a a/sparrow validate --device cuda
+  s gpu-tests-rest 120 a a/gpu-tests --test-threads=1 --skip products::acceptance --skip cs:: --skip device:: --skip formats::
 else
-  s spmm-b 120 b b/sparrow bench spmm --suite --jsonl "$out/spmm-b.jsonl"
-  s spmm-a 120 a a/sparrow bench spmm --suite --jsonl "$out/spmm-a.jsonl"
+  s spmm-b 120 b b/sparrow bench spmm --suite --jsonl "$logs/spmm-b.jsonl"
+  s spmm-a 120 a a/sparrow bench spmm --suite --jsonl "$logs/spmm-a.jsonl"
   s gpu-tests 240 a a/gpu-tests --test-threads=1
   s bench-tests 60 a a/bench-tests --test-threads=1
   for tool in memcheck racecheck synccheck; do
