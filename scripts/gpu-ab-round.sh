@@ -56,8 +56,10 @@ elif [ "$phase" = C ]; then
     s sea100-b 60 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
     s sea100-a 60 a a/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-a.jsonl"
   fi
+  s gpu-tests-key 90 a a/gpu-tests --test-threads=1 seacells:: small_entry_order
+  s san-memcheck 60 a compute-sanitizer --tool memcheck a/gpu-tests --test-threads=1 small_entry_order small_seacells
   s validate 130 a a/sparrow validate --device cuda
-  s gpu-tests-rest 120 a a/gpu-tests --test-threads=1 --skip products::acceptance --skip cs:: --skip device:: --skip formats::
+  s gpu-tests-rest 120 a a/gpu-tests --test-threads=1 --skip products::acceptance --skip cs:: --skip device:: --skip formats:: --skip seacells::
 else
   s spmm-b 120 b b/sparrow bench spmm --suite --jsonl "$logs/spmm-b.jsonl"
   s spmm-a 120 a a/sparrow bench spmm --suite --jsonl "$logs/spmm-a.jsonl"

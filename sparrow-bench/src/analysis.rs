@@ -132,7 +132,8 @@ pub fn seacells_kernel(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<KernelFormatsRecord>> {
     use sparrow::solvers::seacells::fit::{gaussian_mixture, Config};
-    use sparrow::solvers::seacells::{gpu::kernel_path, kernel::kernel};
+    use sparrow::solvers::seacells::gpu::{b_chunk, kernel_products};
+    use sparrow::solvers::seacells::kernel::kernel;
     let mut out = Vec::new();
     for &(cells, dims, metacells) in sizes {
         progress(&format!("kernel matrix of {cells} x {dims}"));
@@ -140,7 +141,11 @@ pub fn seacells_kernel(
         let cfg = Config::new(metacells);
         let m = kernel(&x, cfg.knn, cfg.symmetrize)?;
         let stats = sparrow::ops::products::RowStats::of(&m);
-        let path = kernel_path(&stats, cells);
+        let sm90 = &sparrow::ops::products::plan::SM90;
+        let products = kernel_products();
+        let (path, _) = products
+            .gpu_path_with(&stats, b_chunk(cells), true, sm90)?
+            .ok_or_else(|| sparrow::Error::invalid("--sizes", "an empty kernel matrix"))?;
         progress(&format!(
             "analysis of {cells} x {cells}, {} entries",
             m.nnz()

@@ -8,7 +8,7 @@ use sparrow::matrix::{gen, Csr, Dense};
 use sparrow::ops::check::{compare, padding_is_nan, tolerance};
 use sparrow::ops::products::oracle as spmm_oracle;
 use sparrow::ops::products::PreparedCsr;
-use sparrow::ops::spmm::{GpuPath, Spmm};
+use sparrow::ops::spmm::{GpuPath, Spmm, SumOrder};
 use sparrow::ops::spmv::Spmv;
 use sparrow::{Device, Scalar};
 
@@ -632,4 +632,57 @@ fn small_upload_for_one_path_builds_only_its_formats() {
             "{path:?}"
         );
     }
+}
+
+/// Entry order gives each column the same bits whatever N (so whatever path the policy would
+/// take at that N), within the oracle's tolerance; the fast order is checked by `acceptance`.
+#[test]
+fn small_entry_order_sums_do_not_depend_on_n() {
+    fn check<T: Scalar>(name: &str, a: &Csr<T>) {
+        let device = Device::Cuda(gpu());
+        let op = Spmm::<T>::new().order(SumOrder::Entry);
+        let wide = gen::dense::<T>(a.ncols(), 64, 64, 7).unwrap();
+        let mut c64 = Dense::filled(a.nrows(), 64, 64, T::ZERO).unwrap();
+        let plan = op.run(&device, a, &wide, &mut c64).unwrap();
+        let (sum, mag) = reference(a, &wide);
+        let got: Vec<f64> = c64.data().iter().map(|v| v.to_f64()).collect();
+        let cmp = compare(&got, &sum, &mag, tolerance::<T>());
+        assert!(cmp.pass, "{name} {} N=64 [{plan}]: {cmp:?}", T::NAME);
+        for n in [2usize, 5, 8, 16, 32] {
+            let cols: Vec<T> = (0..a.ncols())
+                .flat_map(|i| (0..n).map(move |j| (i, j)))
+                .map(|(i, j)| wide.get(i, j))
+                .collect();
+            let b = Dense::from_rows(a.ncols(), n, cols).unwrap();
+            let mut c = Dense::filled(a.nrows(), n, n, T::ZERO).unwrap();
+            let plan_n = op.run(&device, a, &b, &mut c).unwrap();
+            for i in 0..a.nrows() {
+                for j in 0..n {
+                    assert_eq!(
+                        c.get(i, j).to_f64().to_bits(),
+                        c64.get(i, j).to_f64().to_bits(),
+                        "{name} {} row {i} column {j}: N={n} [{plan_n}] against N=64 [{plan}]",
+                        T::NAME
+                    );
+                }
+            }
+        }
+    }
+    for (name, a) in [
+        ("banded", gen::banded::<f64>(3_001, 64, 41).unwrap()),
+        (
+            "uniform",
+            gen::uniform::<f64>(3_001, 3_001, 16, 43).unwrap(),
+        ),
+        (
+            "powerlaw",
+            gen::power_law::<f64>(3_001, 3_001, 12.0, 900, 1.2, 47).unwrap(),
+        ),
+    ] {
+        check(name, &a);
+    }
+    check(
+        "uniform",
+        &gen::uniform::<f32>(3_001, 3_001, 24, 45).unwrap(),
+    );
 }

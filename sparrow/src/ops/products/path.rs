@@ -181,6 +181,35 @@ impl GpuPath {
         }
     }
 
+    /// This path's column shape on the row kernel with one entry lane a row, which adds each
+    /// row's products in entry order whatever N and the matrix are (rows over
+    /// [`LONG_ROW`](crate::ops::products::stats::LONG_ROW) still go to the chunk kernels when
+    /// split, their chunks added in order). The paths that split rows over lanes, stage B in
+    /// windows, sum over a block's column union or serve N = 1 only keep their column lanes and
+    /// give up the rest. [`SumOrder::Entry`](super::spmm::SumOrder) runs this.
+    pub fn in_entry_order(self) -> GpuPath {
+        let row = |cols, tiles, deep| GpuPath::RowVec {
+            cols,
+            ksplit: 1,
+            tiles,
+            deep,
+        };
+        match self {
+            GpuPath::RowVec {
+                cols, tiles, deep, ..
+            } => row(cols, tiles, deep),
+            GpuPath::Sorted { cols, deep, .. } => row(cols, 1, deep),
+            GpuPath::Window { cols, .. } | GpuPath::RowBlock { cols, .. } => row(cols, 1, false),
+            GpuPath::Stream
+            | GpuPath::Packed
+            | GpuPath::Diag
+            | GpuPath::DiagLanes { .. }
+            | GpuPath::Near { .. }
+            | GpuPath::Sliced
+            | GpuPath::AVec { .. } => row(1, 1, false),
+        }
+    }
+
     /// The kernel a launch over `n` columns runs: f32 SpMV on the vector-A path has its own
     /// build ([`spmv_avec_name`]), the rest [`GpuPath::kernel_name`].
     pub fn kernel_for(&self, ty: &str, n: usize) -> String {

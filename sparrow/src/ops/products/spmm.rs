@@ -8,14 +8,30 @@ use super::formats::Formats;
 pub use super::path::GpuPath;
 use super::PreparedCsr;
 use super::{cpu, cuda, plan};
+use cudarc::driver::CudaSlice;
+
 use crate::device::{DeviceDense, Gpu};
 use crate::matrix::{Csr, Dense};
 use crate::ops::products::stats::RowStats;
 use crate::ops::{Backend, Plan};
 use crate::{Device, Error, Result, Scalar};
 
-/// An SpMM request: the scalars, and optionally a forced GPU path (tests use it to reach
-/// every kernel).
+/// How a GPU SpMM orders the additions of each output element.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum SumOrder {
+    /// The fastest path's order: rows may be split over lanes whose partial sums are combined,
+    /// so the last bits of a sum may differ between paths, and so between N and matrices.
+    #[default]
+    Fast,
+    /// One lane a row adds the row's products in entry order on every path
+    /// ([`GpuPath::in_entry_order`]), the CPU backend's order, so a column's sums do not
+    /// depend on N, the matrix's shape or the path: an iterative solver (SEACells' B update)
+    /// sees the same sums in every chunk. Slower where the policy would split rows.
+    Entry,
+}
+
+/// An SpMM request: the scalars, the summation order, and optionally a forced GPU path (tests
+/// use it to reach every kernel).
 ///
 /// ```
 /// use sparrow::matrix::{Csr, Dense};
@@ -36,6 +52,7 @@ pub struct Spmm<T> {
     beta: T,
     force: Option<GpuPath>,
     split: bool,
+    order: SumOrder,
 }
 
 impl<T: Scalar> Default for Spmm<T> {
@@ -52,6 +69,7 @@ impl<T: Scalar> Spmm<T> {
             beta: T::ZERO,
             force: None,
             split: true,
+            order: SumOrder::Fast,
         }
     }
     /// Sets alpha.
@@ -62,6 +80,11 @@ impl<T: Scalar> Spmm<T> {
     /// Sets beta; 0 means C is not read.
     pub fn beta(mut self, beta: T) -> Self {
         self.beta = beta;
+        self
+    }
+    /// Sets the summation order on the GPU (default [`SumOrder::Fast`]).
+    pub fn order(mut self, order: SumOrder) -> Self {
+        self.order = order;
         self
     }
     testing_hook! {
@@ -113,7 +136,27 @@ impl<T: Scalar> Spmm<T> {
 
     /// Which backend and kernel would run for an A with these statistics and N columns.
     pub fn plan(&self, device: &Device, stats: &RowStats, n: usize) -> Result<Plan> {
-        plan_for::<T>("spmm", device, stats, n, self.force, self.split)
+        plan_for::<T>("spmm", device, stats, n, self.choice(), self.split)
+    }
+
+    /// The GPU path this request takes for these statistics and N on a GPU of `tuning` that runs
+    /// the column slices or not, with its reason; None when there is nothing to launch. For tools
+    /// that plan without a GPU, as [`Spmm::plan`] does with one.
+    pub fn gpu_path_with(
+        &self,
+        stats: &RowStats,
+        n: usize,
+        slices: bool,
+        tuning: &plan::ProductsTuning,
+    ) -> Result<Option<(GpuPath, String)>> {
+        gpu_path_tuned::<T>(self.choice(), stats, n, slices, tuning)
+    }
+
+    fn choice(&self) -> Choice {
+        Choice {
+            force: self.force,
+            order: self.order,
+        }
     }
 
     /// Runs on host data: on a GPU, copies in, computes, copies back.
@@ -127,16 +170,20 @@ impl<T: Scalar> Spmm<T> {
             }
             Device::Cuda(gpu) => {
                 let stats = crate::ops::products::RowStats::of(a);
-                let plan = self.plan(device, &stats, b.ncols())?;
+                // One choice serves the plan, the upload's formats and the launch.
+                let path = gpu_path_on::<T>(gpu, self.choice(), &stats, b.ncols())?;
+                let plan = cuda_plan::<T>("spmm", &stats, b.ncols(), path.clone(), self.split)?;
                 let bytes =
                     device_bytes::<T>(a, &stats, b.data().len() + c.data().len(), b.ncols());
                 gpu.ensure_fits(bytes, "this SpMM")?;
-                let want = path_formats::<T>(gpu, self.force, &stats, b.ncols())?;
+                let want = path.as_ref().map_or(Formats::NONE, |(p, _)| p.formats());
                 let da = PreparedCsr::upload_for(gpu, a, stats, want)?;
                 let db = DeviceDense::upload(gpu, b)?;
                 // C travels even when beta == 0 so padding between ncols and ld survives.
                 let mut dc = DeviceDense::upload(gpu, c)?;
-                self.run_device(gpu, &da, &db, &mut dc)?;
+                if let Some((p, _)) = path {
+                    cuda::spmm(gpu, p, self.split, self.alpha, &da, &db, self.beta, &mut dc)?;
+                }
                 *c = dc.download(gpu)?;
                 Ok(plan)
             }
@@ -154,11 +201,59 @@ impl<T: Scalar> Spmm<T> {
     ) -> Result<()> {
         check_shapes(a.nrows, a.ncols, (b.nrows, b.ncols), (c.nrows, c.ncols))?;
         self.check_scalars()?;
-        let Some((path, _)) = gpu_path_on::<T>(gpu, self.force, &a.stats, b.ncols)? else {
+        let Some((path, _)) = gpu_path_on::<T>(gpu, self.choice(), &a.stats, b.ncols)? else {
             return Ok(());
         };
         cuda::spmm(gpu, path, self.split, self.alpha, a, b, self.beta, c)
     }
+
+    /// [`Spmm::run_device`] on the first `n` columns of row-major device buffers with leading
+    /// dimensions `ldb` and `ldc`, for solvers that keep their operands in column chunks of
+    /// larger scratch. The caller guarantees the buffers hold `a.ncols` rows of `ldb` and
+    /// `a.nrows` rows of `ldc` elements and `n` is at most both.
+    pub(crate) fn run_device_cols(
+        &self,
+        gpu: &Gpu,
+        a: &PreparedCsr<T>,
+        n: usize,
+        b: (&CudaSlice<T>, usize),
+        c: (&CudaSlice<T>, usize),
+    ) -> Result<()> {
+        self.check_scalars()?;
+        for (name, (buf, ld), rows) in [("b", b, a.ncols), ("c", c, a.nrows)] {
+            if n > ld || buf.len() < rows * ld {
+                return Err(Error::invalid(
+                    name,
+                    format!(
+                        "holds {} elements, not {rows} rows of leading dimension {ld} for {n} columns",
+                        buf.len()
+                    ),
+                ));
+            }
+        }
+        let Some((path, _)) = gpu_path_on::<T>(gpu, self.choice(), &a.stats, n)? else {
+            return Ok(());
+        };
+        let (bp, cp) = (gpu.ptr(b.0), gpu.ptr(c.0));
+        cuda::launch(
+            gpu, path, a, n, bp, b.1, cp, c.1, self.alpha, self.beta, self.split,
+        )
+    }
+
+    /// The formats the path this request takes for these statistics and N reads: an upload
+    /// that runs only this request builds only these.
+    pub fn formats_on(&self, gpu: &Gpu, stats: &RowStats, n: usize) -> Result<Formats> {
+        Ok(gpu_path_on::<T>(gpu, self.choice(), stats, n)?
+            .map_or(Formats::NONE, |(p, _)| p.formats()))
+    }
+}
+
+/// What a request asks of the policy: a forced path (tests), or the policy's choice in a
+/// summation order.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Choice {
+    pub(crate) force: Option<GpuPath>,
+    pub(crate) order: SumOrder,
 }
 
 /// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
@@ -243,7 +338,11 @@ fn gpu_path<T: Scalar>(
     n: usize,
     slices: bool,
 ) -> Result<Option<(GpuPath, String)>> {
-    gpu_path_tuned::<T>(force, stats, n, slices, &plan::SM90)
+    let choice = Choice {
+        force,
+        order: SumOrder::Fast,
+    };
+    gpu_path_tuned::<T>(choice, stats, n, slices, &plan::SM90)
 }
 
 /// The GPU path for this request on this GPU with the reason, or None when there is nothing to
@@ -252,18 +351,18 @@ fn gpu_path<T: Scalar>(
 /// and the launch both ask here, so what `--explain` prints is what runs.
 pub(crate) fn gpu_path_on<T: Scalar>(
     gpu: &Gpu,
-    force: Option<GpuPath>,
+    choice: Choice,
     stats: &RowStats,
     n: usize,
 ) -> Result<Option<(GpuPath, String)>> {
     let limits = gpu.limits();
     let slices = crate::ops::products::formats::slices::runs_on(limits);
     let tuning = plan::ProductsTuning::for_arch(limits.compute_capability);
-    gpu_path_tuned::<T>(force, stats, n, slices, tuning)
+    gpu_path_tuned::<T>(choice, stats, n, slices, tuning)
 }
 
 fn gpu_path_tuned<T: Scalar>(
-    force: Option<GpuPath>,
+    choice: Choice,
     stats: &RowStats,
     n: usize,
     slices: bool,
@@ -273,7 +372,7 @@ fn gpu_path_tuned<T: Scalar>(
         return Ok(None);
     }
     let elem = std::mem::size_of::<T>();
-    match force {
+    match choice.force {
         Some(p) => match p.why_not(n, stats, elem) {
             Some(why) => Err(Error::invalid("path", format!("forced path {p:?} {why}"))),
             None if p == GpuPath::Sliced && !slices => Err(Error::invalid(
@@ -285,20 +384,21 @@ fn gpu_path_tuned<T: Scalar>(
             )),
             None => Ok(Some((p, format!("path forced to {p:?}")))),
         },
-        None => Ok(Some(plan::choose_with(stats, n, elem, slices, tuning))),
+        None => {
+            let (path, why) = plan::choose_with(stats, n, elem, slices, tuning);
+            match choice.order {
+                SumOrder::Fast => Ok(Some((path, why))),
+                SumOrder::Entry if path.in_entry_order() == path => Ok(Some((path, why))),
+                SumOrder::Entry => {
+                    let row = path.in_entry_order();
+                    Ok(Some((
+                        row,
+                        format!("{why}; in entry order, its columns on the row kernel: {row:?}"),
+                    )))
+                }
+            }
+        }
     }
-}
-
-/// The formats the path [`gpu_path`] picks reads, for an upload that runs only that path.
-pub(crate) fn path_formats<T: Scalar>(
-    gpu: &Gpu,
-    force: Option<GpuPath>,
-    stats: &RowStats,
-    n: usize,
-) -> Result<Formats> {
-    Ok(gpu_path_on::<T>(gpu, force, stats, n)?
-        .map(|(p, _)| p.formats())
-        .unwrap_or(Formats::NONE))
 }
 
 /// The CPU backend's plan, the same for every matrix.
@@ -320,46 +420,57 @@ pub(crate) fn plan_for<T: Scalar>(
     device: &Device,
     stats: &RowStats,
     n: usize,
-    force: Option<GpuPath>,
+    choice: Choice,
     split: bool,
 ) -> Result<Plan> {
     match device {
         Device::Cpu => Ok(cpu_plan(op)),
         Device::Cuda(gpu) => {
-            let Some((path, mut reason)) = gpu_path_on::<T>(gpu, force, stats, n)? else {
-                return Ok(Plan {
-                    op,
-                    backend: Backend::Cuda,
-                    kernel: None,
-                    shape: None,
-                    reason: "the output is empty: nothing to launch".into(),
-                });
-            };
-            let mut kernel = path.kernels(T::NAME, n, stats, split).join(" + ");
-            if let Some(chunks) =
-                cuda::chunk_kernel(path, T::NAME).filter(|_| split && stats.long_rows > 0)
-            {
-                kernel = format!(
-                    "{kernel} + {chunks} + {}",
-                    crate::kernels::combine_name(T::NAME)
-                );
-                reason = format!(
-                    "{reason}; {} row(s) longer than {} split into {} chunks of {}, combined in order by a second kernel",
-                    stats.long_rows,
-                    crate::ops::products::stats::LONG_ROW,
-                    stats.long_chunks,
-                    crate::ops::products::stats::CHUNK
-                );
-            }
-            Ok(Plan {
-                op,
-                backend: Backend::Cuda,
-                kernel: Some(kernel),
-                shape: Some(path.shape(stats, std::mem::size_of::<T>())?),
-                reason,
-            })
+            let path = gpu_path_on::<T>(gpu, choice, stats, n)?;
+            cuda_plan::<T>(op, stats, n, path, split)
         }
     }
+}
+
+/// The GPU plan of the path a request chose (None: nothing to launch).
+pub(crate) fn cuda_plan<T: Scalar>(
+    op: &'static str,
+    stats: &RowStats,
+    n: usize,
+    path: Option<(GpuPath, String)>,
+    split: bool,
+) -> Result<Plan> {
+    let Some((path, mut reason)) = path else {
+        return Ok(Plan {
+            op,
+            backend: Backend::Cuda,
+            kernel: None,
+            shape: None,
+            reason: "the output is empty: nothing to launch".into(),
+        });
+    };
+    let mut kernel = path.kernels(T::NAME, n, stats, split).join(" + ");
+    if let Some(chunks) = cuda::chunk_kernel(path, T::NAME).filter(|_| split && stats.long_rows > 0)
+    {
+        kernel = format!(
+            "{kernel} + {chunks} + {}",
+            crate::kernels::combine_name(T::NAME)
+        );
+        reason = format!(
+            "{reason}; {} row(s) longer than {} split into {} chunks of {}, combined in order by a second kernel",
+            stats.long_rows,
+            crate::ops::products::stats::LONG_ROW,
+            stats.long_chunks,
+            crate::ops::products::stats::CHUNK
+        );
+    }
+    Ok(Plan {
+        op,
+        backend: Backend::Cuda,
+        kernel: Some(kernel),
+        shape: Some(path.shape(stats, std::mem::size_of::<T>())?),
+        reason,
+    })
 }
 
 #[cfg(test)]
@@ -477,5 +588,48 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("one segment a lane"), "{e}");
+    }
+
+    /// Entry order leaves every matrix on a row kernel with one entry lane a row, and keeps
+    /// the policy's choice where it already is one.
+    #[test]
+    fn entry_order_runs_one_entry_lane_a_row() {
+        let mats = [
+            gen::banded::<f64>(4_001, 64, 41).unwrap(),
+            gen::uniform::<f64>(4_001, 4_001, 16, 43).unwrap(),
+            gen::power_law::<f64>(4_001, 4_001, 12.0, 900, 1.2, 47).unwrap(),
+            gen::block_diagonal::<f64>(100, 40, 5).unwrap(),
+            gen::stencil_2d::<f64>(60, 60, 3).unwrap(),
+        ];
+        let (fast, entry) = (
+            Spmm::<f64>::new(),
+            Spmm::<f64>::new().order(SumOrder::Entry),
+        );
+        let mut moved = 0;
+        for a in &mats {
+            let st = RowStats::of(a);
+            for n in [1, 2, 4, 8, 16, 32, 64, 128] {
+                let (f, _) = fast
+                    .gpu_path_with(&st, n, true, &plan::SM90)
+                    .unwrap()
+                    .unwrap();
+                let (e, why) = entry
+                    .gpu_path_with(&st, n, true, &plan::SM90)
+                    .unwrap()
+                    .unwrap();
+                assert!(
+                    matches!(e, GpuPath::RowVec { ksplit: 1, .. }),
+                    "n {n}: {e:?} ({why})"
+                );
+                assert_eq!(e.why_not(n, &st, 8), None, "n {n}: {e:?}");
+                if f == e {
+                    assert!(!why.contains("entry order"), "{why}");
+                } else {
+                    moved += 1;
+                    assert!(why.contains(&format!("{e:?}")), "{why}");
+                }
+            }
+        }
+        assert!(moved > 0, "no case left its path: the test reaches nothing");
     }
 }

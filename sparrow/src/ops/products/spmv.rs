@@ -4,7 +4,7 @@
 //! once; the GPU path is SpMM's nnz-split kernel with one column. `beta == 0` never reads y.
 
 use super::cpu;
-use super::spmm::{gpu_path_on, plan_for, GpuPath};
+use super::spmm::{cuda_plan, gpu_path_on, plan_for, Choice, GpuPath};
 use super::PreparedCsr;
 use crate::device::Gpu;
 use crate::matrix::Csr;
@@ -102,7 +102,7 @@ impl<T: Scalar> Spmv<T> {
 
     /// Which backend and kernel would run.
     pub fn plan(&self, device: &Device, stats: &RowStats) -> Result<Plan> {
-        plan_for::<T>("spmv", device, stats, 1, self.force, self.split)
+        plan_for::<T>("spmv", device, stats, 1, self.choice(), self.split)
     }
 
     /// Runs on host data.
@@ -116,14 +116,20 @@ impl<T: Scalar> Spmv<T> {
             }
             Device::Cuda(gpu) => {
                 let stats = crate::ops::products::RowStats::of(a);
-                let plan = self.plan(device, &stats)?;
+                // One choice serves the plan, the upload's formats and the launch.
+                let path = gpu_path_on::<T>(gpu, self.choice(), &stats, 1)?;
+                let plan = cuda_plan::<T>("spmv", &stats, 1, path.clone(), self.split)?;
                 let bytes = super::spmm::device_bytes::<T>(a, &stats, x.len() + y.len(), 1);
                 gpu.ensure_fits(bytes, "this SpMV")?;
-                let want = super::spmm::path_formats::<T>(gpu, self.force, &stats, 1)?;
+                let want = path
+                    .as_ref()
+                    .map_or(super::formats::Formats::NONE, |(p, _)| p.formats());
                 let da = PreparedCsr::upload_for(gpu, a, stats, want)?;
                 let dx = gpu.upload(x)?;
                 let dy = gpu.upload(y)?;
-                self.run_device(gpu, &da, &dx, &dy)?;
+                if let Some((p, _)) = path {
+                    self.launch(gpu, p, &da, &dx, &dy)?;
+                }
                 y.copy_from_slice(&gpu.download(&dy, y.len())?);
                 Ok(plan)
             }
@@ -151,9 +157,27 @@ impl<T: Scalar> Spmv<T> {
                 format!("has {} elements but A has {} rows", y.len(), a.nrows),
             ));
         }
-        let Some((path, _)) = gpu_path_on::<T>(gpu, self.force, &a.stats, 1)? else {
+        let Some((path, _)) = gpu_path_on::<T>(gpu, self.choice(), &a.stats, 1)? else {
             return Ok(());
         };
+        self.launch(gpu, path, a, x, y)
+    }
+
+    fn choice(&self) -> Choice {
+        Choice {
+            force: self.force,
+            ..Choice::default()
+        }
+    }
+
+    fn launch(
+        &self,
+        gpu: &Gpu,
+        path: GpuPath,
+        a: &PreparedCsr<T>,
+        x: &cudarc::driver::CudaSlice<T>,
+        y: &cudarc::driver::CudaSlice<T>,
+    ) -> Result<()> {
         super::cuda::launch(
             gpu,
             path,

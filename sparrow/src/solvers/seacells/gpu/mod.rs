@@ -22,7 +22,7 @@ pub use a_update::A_MAX_METACELLS;
 pub use b_fused::GpuSteps;
 pub use b_layout::{max_metacells, tier, two_hop_bound, KatSource, SegRows};
 pub use knn::{knn, knn_tiled, KNN_MAX_DIMS, TILE_KEYS};
-pub use solver::{b_chunk, kernel_path, BPath, Solver, B_CHUNK};
+pub use solver::{b_chunk, kernel_products, BPath, Solver, B_CHUNK};
 
 pub(super) const BLOCK: u32 = 256;
 

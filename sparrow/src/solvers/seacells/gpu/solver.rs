@@ -8,10 +8,8 @@ use super::grid_for;
 use crate::device::{Args, Gpu};
 use crate::kernels::SEACELLS;
 use crate::matrix::Csr;
-use crate::ops::products::cuda::launch as spmm_launch;
-use crate::ops::products::plan::choose;
-use crate::ops::products::GpuPath;
-use crate::ops::products::{PreparedCsr, RowStats};
+use crate::ops::products::spmm::SumOrder;
+use crate::ops::products::{PreparedCsr, RowStats, Spmm};
 use crate::Result;
 
 /// Most gradient columns the B update computes per pass (three n x chunk f64 buffers); fewer
@@ -27,35 +25,9 @@ pub fn b_chunk(n: usize) -> usize {
     c
 }
 
-/// The SpMM path the B update's products with M (n x n, these statistics) run: the policy's
-/// choice for a gradient chunk, with one entry lane per row, so each column's sum runs in entry
-/// order as the CPU's does. Window blocks and sorted bins may split rows over entry lanes, so
-/// their column shape runs on the row kernel instead.
-pub fn kernel_path(stats: &RowStats, n: usize) -> GpuPath {
-    let chunk = b_chunk(n);
-    match choose(stats, chunk, 8).0 {
-        GpuPath::RowVec {
-            cols, tiles, deep, ..
-        } => GpuPath::RowVec {
-            cols,
-            ksplit: 1,
-            tiles,
-            deep,
-        },
-        GpuPath::Sorted { cols, deep, .. } => GpuPath::RowVec {
-            cols,
-            ksplit: 1,
-            tiles: 1,
-            deep,
-        },
-        GpuPath::Window { cols, .. } => GpuPath::RowVec {
-            cols,
-            ksplit: 1,
-            tiles: 1,
-            deep: false,
-        },
-        other => other,
-    }
+/// The B update's products with M: each column's sums in entry order, as the CPU fit's.
+pub fn kernel_products() -> Spmm<f64> {
+    Spmm::new().order(SumOrder::Entry)
 }
 
 /// Where the GPU B update reads its gradient.
@@ -71,7 +43,7 @@ pub enum BPath {
 pub struct Solver<'a> {
     pub(super) gpu: &'a Gpu,
     pub(super) m: PreparedCsr<f64>,
-    pub(super) path: GpuPath,
+    pub(super) mm: Spmm<f64>,
     pub(super) n: usize,
     pub(super) chunk: usize,
     pub(super) v: CudaSlice<f64>,
@@ -170,12 +142,13 @@ impl<'a> Solver<'a> {
             "the SEACells B update",
         )?;
         let stats = RowStats::of(m);
-        let path = kernel_path(&stats, n);
-        // Only the formats that path reads: the row kernels read none beyond the CSR arrays.
-        let dm = PreparedCsr::upload_for(gpu, m, stats, path.formats())?;
+        let mm = kernel_products();
+        // Only the formats its path reads: the row kernels read none beyond the CSR arrays.
+        let formats = mm.formats_on(gpu, &stats, chunk)?;
+        let dm = PreparedCsr::upload_for(gpu, m, stats, formats)?;
         Ok(Solver {
             gpu,
-            path,
+            mm,
             n,
             chunk,
             v: gpu.alloc_zeroed(n * chunk)?,
@@ -205,9 +178,9 @@ impl<'a> Solver<'a> {
                     .ptr(gpu.ptr(&self.v)),
             )
         }?;
-        let (vp, wp, gp) = (gpu.ptr(&self.v), gpu.ptr(&self.w), gpu.ptr(&self.g));
-        spmm_launch(gpu, self.path, &self.m, nc, vp, ch, wp, ch, 1.0, 0.0, true)?;
-        spmm_launch(gpu, self.path, &self.m, nc, wp, ch, gp, ch, 1.0, 0.0, true)
+        let (v, w, g) = ((&self.v, ch), (&self.w, ch), (&self.g, ch));
+        self.mm.run_device_cols(gpu, &self.m, nc, v, w)?;
+        self.mm.run_device_cols(gpu, &self.m, nc, w, g)
     }
 }
 
