@@ -50,15 +50,15 @@ elif [ "$phase" = C ]; then
   s topk-a 40 a a/sparrow bench topk --jsonl "$logs/topk-a.jsonl"
   s banded64-b 30 b b/sparrow bench spmm --matrix banded --n 64 --reps 200 --jsonl "$logs/banded64-b.jsonl"
   s banded64-a 30 a a/sparrow bench spmm --matrix banded --n 64 --reps 200 --jsonl "$logs/banded64-a.jsonl"
+  s gpu-tests-key 90 a a/gpu-tests --test-threads=1 seacells:: small_entry_order
   s sea50-b 45 b b/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-b.jsonl"
-  if grep -q "rc=0" <(grep sea50-b "$logs/summary.txt"); then
-    s sea50-a 45 a a/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-a.jsonl"
+  s sea50-a 45 a a/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-a.jsonl"
+  s validate 130 a a/sparrow validate --device cuda
+  s san-memcheck 60 a compute-sanitizer --tool memcheck a/gpu-tests --test-threads=1 small_entry_order small_seacells
+  if grep -q "sea50-b rc=0" "$logs/summary.txt"; then
     s sea100-b 60 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
     s sea100-a 60 a a/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-a.jsonl"
   fi
-  s gpu-tests-key 90 a a/gpu-tests --test-threads=1 seacells:: small_entry_order
-  s san-memcheck 60 a compute-sanitizer --tool memcheck a/gpu-tests --test-threads=1 small_entry_order small_seacells
-  s validate 130 a a/sparrow validate --device cuda
   s gpu-tests-rest 120 a a/gpu-tests --test-threads=1 --skip products::acceptance --skip cs:: --skip device:: --skip formats:: --skip seacells::
 else
   s spmm-b 120 b b/sparrow bench spmm --suite --jsonl "$logs/spmm-b.jsonl"
