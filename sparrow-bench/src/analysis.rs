@@ -153,7 +153,7 @@ pub fn seacells_kernel(
         let all = HostAnalysis::of(&m, &stats, true)?;
         let one = HostAnalysis::of_formats(&m, &stats, true, path.formats())?;
         let built = built(&all);
-        let (all_bytes, path_bytes) = (device_bytes(&all), device_bytes(&one));
+        let (all_bytes, path_bytes) = (all.device_bytes(), one.device_bytes());
         drop((all, one));
         let all_t = time_cpu(0, reps, || {
             std::hint::black_box(HostAnalysis::of(&m, &stats, true)?);
@@ -197,38 +197,4 @@ fn built<T>(h: &HostAnalysis<T>) -> Vec<&'static str> {
         }
     }
     out
-}
-
-/// Device bytes an upload of this analysis adds beside the CSR arrays and the long rows' chunks
-/// (the same in both analyses): the buffers `PreparedCsr` copies and the scratch it allocates.
-fn device_bytes<T: Scalar>(h: &HostAnalysis<T>) -> u64 {
-    let s = std::mem::size_of::<T>();
-    let mut b = 8 * h.work.len()
-        + if h.formats.stream {
-            (s + 4) * h.work_blocks
-        } else {
-            0
-        };
-    if let Some(p) = &h.packed {
-        b += 2 * p.cols.len() + 4 * p.base.len() + 2 * p.ends.len();
-    }
-    if let Some(d) = &h.diag {
-        b += 4 * (d.offsets.len() + d.bits.len());
-    }
-    if let Some(n) = &h.near {
-        b += 2 * n.len();
-    }
-    if let Some(sl) = &h.slices {
-        let l = &sl.layout;
-        b += 4 * sl.records.len()
-            + 8 * l.block_base.len()
-            + 4 * (l.stage0.len() + l.desc.len() + l.piece0.len() + l.piece_out.len())
-            + 4 * (l.cut_rows.len() + l.cut_start.len())
-            + s * *l.cut_start.last().unwrap_or(&0) as usize;
-    }
-    b += 8 * h.sorted_rows.len();
-    if let Some(r) = &h.row_blocks {
-        b += 8 * r.ptr.len() + 4 * r.cols.len() + s * r.vals.len();
-    }
-    b as u64
 }

@@ -71,6 +71,7 @@ pub use scalar::Scalar;
 // solvers. The modules below stay reachable for the benchmarks, the tests and engineers; these
 // names are the API the README and the examples use.
 pub use matrix::{Csr, Dense};
+pub use ops::products::spmm::SumOrder;
 pub use ops::products::{PreparedCsr, Spmm, Spmv};
 pub use ops::topk::{IndexType, Segments, TieBreak, TopK, TopKOutput};
 pub use ops::Plan;

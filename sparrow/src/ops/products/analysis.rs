@@ -102,6 +102,41 @@ pub struct HostAnalysis<T> {
 }
 
 impl<T: Scalar> HostAnalysis<T> {
+    /// Device bytes an upload of this analysis adds beside the CSR arrays and the long rows'
+    /// chunks: the formats' buffers [`super::PreparedCsr`] copies and the scratch it allocates,
+    /// so a caller can compare what each choice of formats costs the device.
+    pub fn device_bytes(&self) -> u64 {
+        let s = std::mem::size_of::<T>();
+        let mut b = 8 * self.work.len()
+            + if self.formats.stream {
+                (s + 4) * self.work_blocks
+            } else {
+                0
+            };
+        if let Some(p) = &self.packed {
+            b += 2 * p.cols.len() + 4 * p.base.len() + 2 * p.ends.len();
+        }
+        if let Some(d) = &self.diag {
+            b += 4 * (d.offsets.len() + d.bits.len());
+        }
+        if let Some(n) = &self.near {
+            b += 2 * n.len();
+        }
+        if let Some(sl) = &self.slices {
+            let l = &sl.layout;
+            b += 4 * sl.records.len()
+                + 8 * l.block_base.len()
+                + 4 * (l.stage0.len() + l.desc.len() + l.piece0.len() + l.piece_out.len())
+                + 4 * (l.cut_rows.len() + l.cut_start.len())
+                + s * *l.cut_start.last().unwrap_or(&0) as usize;
+        }
+        b += 8 * self.sorted_rows.len();
+        if let Some(r) = &self.row_blocks {
+            b += 8 * r.ptr.len() + 4 * r.cols.len() + s * r.vals.len();
+        }
+        b as u64
+    }
+
     /// Analyses `a` with its statistics `stats` (`crate::ops::products::RowStats::of(&a)`); `slices` says whether the
     /// GPU runs the column-slice kernel ([`slices::runs_on`]). Statistics that claim a
     /// pattern, packing or reach the matrix lacks are refused, naming `stats`.
