@@ -182,7 +182,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sparrow", required=True)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    p.add_argument("--data", default=os.environ.get("SPARROW_DATA", os.path.join(here, "..", "data")),
+                   help="the repository's data/ folder (default $SPARROW_DATA, else ../data)")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
