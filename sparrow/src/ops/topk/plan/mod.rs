@@ -55,9 +55,102 @@ pub fn radix_bytes<K: Key>() -> usize {
     }
 }
 
-/// Blocks of the filter pass: eight resident per SM, striding over the tiles.
+/// The thresholds of the top-k policy for one GPU architecture, a value in CUB's manner; the
+/// measurements behind them are in docs/tuning/topk.md. Sizes the kernels are built with
+/// ([`WARP_MAX`], [`SAMPLE`], [`tile`]) are not here: they are the kernels' own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopkTuning {
+    /// The architecture these values were measured on.
+    pub arch: &'static str,
+    /// Longest segment the on-chip path takes, whatever shared memory would hold: a block's
+    /// passes stay short.
+    pub on_chip_keys: usize,
+    /// Filter blocks resident per SM, striding over the tiles.
+    pub filter_blocks_per_sm: usize,
+    /// Chunk lengths the split path tries, longest first.
+    pub split_chunks: &'static [usize],
+    /// A split chunk holds at least this many times the row width, so the second stage reads
+    /// that fraction of the keys or less.
+    pub split_ratio: usize,
+}
+
+/// sm_90 (H100, H200).
+pub const SM90: TopkTuning = TopkTuning {
+    arch: "sm_90",
+    on_chip_keys: 16_384,
+    filter_blocks_per_sm: 8,
+    split_chunks: &SPLIT_CHUNKS,
+    split_ratio: 8,
+};
+
+/// sm_80 and other architectures: sm_90's values, as no other GPU has been measured.
+pub const SM80: TopkTuning = TopkTuning {
+    arch: "sm_80",
+    ..SM90
+};
+
+impl TopkTuning {
+    /// The tuning for a GPU of compute capability `cc`.
+    pub fn for_arch(cc: (i32, i32)) -> &'static TopkTuning {
+        if cc.0 >= 9 {
+            &SM90
+        } else {
+            &SM80
+        }
+    }
+}
+
+/// A rule of the top-k policy: its name, which `--explain` opens its reason with, and the
+/// path it picks when it applies to the facts.
+pub struct Rule {
+    /// The rule's name.
+    pub name: &'static str,
+    /// Whether it applies, given the longest segment, the on-chip limit and whether the
+    /// filter's expected candidates fit on chip.
+    pub applies: fn(&BaseFacts) -> bool,
+    /// The path it picks.
+    pub path: GpuPath,
+}
+
+/// What the base rules read.
+pub struct BaseFacts {
+    /// The longest segment.
+    pub max_len: usize,
+    /// The on-chip path's limit on this device ([`block_max`]).
+    pub block_max: usize,
+    /// Whether the filter's expected candidates fit on chip with room for their spread.
+    pub filter_fits: bool,
+}
+
+/// The base policy, first match wins; the split path refines `tiled` ([`gpu_path`]).
+pub const TOPK_RULES: &[Rule] = &[
+    Rule {
+        name: "warp",
+        applies: |f| f.max_len <= WARP_MAX,
+        path: GpuPath::Warp,
+    },
+    Rule {
+        name: "on-chip",
+        applies: |f| f.max_len <= f.block_max,
+        path: GpuPath::OnChip,
+    },
+    Rule {
+        name: "filter",
+        applies: |f| f.filter_fits,
+        path: GpuPath::Filter,
+    },
+    Rule {
+        name: "tiled",
+        applies: |_| true,
+        path: GpuPath::Tiled,
+    },
+];
+
+/// Blocks of the filter pass: [`TopkTuning::filter_blocks_per_sm`] resident per SM, striding
+/// over the tiles.
 pub fn filter_blocks(ntiles: usize, limits: &crate::device::Limits) -> usize {
-    ntiles.min(limits.sms as usize * 8).max(1)
+    let per_sm = TopkTuning::for_arch(limits.compute_capability).filter_blocks_per_sm;
+    ntiles.min(limits.sms as usize * per_sm).max(1)
 }
 
 /// Threads of the staged filter (`FT_THREADS` in topk.cu): eight filtering warps and one
@@ -159,11 +252,12 @@ const STATIC_SMEM: usize = 8192;
 const WIDE_STATIC_SMEM: usize = 12_288;
 
 /// Longest segment the on-chip path takes on this device: its radixes (8 bytes each) must fit
-/// the opt-in shared memory beside the kernel's static scratch, capped at 16,384 keys so a
-/// block's passes stay short.
+/// the opt-in shared memory beside the kernel's static scratch, capped at
+/// [`TopkTuning::on_chip_keys`].
 pub fn block_max(limits: &crate::device::Limits) -> usize {
     let fit = (limits.smem_per_block_optin as usize).saturating_sub(STATIC_SMEM) / 8;
-    fit.min(16_384) / 256 * 256
+    let cap = TopkTuning::for_arch(limits.compute_capability).on_chip_keys;
+    fit.min(cap) / 256 * 256
 }
 
 /// Candidate blocks one SM holds by registers: `cand_rad` takes up to 128 registers per thread
@@ -337,9 +431,12 @@ pub fn split_stages(layout: &Layout, chunk: usize) -> SplitStages {
 /// reads an eighth of the keys or less), and lets the first stage run on chip or filter.
 fn split_chunk(layout: &Layout, limits: &crate::device::Limits, tile: usize) -> Option<usize> {
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
-    SPLIT_CHUNKS
-        .into_iter()
-        .filter(|&c| c >= 8 * layout.width && 2 * c <= max_len)
+    let tuning = TopkTuning::for_arch(limits.compute_capability);
+    tuning
+        .split_chunks
+        .iter()
+        .copied()
+        .filter(|&c| c >= tuning.split_ratio * layout.width && 2 * c <= max_len)
         .find(|&c| {
             let first = split_stages(layout, c).first;
             base_path(&first, limits, tile).0 != GpuPath::Tiled
@@ -354,16 +451,16 @@ fn base_path(
 ) -> (GpuPath, FilterShape) {
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
     let (shape, fits) = filter_shape(layout, cand_cap(limits), tile);
-    let path = if max_len <= WARP_MAX {
-        GpuPath::Warp
-    } else if max_len <= block_max(limits) {
-        GpuPath::OnChip
-    } else if fits {
-        GpuPath::Filter
-    } else {
-        GpuPath::Tiled
+    let facts = BaseFacts {
+        max_len,
+        block_max: block_max(limits),
+        filter_fits: fits,
     };
-    (path, shape)
+    let rule = TOPK_RULES
+        .iter()
+        .find(|r| (r.applies)(&facts))
+        .expect("the last rule always applies");
+    (rule.path, shape)
 }
 
 /// Sizes of the filter path.

@@ -403,3 +403,34 @@ fn filter_path_bound() {
         "{e}"
     );
 }
+
+/// The rules are tried in order and the first that applies wins: a segment that fits a warp
+/// takes the warp path even where the filter would fit, and the last rule catches every fact.
+#[test]
+fn rules_pick_the_first_that_applies() {
+    let pick = |max_len, filter_fits| {
+        let f = BaseFacts {
+            max_len,
+            block_max: 16_384,
+            filter_fits,
+        };
+        TOPK_RULES.iter().find(|r| (r.applies)(&f)).unwrap().name
+    };
+    assert_eq!(pick(WARP_MAX, true), "warp");
+    assert_eq!(pick(WARP_MAX + 1, true), "on-chip");
+    assert_eq!(pick(16_384, false), "on-chip");
+    assert_eq!(pick(16_385, true), "filter");
+    assert_eq!(pick(16_385, false), "tiled");
+    let names: Vec<_> = TOPK_RULES.iter().map(|r| r.name).collect();
+    assert_eq!(names, ["warp", "on-chip", "filter", "tiled"]);
+}
+
+/// The tuning follows the architecture, and the on-chip cap comes from it.
+#[test]
+fn tuning_is_chosen_by_architecture() {
+    assert_eq!(TopkTuning::for_arch((9, 0)).arch, "sm_90");
+    assert_eq!(TopkTuning::for_arch((8, 0)).arch, "sm_80");
+    let l = limits();
+    assert_eq!(block_max(&l), SM90.on_chip_keys);
+    assert_eq!(filter_blocks(1 << 20, &l), 132 * SM90.filter_blocks_per_sm);
+}
