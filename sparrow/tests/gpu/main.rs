@@ -13,6 +13,10 @@ use std::sync::Arc;
 use sparrow::device::{DeviceSpec, Gpu};
 use sparrow::{Device, Scalar};
 
+#[macro_use]
+#[path = "../shared/device.rs"]
+mod per_device;
+
 mod cs;
 mod device;
 mod formats;

@@ -14,6 +14,11 @@ use sparrow::{Device, Scalar};
 
 use super::{download_f64, gpu};
 
+#[path = "../shared/products.rs"]
+mod shared;
+
+test_device!(Device::Cuda(gpu()); shared::{beta_zero_never_reads_c, shape_errors_name_the_argument});
+
 /// Per element of A * B: the f64 sum and the sum of magnitudes, exactly as the oracle forms
 /// them, rows in parallel.
 pub(crate) fn reference<T: Scalar>(a: &Csr<T>, b: &Dense<T>) -> (Vec<f64>, Vec<f64>) {

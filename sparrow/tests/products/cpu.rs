@@ -8,7 +8,12 @@ use sparrow::ops::products::oracle as spmm_oracle;
 use sparrow::ops::products::oracle as spmv_oracle;
 use sparrow::ops::products::{RowStats, Spmm, Spmv};
 use sparrow::ops::Backend;
-use sparrow::{Device, Error, Scalar};
+use sparrow::{Device, Scalar};
+
+#[path = "../shared/products.rs"]
+mod shared;
+
+test_device!(Device::Cpu; shared::{beta_zero_never_reads_c, shape_errors_name_the_argument});
 
 /// A random matrix with a given fraction of empty rows and ragged lengths.
 fn random_csr<T: Scalar>(
@@ -124,76 +129,12 @@ fn long_rows_and_power_law_on_cpu() {
 }
 
 #[test]
-fn beta_zero_never_reads_c() {
-    let a = gen::banded::<f64>(50, 5, 1).unwrap();
-    let b = gen::dense::<f64>(50, 4, 4, 2).unwrap();
-    let mut c = Dense::filled(50, 4, 4, f64::NAN).unwrap();
-    Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap();
-    assert!(c.data().iter().all(|v| v.is_finite()));
-    let mut y = vec![f64::INFINITY; 50];
-    Spmv::new()
-        .run(
-            &Device::Cpu,
-            &a,
-            b.to_packed().data().get(..50).unwrap(),
-            &mut y,
-        )
-        .unwrap();
-    assert!(y.iter().all(|v| v.is_finite()));
-}
-
-#[test]
 fn empty_matrices_and_zero_columns() {
     for (m, k, n) in [(0, 0, 0), (0, 5, 3), (4, 0, 3), (4, 5, 0)] {
         let a = Csr::<f32>::empty(m, k).unwrap();
         check_spmm(&a, n, 0, 0, 1.0, 0.0, 1);
         check_spmm(&a, n, 1, 1, 1.0, 1.0, 1);
     }
-}
-
-#[test]
-fn shape_errors_name_the_argument() {
-    let a = gen::banded::<f32>(10, 3, 1).unwrap();
-    let b = Dense::filled(9, 2, 2, 0.0f32).unwrap();
-    let mut c = Dense::filled(10, 2, 2, 0.0f32).unwrap();
-    let e = Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "invalid argument `b`: has 9 rows but A has 10 columns"
-    );
-    let b = Dense::filled(10, 3, 3, 0.0f32).unwrap();
-    let e = Spmm::new().run(&Device::Cpu, &a, &b, &mut c).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "invalid argument `c`: is 10 x 2 but A * B is 10 x 3"
-    );
-    let mut c = Dense::filled(10, 3, 3, 0.0f32).unwrap();
-    let e = Spmm::new()
-        .alpha(f32::NAN)
-        .run(&Device::Cpu, &a, &b, &mut c)
-        .unwrap_err();
-    assert_eq!(e.to_string(), "invalid argument `alpha`: NaN is not finite");
-    let e = Spmm::new()
-        .beta(f32::INFINITY)
-        .run(&Device::Cpu, &a, &b, &mut c)
-        .unwrap_err();
-    assert_eq!(e.to_string(), "invalid argument `beta`: inf is not finite");
-
-    let x = vec![0.0f32; 9];
-    let mut y = vec![0.0f32; 10];
-    let e = Spmv::new().run(&Device::Cpu, &a, &x, &mut y).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "invalid argument `x`: has 9 elements but A has 10 columns"
-    );
-    let x = vec![0.0f32; 10];
-    let mut y = vec![0.0f32; 11];
-    let e = Spmv::new().run(&Device::Cpu, &a, &x, &mut y).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "invalid argument `y`: has 11 elements but A has 10 rows"
-    );
-    assert!(matches!(e, Error::InvalidArgument { .. }));
 }
 
 #[test]

@@ -11,6 +11,10 @@ use sparrow::matrix::Csr;
 use sparrow::ops::products::RowStats;
 use sparrow::Scalar;
 
+#[macro_use]
+#[path = "../shared/device.rs"]
+mod device;
+
 mod cpu;
 mod policy;
 mod row_blocks;

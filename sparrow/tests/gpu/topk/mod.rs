@@ -5,10 +5,21 @@
 //! fill, as calls do by default, so no result may depend on it.
 
 mod filter;
+#[path = "../../shared/topk.rs"]
+mod shared;
+use shared::TIES;
+
+test_device!(dev(); shared::{
+    values_of_every_width_travel_with_their_keys,
+    lengths_one_to_4096_with_k_up_to_4096,
+    long_segments_and_large_k,
+    k_past_the_segment_pads,
+    many_segments_and_empty_ones,
+    invalid_requests_name_the_argument,
+});
 
 use half::{bf16, f16};
 use sparrow::matrix::Rng;
-use sparrow::ops::topk::check::{same_bytes, verify};
 use sparrow::ops::topk::data::{keys, Pattern};
 use sparrow::ops::topk::{GpuPath, IndexType, Key, Segments, TieBreak, TopK};
 use sparrow::ops::{Backend, Plan};
@@ -20,12 +31,6 @@ const PATHS: [Option<GpuPath>; 4] = [
     Some(GpuPath::Tiled),
     Some(GpuPath::Filter),
     Some(GpuPath::Split { chunk: 8192 }),
-];
-
-const TIES: [TieBreak; 3] = [
-    TieBreak::Fast,
-    TieBreak::SmallerIndex,
-    TieBreak::LargerIndex,
 ];
 
 fn dev() -> Device {
@@ -67,9 +72,7 @@ macro_rules! every_key_type {
     };
 }
 
-/// Runs `req` on the GPU and checks its output against the oracle (and, for the
-/// deterministic tie-breaks, against a second GPU run and the CPU); returns the GPU's plan,
-/// so a test asserts the path it meant to reach from the checked run itself.
+/// Runs `req` on `d` against the oracle, the CPU and a second run ([`shared::check`]).
 fn check<K: Key, V: Key>(
     d: &Device,
     req: &TopK,
@@ -77,30 +80,8 @@ fn check<K: Key, V: Key>(
     segs: Segments,
     values: Option<&[V]>,
 ) -> Plan {
-    let (out, plan) = req.run(d, k, segs, values).unwrap();
+    let plan = shared::check(d, req, k, segs, values);
     assert_eq!(plan.backend, Backend::Cuda);
-    let layout = req.layout(k.len(), segs, values.map(|v| v.len())).unwrap();
-    if let Err(e) = verify(req, k, &layout, values, &out) {
-        panic!("{} {req:?} [{plan}]: {e}", K::NAME);
-    }
-    if req.tie() != TieBreak::Fast {
-        let g = d.gpu().unwrap();
-        g.set_sentinels(false);
-        let again = req.run(d, k, segs, values);
-        g.set_sentinels(true);
-        let (again, _) = again.unwrap();
-        assert!(
-            same_bytes(&again, &out),
-            "{} {req:?}: two GPU runs differ",
-            K::NAME
-        );
-        let (cpu, _) = req.run(&Device::Cpu, k, segs, values).unwrap();
-        assert!(
-            same_bytes(&cpu, &out),
-            "{} {req:?}: GPU and CPU differ",
-            K::NAME
-        );
-    }
     plan
 }
 
@@ -109,18 +90,7 @@ fn kernel_of(plan: &Plan) -> &str {
     plan.kernel.as_deref().unwrap_or("")
 }
 
-fn offsets(rng: &mut Rng, nseg: usize, max_len: u64) -> Vec<i64> {
-    let mut o = vec![0i64];
-    for _ in 0..nseg {
-        let l = if rng.below(6) == 0 {
-            0
-        } else {
-            rng.below(max_len + 1) as i64
-        };
-        o.push(o.last().unwrap() + l);
-    }
-    o
-}
+use shared::random_offsets as offsets;
 
 fn every_pattern<K: Key>(d: &Device) {
     let mut rng = Rng::new(K::BITS as u64 + 3);
@@ -525,92 +495,4 @@ fn topk_split_path() {
             Some(&v),
         );
     }
-}
-
-#[test]
-fn topk_long_segments_and_large_k() {
-    let d = dev();
-    let k: Vec<f32> = keys(8192 * 4, Pattern::RandomBits, 7);
-    check::<f32, f32>(
-        &d,
-        &TopK::largest(256).sorted(true),
-        &k,
-        Segments::Fixed {
-            count: 4,
-            len: 8192,
-        },
-        None,
-    );
-    let k: Vec<i32> = keys(65_536 * 2, Pattern::HeavyTies, 8);
-    for tie in TIES {
-        check::<i32, i32>(
-            &d,
-            &TopK::smallest(1000).tie_break(tie),
-            &k,
-            Segments::Fixed {
-                count: 2,
-                len: 65_536,
-            },
-            None,
-        );
-    }
-    let k: Vec<f64> = keys(131_072, Pattern::Specials, 9);
-    check::<f64, f64>(
-        &d,
-        &TopK::largest(2048)
-            .tie_break(TieBreak::LargerIndex)
-            .sorted(true),
-        &k,
-        Segments::Fixed {
-            count: 1,
-            len: 131_072,
-        },
-        None,
-    );
-    let n = 1_048_576;
-    let k: Vec<f32> = keys(n + 11, Pattern::RandomBits, 10);
-    let o = [7i64, 7 + n as i64];
-    for kk in [1, 4096, 300_000] {
-        check::<f32, f32>(
-            &d,
-            &TopK::largest(kk).tie_break(TieBreak::SmallerIndex),
-            &k,
-            Segments::Offsets(&o),
-            None,
-        );
-    }
-    check::<f32, f32>(
-        &d,
-        &TopK::smallest(300_000).sorted(true),
-        &k,
-        Segments::Offsets(&o),
-        None,
-    );
-    let k: Vec<u16> = keys(n + 11, Pattern::TwoValues, 11);
-    check::<u16, u16>(
-        &d,
-        &TopK::largest(300_000).tie_break(TieBreak::LargerIndex),
-        &k,
-        Segments::Offsets(&o),
-        None,
-    );
-    let o = [0i64, 1_100_000, 1_100_001, 1_100_001, 1_600_000];
-    let k: Vec<bf16> = keys(1_600_000, Pattern::RandomBits, 12);
-    check::<bf16, bf16>(
-        &d,
-        &TopK::largest(5000)
-            .tie_break(TieBreak::SmallerIndex)
-            .sorted(true),
-        &k,
-        Segments::Offsets(&o),
-        None,
-    );
-    let k: Vec<f32> = keys(n, Pattern::AllEqual, 13);
-    check::<f32, f32>(
-        &d,
-        &TopK::largest(1000).tie_break(TieBreak::LargerIndex),
-        &k,
-        Segments::Fixed { count: 1, len: n },
-        None,
-    );
 }
