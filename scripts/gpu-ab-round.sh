@@ -5,12 +5,14 @@
 # Here, build both bundles (scripts/gpu-bundle.sh in each checkout), then collect into one
 # ignored folder, say bundle/ab/: gpu-tests.gz, bench-tests.gz and sparrow.gz (gzip of the new
 # bundle's binaries), sparrow-before.gz, kc-after.tar.gz and kc-before.tar.gz (each bundle's
-# kc.tar.gz), data/ (the bundle's), cli_hashes.py and this script. Compressed, both builds fit
+# kc.tar.gz), data/ (the bundle's), cli_hashes.py, ab_compare.py and this script. Compressed, both builds fit
 # the 64 MiB a call may carry. There: `bash bundle/ab/gpu-ab-round.sh A`, then `... B`, with OUT
 # set to the log folder and DEADLINE to the seconds the call may use; every step is capped so a
 # short call still returns its logs. Phase C runs what a short A or B left: validate and the
 # SEACells benchmarks with longer caps, one size at a time, and the GPU tests the long product
-# acceptance tests leave. The logs are kept in one archive, $OUT/logs.tgz, rewritten after every
+# acceptance tests leave. Phases D (hashes with seacells, top-k per shape, SEACells at 50,000 cells
+# alternating builds, the shared tests), E (100,000 cells, racecheck) and F (validate, synccheck,
+# the f64 acceptance, memcheck of the shared tests) are what C left, in calls of under 10 minutes. The logs are kept in one archive, $OUT/logs.tgz, rewritten after every
 # step, since a call returns only a few files.
 set -uo pipefail
 cd "$(dirname "$0")"; here=$PWD; out=${OUT:-/tmp/out}; phase=${1:-A}
@@ -43,6 +45,31 @@ if [ "$phase" = A ]; then
   s spmv-a 80 a a/sparrow bench spmv --suite --jsonl "$logs/spmv-a.jsonl"
   s topk-b 70 b b/sparrow bench topk --jsonl "$logs/topk-b.jsonl"
   s topk-a 70 a a/sparrow bench topk --jsonl "$logs/topk-a.jsonl"
+elif [ "$phase" = D ]; then
+  # What rounds A-C left: hashes with the seacells command, top-k per shape, SEACells at 50,000
+  # cells twice per build (alternating, as the host's diffusion map is noisy), the shared tests.
+  { nproc; cat /sys/fs/cgroup/cpu.max 2>/dev/null; python3 -c "import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))"; } > "$logs/cpus.txt"
+  s hash-after 45 a python3 cli_hashes.py --sparrow a/sparrow --device cuda --out "$logs/after-cuda.txt"
+  s hash-before 45 b python3 cli_hashes.py --sparrow b/sparrow --device cuda --out "$logs/before-cuda.txt"
+  cmp "$logs/after-cuda.txt" "$logs/before-cuda.txt" && echo "cuda hashes identical" | tee -a "$logs/summary.txt"
+  s topk-b 45 b b/sparrow bench topk --jsonl "$logs/topk-b.jsonl"
+  s topk-a 45 a a/sparrow bench topk --jsonl "$logs/topk-a.jsonl"
+  python3 ab_compare.py "$logs/topk-b.jsonl" "$logs/topk-a.jsonl" > "$logs/topk-compare.txt" 2>&1; tail -n 3 "$logs/topk-compare.txt" >> "$logs/summary.txt"
+  s shared-tests 120 a a/gpu-tests --test-threads=1 topk::values_of topk::lengths_one topk::long_segments topk::k_past topk::many_segments topk::invalid products::beta_zero products::shape_errors
+  for r in 1 2; do
+    s sea50-b$r 60 b b/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-b.jsonl"
+    s sea50-a$r 60 a a/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-a.jsonl"
+  done
+elif [ "$phase" = E ]; then
+  # SEACells at 100,000 cells in both builds; racecheck on the SEACells tests.
+  s sea100-b 150 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
+  s sea100-a 150 a a/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-a.jsonl"
+  s san-racecheck 240 a compute-sanitizer --tool racecheck --error-exitcode 1 a/gpu-tests --test-threads=1 small_seacells
+elif [ "$phase" = F ]; then
+  s validate 130 a a/sparrow validate --device cuda
+  s san-synccheck 100 a compute-sanitizer --tool synccheck --error-exitcode 1 a/gpu-tests --test-threads=1 small_seacells
+  s acceptance-f64 150 a a/gpu-tests --test-threads=1 products::acceptance_f64
+  s san-memcheck-shared 120 a compute-sanitizer --tool memcheck --error-exitcode 1 a/gpu-tests --test-threads=1 topk::k_past topk::many_segments topk::invalid products::beta_zero products::shape_errors
 elif [ "$phase" = C ]; then
   s spmv-b 40 b b/sparrow bench spmv --suite --jsonl "$logs/spmv-b.jsonl"
   s spmv-a 40 a a/sparrow bench spmv --suite --jsonl "$logs/spmv-a.jsonl"

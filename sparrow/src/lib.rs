@@ -20,11 +20,11 @@
 //! # Ok::<(), sparrow::Error>(())
 //! ```
 //!
-//! Layers, from the bottom: [`matrix`] (validated CSR and dense matrices, their files),
-//! [`device`] (the CPU or a CUDA GPU: context, buffers, NVRTC compilation, launches),
-//! kernels (CUDA C++ sources compiled at run time), [`ops`] (one public API per operation,
-//! each with a plan that picks a backend and says why), [`solvers`] built on them, and on top
-//! [`validate`]. The benchmarks live in the `sparrow-bench` crate.
+//! Everything else is crate-private: the layers below the API (the device, the kernels, the
+//! operations' plans and formats, the solvers' pieces, `sparrow validate`) are public only
+//! under the `internals` feature, which the CLI, the benchmarks and the tests turn on, and are
+//! hidden from these docs; `docs/architecture.md` in the repository draws them. [`matrix`]
+//! holds the data types and their files (`.npy`, `.npz`, Matrix Market).
 //!
 //! # Numeric semantics
 //!
@@ -35,6 +35,8 @@
 //! - Selection order of floats (used by the selection ops): NaN of any sign ranks above +inf;
 //!   -0.0 and +0.0 tie; the original bits are returned.
 #![warn(missing_docs)]
+// Without `internals` the parts only the CLI, the benchmarks and the tests call are unused.
+#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 
 /// Declares a test hook: a method that forces a choice the library otherwise makes itself
 /// (a GPU path, the long-row split, the top-k staging). It is public only under the `testing`
@@ -52,29 +54,54 @@ macro_rules! testing_hook {
     };
 }
 
-pub mod device;
+/// Declares a layer that is crate-private unless the `internals` feature (for the CLI, the
+/// benchmarks and the tests) makes it public, hidden from the docs.
+macro_rules! internal_mod {
+    ($(#[$m:meta])* mod $name:ident;) => {
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        $(#[$m])*
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        $(#[$m])*
+        pub(crate) mod $name;
+    };
+}
+
+internal_mod!(
+    mod device;
+);
 mod error;
-pub mod kernels;
+internal_mod!(
+    mod kernels;
+);
 pub mod matrix;
-pub mod memory;
-pub mod ops;
+internal_mod!(
+    mod memory;
+);
+internal_mod!(
+    mod ops;
+);
 mod scalar;
 mod simd;
-pub mod solvers;
-pub mod validate;
+internal_mod!(
+    mod solvers;
+);
+internal_mod!(
+    mod validate;
+);
 
-pub use device::{Device, DeviceSpec};
+pub use device::{Device, DeviceSpec, Gpu, LaunchShape, Limits};
 pub use error::{Error, Result};
 pub use scalar::Scalar;
 
 // What a user calls, at the crate root: the data types, the operations' requests and the
-// solvers. The modules below stay reachable for the benchmarks, the tests and engineers; these
-// names are the API the README and the examples use.
+// solvers, and the types their signatures name.
 pub use matrix::{Csr, Dense};
 pub use ops::products::spmm::SumOrder;
 pub use ops::products::{PreparedCsr, Spmm, Spmv};
-pub use ops::topk::{IndexType, Segments, TieBreak, TopK, TopKOutput};
-pub use ops::Plan;
+pub use ops::topk::{IndexType, Indices, Key, Segments, TieBreak, TopK, TopKOutput};
+pub use ops::{Backend, Plan};
 pub use solvers::completion::{Complete, Completion};
 pub use solvers::cs::{Method, Recover, Recovery};
 pub use solvers::seacells::fit::{fit_on as seacells_fit, Config as SeacellsConfig, Fit};

@@ -197,40 +197,40 @@ impl<T: Scalar> DeviceSlices<T> {
 
 /// A CSR matrix on the GPU with its analysis, done once on upload like cuSPARSE's
 /// preprocessing: the row statistics plans read, the long rows' chunks, and the formats the
-/// caller's paths read ([`Formats`]; [`PreparedCsr::upload`] builds them all): the SpMV work
+/// caller's paths read (`Formats`; [`PreparedCsr::upload`] builds them all): the SpMV work
 /// blocks (with the packed columns where they fit), the pattern of diagonals and the 16-bit
 /// column offsets where the matrix has them, the column-slice layout for scattered columns
 /// where it pays, the rows sorted by length and, where neighbouring rows share their
-/// columns, the row blocks. The host half of the analysis is [`HostAnalysis`].
+/// columns, the row blocks. The host half of the analysis is `HostAnalysis`.
 pub struct PreparedCsr<T> {
     /// The CSR arrays.
     pub csr: DeviceCsr<T>,
     /// Row-length statistics.
     pub stats: RowStats,
-    /// Rows longer than [`LONG_ROW`](crate::ops::products::stats::LONG_ROW), split into chunks; None when there are none.
+    /// Rows longer than `LONG_ROW`, split into chunks; None when there are none.
     pub long_rows: Option<LongRows>,
     /// The formats built (those the statistics say the matrix lacks are None even when asked).
     pub formats: Formats,
     /// The SpMV work blocks, when asked for.
     pub stream: Option<StreamWork<T>>,
     /// The columns packed over the work blocks, when the statistics say they fit
-    /// ([`RowStats::packable`]).
+    /// (`RowStats::packable`).
     pub packed: Option<PackedCols>,
     /// The pattern of diagonals most rows repeat, when the statistics found one
-    /// ([`RowStats::diagonals`]).
+    /// (`RowStats::diagonals`).
     pub diag: Option<DeviceDiag>,
     /// Each entry's column as a 16-bit offset from its row, when every entry lies within
-    /// [`NEAR_REACH`](crate::ops::products::stats::NEAR_REACH) of the diagonal ([`RowStats::near`]), for
+    /// `NEAR_REACH` of the diagonal (`RowStats::near`), for
     /// the SpMV path that reads 2 bytes a column instead of 4.
     pub near: Option<CudaSlice<i16>>,
     /// The column-slice layout, where the statistics say these values take it
-    /// ([`RowStats::sliced_for`]) and this GPU runs its kernel ([`slices::runs_on`]).
+    /// (`RowStats::sliced_for`) and this GPU runs its kernel (`slices::runs_on`).
     pub slices: Option<DeviceSlices<T>>,
-    /// The rows by length, longest first ([`rows_by_length`]), for the sorted SpMM path, when
+    /// The rows by length, longest first (`rows_by_length`), for the sorted SpMM path, when
     /// asked for.
     pub sorted_rows: Option<CudaSlice<i64>>,
     /// The row blocks, when the statistics say neighbouring rows share enough columns
-    /// ([`RowStats::blockable`]).
+    /// (`RowStats::blockable`).
     pub row_blocks: Option<DeviceRowBlocks<T>>,
     /// Host time of the analysis (statistics, long rows, work blocks, the packed columns, the
     /// diagonals, the column offsets and the column-slice layout with their uploads, rows by
@@ -258,7 +258,7 @@ impl<T: Scalar> PreparedCsr<T> {
     }
 
     /// [`PreparedCsr::upload_with_stats`] building only the formats in `want`: a caller that
-    /// knows its paths ([`GpuPath::formats`](crate::ops::products::GpuPath::formats)) skips
+    /// knows its paths (`GpuPath::formats`) skips
     /// the analysis and the device memory of the others.
     pub fn upload_for(gpu: &Gpu, a: &Csr<T>, stats: RowStats, want: Formats) -> Result<Self> {
         if (stats.nrows, stats.nnz) != (a.nrows(), a.nnz()) {

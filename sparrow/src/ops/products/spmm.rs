@@ -24,7 +24,7 @@ pub enum SumOrder {
     #[default]
     Fast,
     /// One lane a row adds the row's products in entry order on every path
-    /// ([`GpuPath::in_entry_order`]), the CPU backend's order, so a column's sums do not
+    /// (`GpuPath::in_entry_order`), the CPU backend's order, so a column's sums do not
     /// depend on N, the matrix's shape or the path: an iterative solver (SEACells' B update)
     /// sees the same sums in every chunk. Slower where the policy would split rows.
     Entry,
@@ -35,7 +35,7 @@ pub enum SumOrder {
 ///
 /// ```
 /// use sparrow::matrix::{Csr, Dense};
-/// use sparrow::ops::spmm::Spmm;
+/// use sparrow::Spmm;
 /// use sparrow::Device;
 ///
 /// // A = [[2, 0], [1, 3]] times B = [[1, 10], [1, 20]]

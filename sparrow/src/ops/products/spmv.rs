@@ -17,7 +17,7 @@ use crate::{Device, Error, Result, Scalar};
 ///
 /// ```
 /// use sparrow::matrix::Csr;
-/// use sparrow::ops::spmv::Spmv;
+/// use sparrow::Spmv;
 /// use sparrow::Device;
 ///
 /// // A = [[2, 0], [1, 3]]; y = 2 A x + y

@@ -80,7 +80,7 @@ pub enum KSpec {
 /// A top-k request: which end, how many per segment, the order and tie-break of the output.
 ///
 /// ```
-/// use sparrow::ops::topk::{Segments, TieBreak, TopK};
+/// use sparrow::{Segments, TieBreak, TopK};
 /// use sparrow::Device;
 ///
 /// // Two segments of four keys; the two largest of each, sorted.

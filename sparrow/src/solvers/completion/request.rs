@@ -9,7 +9,7 @@ use crate::{Error, Result};
 ///
 /// ```
 /// use sparrow::matrix::Csr;
-/// use sparrow::solvers::completion::Complete;
+/// use sparrow::Complete;
 /// use sparrow::Device;
 ///
 /// // A rank-1 20 x 20 matrix u v^T with about 60 % of its entries observed.

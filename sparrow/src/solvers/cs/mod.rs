@@ -180,7 +180,7 @@ pub enum StopReason {
 ///
 /// ```
 /// use sparrow::matrix::Dense;
-/// use sparrow::solvers::cs::{Method, Recover};
+/// use sparrow::{Method, Recover};
 /// use sparrow::Device;
 ///
 /// // Phi: 3 x 4; y = Phi x for x with two nonzeros (entries 1 and 3).

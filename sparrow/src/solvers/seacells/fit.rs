@@ -55,7 +55,7 @@ impl Config {
     /// Refuses settings and an embedding no fit can use, before any work, with
     /// [`Error::InvalidArgument`] naming the argument as the CLI spells it without dashes
     /// (`embedding`, `n_metacells`, `knn`, `min_iter`, `max_iter`, `epsilon`, `fw_steps`).
-    /// [`fit`] and [`fit_on`] call it first; a front end may call it earlier. The checks, in
+    /// `fit` and [`fit_on`] call it first; a front end may call it earlier. The checks, in
     /// order: at least 2 cells (and no more than 32-bit cell indices reach), at least 1
     /// dimension, n_metacells in 1..=cells, knn in 2..=cells (the cell and a neighbour),
     /// max_iter positive, min_iter <= max_iter, epsilon finite and >= 0, fw_steps positive,
@@ -149,7 +149,7 @@ pub struct Fit {
     /// The scaled diffusion components (for the metrics), one vector of n values per
     /// component. When the diffusion map's graph falls apart, each of its connected components
     /// (`diffusion_labels`) has its own map, written on its cells (see
-    /// [`super::diffusion::multiscale_by_piece`]): compare cells only within one.
+    /// `super::diffusion::multiscale_by_piece`): compare cells only within one.
     pub components: Vec<Vec<f64>>,
     /// Connected components of the kernel's kNN graph (`knn` neighbours, symmetrised as
     /// configured; edges of positive weight): 1 on a connected graph. Above 1, K = M M is 0
@@ -165,7 +165,7 @@ pub struct Fit {
     pub b_steps: Vec<usize>,
     /// Subspace iterations of the diffusion map's eigensolver.
     pub diffusion_iterations: usize,
-    /// The B updates' seconds by part, summed over the updates (see [`super::fw::BUpdate`]).
+    /// The B updates' seconds by part, summed over the updates (see `super::fw::BUpdate`).
     pub b_parts: Vec<(&'static str, f64)>,
 }
 
@@ -205,15 +205,16 @@ pub fn plan(device: &Device, d: usize) -> String {
 }
 
 /// Fits SEACells on `device`: on a GPU the kNN, the A update and the B update's gradient run
-/// there, the rest on the CPU (see [`plan`]).
+/// there, the rest on the CPU (see `plan`).
 ///
 /// ```
-/// use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
-/// use sparrow::Device;
+/// use sparrow::{seacells_fit, Dense, Device, SeacellsConfig};
 ///
-/// // 300 cells in 10 dimensions from 3 clusters, summarised by 12 metacells.
-/// let (x, _labels) = gaussian_mixture(300, 10, 3, 7);
-/// let fit = fit_on(&Device::Cpu, &x, &Config::new(12), &mut |_iteration, _rss| {})?;
+/// // 300 cells in 10 dimensions around 3 centres, summarised by 12 metacells.
+/// let (n, d) = (300, 10);
+/// let cell = |i: usize, j: usize| 10.0 * (i % 3) as f64 + ((i * 31 + j * 17) % 13) as f64 / 13.0;
+/// let x = Dense::from_rows(n, d, (0..n * d).map(|e| cell(e / d, e % d)).collect())?;
+/// let fit = seacells_fit(&Device::Cpu, &x, &SeacellsConfig::new(12), &mut |_iteration, _rss| {})?;
 /// assert_eq!(fit.assignments.len(), 300);
 /// assert!(fit.assignments.iter().all(|&m| (0..12).contains(&m)));
 /// assert!(fit.rss.last() <= fit.rss.first());
@@ -373,16 +374,16 @@ pub fn fit_on<T: Scalar>(
 }
 
 impl Fit {
-    /// [`compactness`] of the fit's hard assignments in its diffusion components, per
+    /// `compactness` of the fit's hard assignments in its diffusion components, per
     /// metacell. On a diffusion graph that falls apart, a metacell within one of its components
     /// gets the value SEACells' evaluation gives on that component alone.
     pub fn compactness(&self) -> Vec<Option<f64>> {
         compactness(&self.assignments, &self.components, self.archetypes.len())
     }
 
-    /// [`separation_within`] of the fit's hard assignments, each metacell compared only with
+    /// `separation_within` of the fit's hard assignments, each metacell compared only with
     /// the metacells of its own component of the diffusion graph (all of them when that graph
-    /// is connected, which is [`separation`]).
+    /// is connected, which is `separation`).
     pub fn separation(&self) -> Vec<Option<f64>> {
         separation_among(
             &self.assignments,
