@@ -347,12 +347,14 @@ macro_rules! topk_module {
             source: TOPK_SRC,
             headers: &TOPK_HEADERS,
             options: || {
-                vec![
+                let mut v = vec![
                     concat!("-DTOPK_U=", $u).to_string(),
                     concat!("-DTOPK_KIND=", $kind).to_string(),
                     concat!("-DTOPK_INF=", $inf).to_string(),
                     concat!("-DTOPK_NAME=", $ty).to_string(),
-                ]
+                ];
+                v.extend(sizes::topk_defines());
+                v
             },
             entry_points: || TOPK_KERNELS.iter().map(|k| topk_name(k, $ty)).collect(),
         };

@@ -1,7 +1,8 @@
-//! Sizes the SpMM kernels and the host's formats share: the planned work blocks' and the
-//! column slices'. They are defined once, here, and passed to NVRTC as `-D` definitions
-//! ([`spmm_defines`]; the kernel sources define none of them), so the host and the kernels
-//! cannot disagree. The formats re-export them where they are used.
+//! Sizes the kernels and the host share: the SpMM kernels' planned work blocks and column
+//! slices, and top-k's tiles, samples and staged filter. They are defined once, here, and
+//! passed to NVRTC as `-D` definitions ([`spmm_defines`], [`topk_defines`]; the kernel sources
+//! define none of them), so the host and the kernels cannot disagree. The formats and plans
+//! re-export them where they are used.
 
 /// Threads per block of every SpMM kernel (`STREAM_BLOCK` in the kernels).
 pub const SPMM_BLOCK: u32 = 256;
@@ -49,5 +50,32 @@ pub fn spmm_defines() -> Vec<String> {
         format!("-DSLICE_PAD={PAD_ROW}u"),
         format!("-DSLICE_COLS={SLICE_COLS}"),
         format!("-DSLICE_XB={SLICE_STAGES}"),
+    ]
+}
+
+/// Keys per tile (one block of 256 threads) for keys of 16 bits or fewer (`TILE_NARROW`):
+/// a tile's fixed costs are then paid per 16 KB, as for 32-bit keys.
+pub const TOPK_TILE_NARROW: usize = 8192;
+/// Keys per tile for keys of 32 and 64 bits (`TILE_WIDE`).
+pub const TOPK_TILE_WIDE: usize = 4096;
+/// Keys sampled per segment for the filter's threshold (`SAMPLE`).
+pub const TOPK_SAMPLE: usize = 4096;
+/// Keys per lane of the warp path (`WARP_KPL`): a warp holds 32 times as many.
+pub const TOPK_WARP_KPL: usize = 32;
+/// Threads of the staged filter (`FT_THREADS`): eight filtering warps and one that issues the
+/// bulk copies.
+pub const TOPK_FT_THREADS: u32 = 288;
+/// Most stages of the staged filter (`FT_MAX_STAGES`).
+pub const TOPK_FT_MAX_STAGES: usize = 8;
+
+/// The `-D` definitions of top-k's sizes, under the names the kernels use.
+pub fn topk_defines() -> Vec<String> {
+    vec![
+        format!("-DTILE_NARROW={TOPK_TILE_NARROW}"),
+        format!("-DTILE_WIDE={TOPK_TILE_WIDE}"),
+        format!("-DSAMPLE={TOPK_SAMPLE}"),
+        format!("-DWARP_KPL={TOPK_WARP_KPL}"),
+        format!("-DFT_THREADS={TOPK_FT_THREADS}"),
+        format!("-DFT_MAX_STAGES={TOPK_FT_MAX_STAGES}"),
     ]
 }

@@ -3,7 +3,7 @@
 
 // ---- The filter path ----
 
-#define SAMPLE 4096
+// SAMPLE (keys sampled per segment) comes from the host (kernels/sizes.rs).
 
 // The sample rank whose key at least kk of the segment's len keys reach with near certainty:
 // the expected rank of the kk-th key among the samples plus four standard deviations and 4.
@@ -612,8 +612,7 @@ __device__ __forceinline__ u32 pair_marks(const u32* wd, const TileCut& c, int l
 // placed lane by lane in position order, so no tie-break pays the ballot rounds. Keys of 16
 // bits or fewer placed in any order skip the per-tile barrier (tile_reserve): the producer,
 // once it has waited for a stage to be released, writes its tile's counts.
-#define FT_THREADS 288
-#define FT_MAX_STAGES 8
+// FT_THREADS and FT_MAX_STAGES come from the host (kernels/sizes.rs).
 
 struct FtHead {
     TileCut c;

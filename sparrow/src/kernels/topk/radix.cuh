@@ -3,8 +3,9 @@
 
 #define KBITS (int)(sizeof(TOPK_U) * 8)
 // Keys of 16 bits or fewer take tiles twice as long, so a tile is 16 KB for them as for 32-bit
-// keys (the host's plan::tile).
-#define TILE (KBITS <= 16 ? 8192 : 4096)
+// keys (the host's plan::tile). TILE_NARROW and TILE_WIDE, like every size the host shares with
+// these kernels, come from the host as -D definitions (kernels/sizes.rs).
+#define TILE (KBITS <= 16 ? TILE_NARROW : TILE_WIDE)
 
 #define PASTE2(a, b) a##b
 #define PASTE(a, b) PASTE2(a, b)

@@ -13,7 +13,7 @@
 // fit one per lane, as uniform keys' k + k/4 do). Otherwise (ties, few distinct values) fewer
 // than k keys above the threshold make it the k-th key itself, with no select; failing that
 // the warp selects from all its keys.
-#define WARP_KPL 32
+// WARP_KPL (keys per lane) comes from the host (kernels/sizes.rs).
 #define WARP_MAX (32 * WARP_KPL)
 #define WARP_CAND 128
 #define WARP_CPL (WARP_CAND / 32)

@@ -28,18 +28,22 @@
 
 use super::{Key, Layout, TopK};
 use crate::device::LaunchShape;
+use crate::kernels::sizes::{
+    TOPK_FT_MAX_STAGES, TOPK_FT_THREADS, TOPK_SAMPLE, TOPK_TILE_NARROW, TOPK_TILE_WIDE,
+    TOPK_WARP_KPL,
+};
 use crate::ops::{Backend, Plan};
 use crate::{Device, Result};
 
-/// Keys per tile (one block of 256 threads) for keys of `key_bytes`; must match `TILE` in
-/// `topk.cu`. Keys of 16 bits or fewer take tiles of 8,192, so a tile's fixed costs (the stage
-/// hand-off, the block barrier, the placement's warp scans) are paid per 16 KB as for 32-bit
-/// keys: at 4,096 they held the filter of 16-bit keys to its issue rate, not to memory.
+/// Keys per tile (one block of 256 threads) for keys of `key_bytes` (`TILE` in the kernels).
+/// Keys of 16 bits or fewer take tiles of 8,192, so a tile's fixed costs (the stage hand-off,
+/// the block barrier, the placement's warp scans) are paid per 16 KB as for 32-bit keys: at
+/// 4,096 they held the filter of 16-bit keys to its issue rate, not to memory.
 pub fn tile(key_bytes: usize) -> usize {
     if key_bytes <= 2 {
-        8192
+        TOPK_TILE_NARROW
     } else {
-        4096
+        TOPK_TILE_WIDE
     }
 }
 /// Widest row the GPU sorts in shared memory: 4096 slots of 12 bytes fill the 48 KiB every
@@ -153,14 +157,13 @@ pub fn filter_blocks(ntiles: usize, limits: &crate::device::Limits) -> usize {
     ntiles.min(limits.sms as usize * per_sm).max(1)
 }
 
-/// Threads of the staged filter (`FT_THREADS` in topk.cu): eight filtering warps and one
-/// producer warp.
-pub const FT_THREADS: u32 = 288;
-/// Most stages of the staged filter; `FT_MAX_STAGES` in topk.cu caps what it is given. Eight
-/// stages of 4 KB already held 32 KB in flight per block; more would have left
-/// compute-sanitizer no shared memory for its own bookkeeping. (Every key width now has stages
-/// of 8 KB or more and fits at most six a block at four blocks per SM.)
-pub const FT_MAX_STAGES: usize = 8;
+/// Threads of the staged filter: eight filtering warps and one producer warp.
+pub const FT_THREADS: u32 = TOPK_FT_THREADS;
+/// Most stages of the staged filter. Eight stages of 4 KB already held 32 KB in flight per
+/// block; more would have left compute-sanitizer no shared memory for its own bookkeeping.
+/// (Every key width now has stages of 8 KB or more and fits at most six a block at four blocks
+/// per SM.)
+pub const FT_MAX_STAGES: usize = TOPK_FT_MAX_STAGES;
 /// Shared memory the staged filter declares statically (its barriers, stage headers, warp
 /// totals, each stage's counter, and up to four lists of 512 equal keys: about 4.6 KB), with
 /// room to spare.
@@ -239,11 +242,12 @@ pub fn filter_staging<K: Key>(
     }
 }
 
-/// Longest segment the warp path takes; must match `WARP_MAX` in `topk.cu`.
-pub const WARP_MAX: usize = 1024;
+/// Longest segment the warp path takes: 32 lanes of [`TOPK_WARP_KPL`] keys (`WARP_MAX` in the
+/// kernels).
+pub const WARP_MAX: usize = 32 * TOPK_WARP_KPL;
 
-/// Keys sampled per segment for the filter's threshold; must match `SAMPLE` in `topk.cu`.
-pub const SAMPLE: usize = 4096;
+/// Keys sampled per segment for the filter's threshold (`SAMPLE` in the kernels).
+pub const SAMPLE: usize = TOPK_SAMPLE;
 
 /// Shared memory the 256-thread selection kernels declare statically, with room to spare.
 const STATIC_SMEM: usize = 8192;
