@@ -12,7 +12,7 @@
 # SEACells benchmarks with longer caps, one size at a time, and the GPU tests the long product
 # acceptance tests leave. Phases D (hashes with seacells, top-k per shape, SEACells at 50,000 cells
 # alternating builds, the shared tests), E (100,000 cells, racecheck) and F (validate, synccheck,
-# the f64 acceptance, memcheck of the shared tests) are what C left, in calls of under 10 minutes. The logs are kept in one archive, $OUT/logs.tgz, rewritten after every
+# the f64 acceptance, memcheck of the shared tests) are what C left, in calls of under 10 minutes. The logs are kept in one archive, $OUT/logs-PHASE.tgz, rewritten after every
 # step, since a call returns only a few files.
 set -uo pipefail
 cd "$(dirname "$0")"; here=$PWD; out=${OUT:-/tmp/out}; phase=${1:-A}
@@ -33,7 +33,7 @@ s() { local n=$1 cap=$2 d=$3; shift 3; local left=$((deadline-(SECONDS-t_start))
   [ $cap -gt $left ] && cap=$left
   local t0=$SECONDS; SPARROW_CACHE_DIR=$here/$d/kc timeout $cap "$@" > "$logs/$n.log" 2>&1
   echo "$n rc=$? $((SECONDS-t0))s $(tail -n1 "$logs/$n.log" | cut -c1-110)" | tee -a "$logs/summary.txt"
-  tar -czf "$logs/logs.tgz" -C "$logs" .; }
+  tar -czf "$out/logs-$phase.tgz" -C "$logs" .; cp "$logs/summary.txt" "$out/summary-$phase.txt"; }
 if [ "$phase" = A ]; then
   s hash-after 40 a python3 cli_hashes.py --sparrow a/sparrow --device cuda --out "$logs/after-cuda.txt"
   s hash-before 40 b python3 cli_hashes.py --sparrow b/sparrow --device cuda --out "$logs/before-cuda.txt"
