@@ -376,28 +376,41 @@ pub fn multiscale_by_piece(
     let mut iterations = 0;
     // Each cell's index within its piece.
     let mut local = vec![0u32; n];
-    for cells in pieces.members() {
-        if cells.len() < 2 {
-            continue;
-        }
+    let members: Vec<Vec<usize>> = pieces
+        .members()
+        .into_iter()
+        .filter(|cells| cells.len() >= 2)
+        .collect();
+    for cells in &members {
         for (k, &c) in cells.iter().enumerate() {
             local[c] = k as u32;
         }
-        // The piece's rows, its columns renumbered in the same (ascending) order, so each row
-        // stays sorted; no entry leaves a piece except at weight 0, which is dropped.
-        let (mut ptr, mut idx, mut val) = (vec![0i64], Vec::new(), Vec::new());
-        for &c in &cells {
-            for p in w.row_range(c) {
-                let j = w.col_idx()[p] as usize;
-                if pieces.labels[j] == pieces.labels[c] {
-                    idx.push(local[j] as i32);
-                    val.push(w.values()[p]);
+    }
+    // The pieces' maps are independent, and one piece's solver runs in a fixed order whatever
+    // the threads, so they run side by side (most pieces are far smaller than the rows a
+    // solver spreads over the cores) and are written back in piece order.
+    let maps: Vec<Result<Diffusion>> = members
+        .par_iter()
+        .map(|cells| {
+            // The piece's rows, its columns renumbered in the same (ascending) order, so each
+            // row stays sorted; no entry leaves a piece except at weight 0, which is dropped.
+            let (mut ptr, mut idx, mut val) = (vec![0i64], Vec::new(), Vec::new());
+            for &c in cells {
+                for p in w.row_range(c) {
+                    let j = w.col_idx()[p] as usize;
+                    if pieces.labels[j] == pieces.labels[c] {
+                        idx.push(local[j] as i32);
+                        val.push(w.values()[p]);
+                    }
                 }
+                ptr.push(idx.len() as i64);
             }
-            ptr.push(idx.len() as i64);
-        }
-        let sub = Csr::new(cells.len(), cells.len(), ptr, idx, val)?;
-        let dm = diffusion_map(&sub, count.min(cells.len()), seed)?;
+            let sub = Csr::new(cells.len(), cells.len(), ptr, idx, val)?;
+            diffusion_map(&sub, count.min(cells.len()), seed)
+        })
+        .collect();
+    for (cells, dm) in members.iter().zip(maps) {
+        let dm = dm?;
         iterations += dm.iterations;
         for (dst, src) in coords.iter_mut().zip(multiscale(&dm)) {
             for (&c, v) in cells.iter().zip(src) {
