@@ -25,6 +25,9 @@ if [ ! -d a ]; then
   for f in gpu-tests bench-tests sparrow; do gunzip -c $f.gz > a/$f; chmod +x a/$f; done
   gunzip -c sparrow-before.gz > b/sparrow; chmod +x b/sparrow
   tar -xzf kc-after.tar.gz -C a; tar -xzf kc-before.tar.gz -C b
+  # Optionally a third build (c/, sparrow-next.gz) after the change, for a benchmark of what
+  # comes next; it shares a/'s kernel cache.
+  if [ -f sparrow-next.gz ]; then mkdir -p c; gunzip -c sparrow-next.gz > c/sparrow; chmod +x c/sparrow; ln -s ../a/kc c/kc; fi
 fi
 nvidia-smi --query-gpu=name --format=csv,noheader > "$logs/gpu.txt"
 # s NAME CAP DIR CMD...: runs CMD with DIR's kernel cache, capped at min(CAP, time left).
@@ -60,10 +63,12 @@ elif [ "$phase" = D ]; then
     s sea50-b$r 60 b b/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-b.jsonl"
     s sea50-a$r 60 a a/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-a.jsonl"
   done
+  [ -x c/sparrow ] && s sea50-c 60 c c/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-c.jsonl"
 elif [ "$phase" = E ]; then
   # SEACells at 100,000 cells in both builds; racecheck on the SEACells tests.
   s sea100-b 150 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
   s sea100-a 150 a a/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-a.jsonl"
+  [ -x c/sparrow ] && s sea100-c 150 c c/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-c.jsonl"
   s san-racecheck 240 a compute-sanitizer --tool racecheck --error-exitcode 1 a/gpu-tests --test-threads=1 small_seacells
 elif [ "$phase" = F ]; then
   s validate 130 a a/sparrow validate --device cuda
