@@ -64,6 +64,19 @@ elif [ "$phase" = D ]; then
     s sea50-a$r 60 a a/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-a.jsonl"
   done
   [ -x c/sparrow ] && s sea50-c 60 c c/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-c.jsonl"
+elif [ "$phase" = G ]; then
+  # One call's worth of D, E and F, most needed first.
+  s hash-after 45 a python3 cli_hashes.py --sparrow a/sparrow --device cuda --out "$logs/after-cuda.txt"
+  s hash-before 45 b python3 cli_hashes.py --sparrow b/sparrow --device cuda --out "$logs/before-cuda.txt"
+  cmp "$logs/after-cuda.txt" "$logs/before-cuda.txt" && echo "cuda hashes identical" | tee -a "$logs/summary.txt"
+  s sea50-b 60 b b/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-b.jsonl"
+  s sea50-a 60 a a/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-a.jsonl"
+  [ -x c/sparrow ] && s sea50-c 60 c c/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-c.jsonl"
+  s topk-b 45 b b/sparrow bench topk --jsonl "$logs/topk-b.jsonl"
+  s topk-a 45 a a/sparrow bench topk --jsonl "$logs/topk-a.jsonl"
+  python3 ab_compare.py "$logs/topk-b.jsonl" "$logs/topk-a.jsonl" > "$logs/topk-compare.txt" 2>&1; tail -n 3 "$logs/topk-compare.txt" >> "$logs/summary.txt"
+  s shared-tests 90 a a/gpu-tests --test-threads=1 topk::values_of topk::lengths_one topk::long_segments topk::k_past topk::many_segments topk::invalid products::beta_zero products::shape_errors
+  s san-racecheck 150 a compute-sanitizer --tool racecheck --error-exitcode 1 a/gpu-tests --test-threads=1 small_seacells
 elif [ "$phase" = E ]; then
   # SEACells at 100,000 cells in both builds; racecheck on the SEACells tests.
   s sea100-b 150 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
