@@ -77,6 +77,21 @@ elif [ "$phase" = G ]; then
   python3 ab_compare.py "$logs/topk-b.jsonl" "$logs/topk-a.jsonl" > "$logs/topk-compare.txt" 2>&1; tail -n 3 "$logs/topk-compare.txt" >> "$logs/summary.txt"
   s shared-tests 90 a a/gpu-tests --test-threads=1 topk::values_of topk::lengths_one topk::long_segments topk::k_past topk::many_segments topk::invalid products::beta_zero products::shape_errors
   s san-racecheck 150 a compute-sanitizer --tool racecheck --error-exitcode 1 a/gpu-tests --test-threads=1 small_seacells
+elif [ "$phase" = H ]; then
+  # SEACells at 100,000 cells in each build, then validate.
+  s sea100-b 120 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
+  s sea100-a 120 a a/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-a.jsonl"
+  [ -x c/sparrow ] && s sea100-c 80 c c/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-c.jsonl"
+  s validate 130 a a/sparrow validate --device cuda
+elif [ "$phase" = I ]; then
+  # The sanitizers G left, and the f64 acceptance.
+  s san-synccheck 90 a compute-sanitizer --tool synccheck --error-exitcode 1 a/gpu-tests --test-threads=1 small_seacells
+  s san-memcheck-shared 60 a compute-sanitizer --tool memcheck --error-exitcode 1 a/gpu-tests --test-threads=1 topk::k_past topk::many_segments topk::invalid products::beta_zero products::shape_errors
+  s acceptance-f64 140 a a/gpu-tests --test-threads=1 products::acceptance_f64
+elif [ "$phase" = J ]; then
+  # Every top-k GPU test, then the benchmarks' own GPU tests.
+  s gpu-tests-topk 190 a a/gpu-tests --test-threads=1 topk::
+  s bench-tests 50 a a/bench-tests --test-threads=1
 elif [ "$phase" = E ]; then
   # SEACells at 100,000 cells in both builds; racecheck on the SEACells tests.
   s sea100-b 150 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
