@@ -219,11 +219,33 @@ fn small_topk_warp_path() {
     every_key_type!(short_segments, &d);
 }
 
-#[test]
-fn small_topk_every_key_type_and_pattern() {
-    let d = dev();
-    every_key_type!(every_pattern, &d);
+/// Declares one test per key type running `$body::<type>` on the GPU, so each fits a capped
+/// step of a GPU round.
+macro_rules! per_key_type {
+    ($body:ident: $($name:ident => $t:ty),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $body::<$t>(&dev());
+            }
+        )*
+    };
 }
+
+per_key_type!(every_pattern:
+    small_topk_every_pattern_f32 => f32,
+    small_topk_every_pattern_f64 => f64,
+    small_topk_every_pattern_f16 => f16,
+    small_topk_every_pattern_bf16 => bf16,
+    small_topk_every_pattern_i8 => i8,
+    small_topk_every_pattern_u8 => u8,
+    small_topk_every_pattern_i16 => i16,
+    small_topk_every_pattern_u16 => u16,
+    small_topk_every_pattern_i32 => i32,
+    small_topk_every_pattern_u32 => u32,
+    small_topk_every_pattern_i64 => i64,
+    small_topk_every_pattern_u64 => u64,
+);
 
 /// The register on-chip kernels at each of their sizes (8, 16 and 32 keys per thread) and
 /// just past the largest (the shared-memory kernel): segments from 1,025 keys to the bound,
