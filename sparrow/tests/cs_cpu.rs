@@ -2,6 +2,9 @@
 //! measurements in its regime, the elementwise steps match their definitions, and bad requests
 //! (K larger than m, a zero column of Phi, NaN in y, mismatched shapes) are clear errors.
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use sparrow::matrix::Dense;
 use sparrow::solvers::cs::data::{gaussian_phi, measure, sparse_signals};
 use sparrow::solvers::cs::prox::{

@@ -3,6 +3,9 @@
 //! `SPARROW_MEMORY_LIMIT`, each ends in `Error::TooLarge` saying how much it needs. (One test in
 //! its own binary: the limit is process-wide.)
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use sparrow::matrix::{Csr, Dense};
 use sparrow::solvers::completion::Complete;
 use sparrow::solvers::cs::phase::{run as run_phase, PhaseConfig};

@@ -4,6 +4,9 @@
 //! column scale of Phi; options a method ignores, SVT steps outside (0, 2), enormous
 //! completions and enormous phase-transition grids are refused up front.
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use sparrow::matrix::{Csr, Dense, Rng};
 use sparrow::solvers::completion::Complete;
 use sparrow::solvers::cs::data::{gaussian_phi, measure, sparse_signals};

@@ -1,6 +1,9 @@
 //! The device layer without a GPU: `--device` parsing, what happens when no GPU is usable, and
 //! launch-shape checks against device limits (a rejected shape must never be launched).
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use sparrow::device::{driver_present, DeviceSpec, LaunchShape, Limits};
 use sparrow::{Device, Error};
 

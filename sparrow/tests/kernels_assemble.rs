@@ -4,6 +4,9 @@
 //! they were measured at. Without libnvrtc the test fails when `SPARROW_REQUIRE_NVRTC=1` (CI
 //! sets it) and otherwise says it did not run.
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use sparrow::device::compile::{compile_cubin, compile_with_resources};
 use sparrow::kernels::all_modules;
 

@@ -474,6 +474,24 @@ fn npy_shape_larger_than_the_file_is_refused() {
     assert_eq!(why, "file is truncated: it ends before all its elements");
 }
 
+/// An empty Fortran-order array with a huge first dimension is read at once: the transpose
+/// has nothing to copy (it once looped over the 10^12 rows).
+#[test]
+fn npy_empty_fortran_array_with_a_huge_dimension() {
+    let p = tmp("empty_fortran.npy");
+    std::fs::write(
+        &p,
+        npy_with_header(
+            "{'descr': '<f8', 'fortran_order': True, 'shape': (1000000000000, 0), }",
+            &[],
+        ),
+    )
+    .unwrap();
+    let arr = io::read_npy(&p).unwrap();
+    assert_eq!(arr.shape, vec![1_000_000_000_000, 0]);
+    let _ = io::read_dense::<f64>(&p);
+}
+
 #[test]
 fn npy_headers_that_lie_are_format_errors() {
     let p = tmp("bad_header.npy");

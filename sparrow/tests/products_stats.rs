@@ -1,6 +1,9 @@
 //! The products' row statistics and the formats built from them: work blocks, row blocks,
 //! and the statistics' one pass checked against a plain walk over the rows.
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use sparrow::matrix::Csr;
 use sparrow::ops::products::RowStats;
 use sparrow::Scalar;

@@ -1,6 +1,9 @@
 //! SEACells stage 1 on the CPU: the kernel against a naive dense re-derivation (every distance,
 //! sort, bandwidth and weight written out), its symmetry, and bad input.
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use std::path::Path;
 
 use sparrow::matrix::{io, Dense, Rng};

@@ -3,6 +3,9 @@
 //! lengths from 1 to over a million (at an unaligned offset), k from 1 to 300,000 and past the
 //! segment, per-segment k, up to 100,000 segments, empty segments, adversarial values.
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use half::{bf16, f16};
 use sparrow::matrix::Rng;
 use sparrow::ops::topk::data::{keys, Pattern};

@@ -7,6 +7,9 @@
 //! N, row length and column windows), `sorted` (uneven and scattered rows), `row_blocks`
 //! (rows that share columns) and `spmv` (SpMV's structured and scattered paths).
 
+#[cfg(not(feature = "internals"))]
+compile_error!("the library's integration tests use its layers: run `cargo test --workspace`, or `cargo test -p sparrow --features testing`");
+
 use sparrow::matrix::Csr;
 use sparrow::ops::products::RowStats;
 use sparrow::Scalar;

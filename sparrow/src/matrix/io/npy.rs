@@ -675,6 +675,10 @@ pub(super) fn read_npy_text(
 fn transpose_fortran(arr: NpyArray, path: &Path) -> Result<NpyArray> {
     let (r, c) = (arr.shape[0] as usize, arr.shape[1] as usize);
     fn t<X: Copy>(v: Vec<X>, r: usize, c: usize, path: &Path) -> Result<Vec<X>> {
+        // An empty array needs no copy, and a shape such as (10^12, 0) would loop over its rows.
+        if v.is_empty() {
+            return Ok(v);
+        }
         let mut out = Vec::new();
         out.try_reserve_exact(v.len())
             .map_err(|_| Error::TooLarge {
