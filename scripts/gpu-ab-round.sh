@@ -10,9 +10,10 @@
 # set to the log folder and DEADLINE to the seconds the call may use; every step is capped so a
 # short call still returns its logs. Phase C runs what a short A or B left: validate and the
 # SEACells benchmarks with longer caps, one size at a time, and the GPU tests the long product
-# acceptance tests leave. Phases D (hashes with seacells, top-k per shape, SEACells at 50,000 cells
-# alternating builds, the shared tests), E (100,000 cells, racecheck) and F (validate, synccheck,
-# the f64 acceptance, memcheck of the shared tests) are what C left, in calls of under 10 minutes. The logs are kept in one archive, $OUT/logs-PHASE.tgz, rewritten after every
+# acceptance tests leave. Phases G (hashes with seacells, SEACells at 50,000 cells, top-k per
+# shape, the shared tests, racecheck), H (100,000 cells, validate), I (synccheck, memcheck of
+# the shared tests, the f64 acceptance) and J (the top-k GPU tests) are what C left, in calls of
+# under 10 minutes. The logs are kept in one archive, $OUT/logs-PHASE.tgz, rewritten after every
 # step, since a call returns only a few files.
 set -uo pipefail
 cd "$(dirname "$0")"; here=$PWD; out=${OUT:-/tmp/out}; phase=${1:-A}
@@ -48,22 +49,6 @@ if [ "$phase" = A ]; then
   s spmv-a 80 a a/sparrow bench spmv --suite --jsonl "$logs/spmv-a.jsonl"
   s topk-b 70 b b/sparrow bench topk --jsonl "$logs/topk-b.jsonl"
   s topk-a 70 a a/sparrow bench topk --jsonl "$logs/topk-a.jsonl"
-elif [ "$phase" = D ]; then
-  # What rounds A-C left: hashes with the seacells command, top-k per shape, SEACells at 50,000
-  # cells twice per build (alternating, as the host's diffusion map is noisy), the shared tests.
-  { nproc; cat /sys/fs/cgroup/cpu.max 2>/dev/null; python3 -c "import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))"; } > "$logs/cpus.txt"
-  s hash-after 45 a python3 cli_hashes.py --sparrow a/sparrow --device cuda --out "$logs/after-cuda.txt"
-  s hash-before 45 b python3 cli_hashes.py --sparrow b/sparrow --device cuda --out "$logs/before-cuda.txt"
-  cmp "$logs/after-cuda.txt" "$logs/before-cuda.txt" && echo "cuda hashes identical" | tee -a "$logs/summary.txt"
-  s topk-b 45 b b/sparrow bench topk --jsonl "$logs/topk-b.jsonl"
-  s topk-a 45 a a/sparrow bench topk --jsonl "$logs/topk-a.jsonl"
-  python3 ab_compare.py "$logs/topk-b.jsonl" "$logs/topk-a.jsonl" > "$logs/topk-compare.txt" 2>&1; tail -n 3 "$logs/topk-compare.txt" >> "$logs/summary.txt"
-  s shared-tests 120 a a/gpu-tests --test-threads=1 topk::values_of topk::lengths_one topk::long_segments topk::k_past topk::many_segments topk::invalid products::beta_zero products::shape_errors
-  for r in 1 2; do
-    s sea50-b$r 60 b b/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-b.jsonl"
-    s sea50-a$r 60 a a/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-a.jsonl"
-  done
-  [ -x c/sparrow ] && s sea50-c 60 c c/sparrow bench seacells --device cuda --sizes 50000x50x666 --jsonl "$logs/sea-c.jsonl"
 elif [ "$phase" = G ]; then
   # One call's worth of D, E and F, most needed first.
   s hash-after 45 a python3 cli_hashes.py --sparrow a/sparrow --device cuda --out "$logs/after-cuda.txt"
@@ -92,17 +77,6 @@ elif [ "$phase" = J ]; then
   # Every top-k GPU test, then the benchmarks' own GPU tests.
   s gpu-tests-topk 190 a a/gpu-tests --test-threads=1 topk::
   s bench-tests 50 a a/bench-tests --test-threads=1
-elif [ "$phase" = E ]; then
-  # SEACells at 100,000 cells in both builds; racecheck on the SEACells tests.
-  s sea100-b 150 b b/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-b.jsonl"
-  s sea100-a 150 a a/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-a.jsonl"
-  [ -x c/sparrow ] && s sea100-c 150 c c/sparrow bench seacells --device cuda --sizes 100000x50x1333 --jsonl "$logs/sea-c.jsonl"
-  s san-racecheck 240 a compute-sanitizer --tool racecheck --error-exitcode 1 a/gpu-tests --test-threads=1 small_seacells
-elif [ "$phase" = F ]; then
-  s validate 130 a a/sparrow validate --device cuda
-  s san-synccheck 100 a compute-sanitizer --tool synccheck --error-exitcode 1 a/gpu-tests --test-threads=1 small_seacells
-  s acceptance-f64 150 a a/gpu-tests --test-threads=1 products::acceptance_f64
-  s san-memcheck-shared 120 a compute-sanitizer --tool memcheck --error-exitcode 1 a/gpu-tests --test-threads=1 topk::k_past topk::many_segments topk::invalid products::beta_zero products::shape_errors
 elif [ "$phase" = C ]; then
   s spmv-b 40 b b/sparrow bench spmv --suite --jsonl "$logs/spmv-b.jsonl"
   s spmv-a 40 a a/sparrow bench spmv --suite --jsonl "$logs/spmv-a.jsonl"

@@ -13,20 +13,19 @@ use sparrow::ops::topk::{IndexType, Key, Segments, TopK};
 use sparrow::Device;
 
 #[macro_use]
-#[path = "shared/device.rs"]
-mod device;
-#[path = "shared/topk.rs"]
-mod shared;
+mod device {
+    include!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/shared/device.rs"
+    ));
+}
+#[macro_use]
+mod shared {
+    include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/shared/topk.rs"));
+}
 use shared::{check, TIES};
 
-test_device!(Device::Cpu; shared::{
-    values_of_every_width_travel_with_their_keys,
-    lengths_one_to_4096_with_k_up_to_4096,
-    long_segments_and_large_k,
-    k_past_the_segment_pads,
-    many_segments_and_empty_ones,
-    invalid_requests_name_the_argument,
-});
+topk_tests_on!(Device::Cpu);
 
 fn every_pattern<K: Key>() {
     let mut rng = Rng::new(K::BITS as u64 * 7 + K::NAME.len() as u64);

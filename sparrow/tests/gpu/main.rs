@@ -14,8 +14,12 @@ use sparrow::device::{DeviceSpec, Gpu};
 use sparrow::{Device, Scalar};
 
 #[macro_use]
-#[path = "../shared/device.rs"]
-mod per_device;
+mod per_device {
+    include!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/shared/device.rs"
+    ));
+}
 
 mod cs;
 mod device;

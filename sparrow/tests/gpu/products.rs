@@ -14,10 +14,15 @@ use sparrow::{Device, Scalar};
 
 use super::{download_f64, gpu};
 
-#[path = "../shared/products.rs"]
-mod shared;
+#[macro_use]
+mod shared {
+    include!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/shared/products.rs"
+    ));
+}
 
-test_device!(Device::Cuda(gpu()); shared::{beta_zero_never_reads_c, shape_errors_name_the_argument});
+products_tests_on!(Device::Cuda(gpu()));
 
 /// Per element of A * B: the f64 sum and the sum of magnitudes, exactly as the oracle forms
 /// them, rows in parallel.

@@ -10,10 +10,15 @@ use sparrow::ops::products::{RowStats, Spmm, Spmv};
 use sparrow::ops::Backend;
 use sparrow::{Device, Scalar};
 
-#[path = "../shared/products.rs"]
-mod shared;
+#[macro_use]
+mod shared {
+    include!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/shared/products.rs"
+    ));
+}
 
-test_device!(Device::Cpu; shared::{beta_zero_never_reads_c, shape_errors_name_the_argument});
+products_tests_on!(Device::Cpu);
 
 /// A random matrix with a given fraction of empty rows and ragged lengths.
 fn random_csr<T: Scalar>(

@@ -15,8 +15,12 @@ use sparrow::ops::products::RowStats;
 use sparrow::Scalar;
 
 #[macro_use]
-#[path = "../shared/device.rs"]
-mod device;
+mod device {
+    include!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/shared/device.rs"
+    ));
+}
 
 mod cpu;
 mod policy;

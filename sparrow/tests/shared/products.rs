@@ -1,4 +1,4 @@
-//! SpMM and SpMV bodies shared by the CPU and GPU tests (see `device.rs`).
+// SpMM and SpMV bodies shared by the CPU and GPU tests (see `device.rs`).
 
 use sparrow::matrix::{gen, Dense};
 use sparrow::ops::products::{Spmm, Spmv};
@@ -60,4 +60,11 @@ pub fn shape_errors_name_the_argument(d: &Device) {
         "invalid argument `y`: has 11 elements but A has 10 rows"
     );
     assert!(matches!(e, Error::InvalidArgument { .. }));
+}
+
+/// Declares every body above as a test on `$dev` (see `test_device!`).
+macro_rules! products_tests_on {
+    ($dev:expr) => {
+        test_device!($dev; shared::{beta_zero_never_reads_c, shape_errors_name_the_argument});
+    };
 }

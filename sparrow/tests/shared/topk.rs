@@ -1,7 +1,7 @@
-//! Segmented top-k bodies shared by the CPU and GPU tests (see `device.rs`). Reference: the
-//! naive oracle (sort per segment), exactly for the deterministic tie-breaks and as a multiset
-//! for the fast one; a deterministic run must repeat byte for byte and, on the GPU, equal the
-//! CPU backend's.
+// Segmented top-k bodies shared by the CPU and GPU tests (see `device.rs`). Reference: the
+// naive oracle (sort per segment), exactly for the deterministic tie-breaks and as a multiset
+// for the fast one; a deterministic run must repeat byte for byte and, on the GPU, equal the
+// CPU backend's.
 
 use half::{bf16, f16};
 use sparrow::matrix::Rng;
@@ -303,4 +303,19 @@ pub fn invalid_requests_name_the_argument(d: &Device) {
         .layout(3_000_000_000, Segments::Offsets(&[0, 3_000_000_000]), None)
         .unwrap_err();
     assert_eq!(e.to_string(), "invalid argument `index type`: segment 0 has 3000000000 keys; positions past 2^31 need 64-bit indices");
+}
+
+/// Declares every body above as a test on `$dev` (see `test_device!`), so the CPU and the GPU
+/// binaries run the same list.
+macro_rules! topk_tests_on {
+    ($dev:expr) => {
+        test_device!($dev; shared::{
+            values_of_every_width_travel_with_their_keys,
+            lengths_one_to_4096_with_k_up_to_4096,
+            long_segments_and_large_k,
+            k_past_the_segment_pads,
+            many_segments_and_empty_ones,
+            invalid_requests_name_the_argument,
+        });
+    };
 }

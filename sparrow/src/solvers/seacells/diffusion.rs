@@ -542,6 +542,20 @@ mod tests {
             }
         }
         assert_eq!(its, total);
+        // The pieces run side by side; on one thread they give the same bits.
+        let one_thread = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let (seq, seq_its) = one_thread
+            .install(|| multiscale_by_piece(&w, &pieces, 6, 3))
+            .unwrap();
+        assert_eq!(seq_its, its);
+        assert!(seq
+            .iter()
+            .flatten()
+            .zip(got.iter().flatten())
+            .all(|(x, y)| x.to_bits() == y.to_bits()));
         let whole = multiscale(&diffusion_map(&w, 6, 3).unwrap());
         let big = whole[0].iter().fold(0.0f64, |m, x| m.max(x.abs()));
         assert!(big > 1e6, "the global map's second vector peaks at {big}");

@@ -5,24 +5,19 @@
 //! fill, as calls do by default, so no result may depend on it.
 
 mod filter;
-#[path = "../../shared/topk.rs"]
-mod shared;
-use shared::TIES;
+#[macro_use]
+mod shared {
+    include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/shared/topk.rs"));
+}
+use shared::{check, TIES};
 
-test_device!(dev(); shared::{
-    values_of_every_width_travel_with_their_keys,
-    lengths_one_to_4096_with_k_up_to_4096,
-    long_segments_and_large_k,
-    k_past_the_segment_pads,
-    many_segments_and_empty_ones,
-    invalid_requests_name_the_argument,
-});
+topk_tests_on!(dev());
 
 use half::{bf16, f16};
 use sparrow::matrix::Rng;
 use sparrow::ops::topk::data::{keys, Pattern};
 use sparrow::ops::topk::{GpuPath, IndexType, Key, Segments, TieBreak, TopK};
-use sparrow::ops::{Backend, Plan};
+use sparrow::ops::Plan;
 use sparrow::Device;
 
 /// The plan's choice and every GPU path forced.
@@ -70,19 +65,6 @@ macro_rules! every_key_type {
         $f::<i64>($d);
         $f::<u64>($d);
     };
-}
-
-/// Runs `req` on `d` against the oracle, the CPU and a second run ([`shared::check`]).
-fn check<K: Key, V: Key>(
-    d: &Device,
-    req: &TopK,
-    k: &[K],
-    segs: Segments,
-    values: Option<&[V]>,
-) -> Plan {
-    let plan = shared::check(d, req, k, segs, values);
-    assert_eq!(plan.backend, Backend::Cuda);
-    plan
 }
 
 /// The kernels a GPU plan names ("" when it names none).
