@@ -65,6 +65,15 @@ pub enum Error {
         /// What the limit is, in words.
         limit: String,
     },
+    /// A long call was stopped by its caller (a cancel flag, Ctrl-C in Python) between two of
+    /// its steps; no result is returned.
+    #[error("{what} was interrupted {when}")]
+    Interrupted {
+        /// The call.
+        what: String,
+        /// Where it stopped, such as "after iteration 3".
+        when: String,
+    },
     /// A file's contents are malformed or do not match what was asked for.
     #[error("{path}: {why}")]
     Format {
@@ -135,6 +144,7 @@ impl Error {
             Error::Numerical { .. } => "numerical",
             Error::TooLarge { .. } => "too_large",
             Error::Format { .. } => "format",
+            Error::Interrupted { .. } => "interrupted",
         }
     }
 

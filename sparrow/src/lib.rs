@@ -105,3 +105,4 @@ pub use ops::{Backend, Plan};
 pub use solvers::completion::{Complete, Completion};
 pub use solvers::cs::{Method, Recover, Recovery};
 pub use solvers::seacells::fit::{fit_on as seacells_fit, Config as SeacellsConfig, Fit};
+pub use solvers::seacells::kernel::Symmetrize;

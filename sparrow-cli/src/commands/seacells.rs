@@ -7,8 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sparrow::matrix::io::{self, Normalize};
 use sparrow::matrix::Csr;
 use sparrow::solvers::seacells::fit::{
-    aggregate_hard, aggregate_soft, fit_on, mean_purity, plan, purity, soft_matrix, soft_top,
-    Config, Fit,
+    aggregate_hard, aggregate_soft, fit_on, plan, soft_top, Config,
 };
 use sparrow::solvers::seacells::kernel::Symmetrize;
 use sparrow::{Error, Result};
@@ -122,51 +121,6 @@ fn read_counts(path: &Path) -> Result<Csr<f64>> {
     io::read_sparse::<f64>(path, Normalize::SortAndSum)
 }
 
-/// The summary users and scripts read: convergence, stage times, metrics.
-fn summary(
-    f: &Fit,
-    cells: usize,
-    dims: usize,
-    labels: Option<&[String]>,
-    nm: usize,
-) -> Result<serde_json::Value> {
-    let stages: serde_json::Map<String, serde_json::Value> = f
-        .stage_seconds
-        .iter()
-        .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
-        .collect();
-    let total: f64 = f.stage_seconds.iter().map(|s| s.1).sum();
-    let mut s = serde_json::json!({
-        "cells": cells,
-        "dims": dims,
-        "n_metacells": nm,
-        "rss": f.rss,
-        "iterations": f.iterations,
-        "converged": f.converged,
-        "seconds": stages,
-        "seconds_total": total,
-        "b_update_steps": f.b_steps,
-        "b_update_seconds": f
-            .b_parts
-            .iter()
-            .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
-            .collect::<serde_json::Map<String, serde_json::Value>>(),
-        "diffusion_iterations": f.diffusion_iterations,
-        "initial_archetypes": f.initial_archetypes,
-        "compactness": f.compactness(),
-        "separation": f.separation(),
-        "graph_components": f.graph_components,
-    });
-    if let Some(l) = labels {
-        let p = purity(&f.assignments, l, nm)?;
-        let vals: Vec<f64> = p.iter().flatten().copied().collect();
-        s["purity"] = serde_json::json!(p);
-        s["purity_mean"] = serde_json::json!(mean_purity(&p));
-        s["purity_min"] = serde_json::json!(vals.iter().copied().fold(f64::INFINITY, f64::min));
-    }
-    Ok(s)
-}
-
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     let inputs = [
         ("--embedding", Some(args.embedding.as_path())),
@@ -252,7 +206,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
         &[nm as u64],
         &f.archetypes,
     )?;
-    io::write_npz_csr(files.path(&at("soft.npz")), &soft_matrix(&f.a, nm)?)?;
+    io::write_npz_csr(files.path(&at("soft.npz")), &f.soft()?)?;
     let (ti, tw) = soft_top(&f.a, 5);
     let shape = [x.nrows() as u64, 5];
     io::write_npy(files.path(&at("soft_top5_index.npy")), &shape, &ti)?;
@@ -267,7 +221,7 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
             &aggregate_soft(c, &f.a, nm, 0.05)?,
         )?;
     }
-    let s = summary(&f, x.nrows(), x.ncols(), labels.as_deref(), nm)?;
+    let s = f.summary(x.ncols(), labels.as_deref())?;
     let path = files.path(&at("summary.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&s).expect("json"))
         .map_err(|e| Error::io(d.join("summary.json"), e))?;

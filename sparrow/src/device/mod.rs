@@ -84,6 +84,11 @@ impl Device {
         }
     }
 
+    /// Number of CUDA GPUs the driver sees; an error says why none can be counted (no driver).
+    pub fn gpu_count() -> Result<usize> {
+        gpu::device_count()
+    }
+
     /// A short name: `cpu` or `cuda:N (name)`.
     pub fn describe(&self) -> String {
         match self {

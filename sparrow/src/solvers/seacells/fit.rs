@@ -2,6 +2,8 @@
 //! updates until the RSS settles; and what users take from it (hard and soft assignments,
 //! per-metacell aggregates of a counts matrix, purity, compactness, separation).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::diffusion::{diffusion_kernel, diffusion_map, multiscale, multiscale_by_piece};
@@ -35,6 +37,10 @@ pub struct Config {
     pub fw_steps: usize,
     /// How the kNN graph is made symmetric (default union).
     pub symmetrize: Symmetrize,
+    /// Read after each outer iteration (after `progress`): once set, the fit stops with
+    /// [`Error::Interrupted`]. A front end sets it from another thread or from its progress
+    /// callback, such as Python's Ctrl-C (default none).
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Config {
@@ -49,6 +55,7 @@ impl Config {
             epsilon: 1e-3,
             fw_steps: 50,
             symmetrize: Symmetrize::Union,
+            cancel: None,
         }
     }
 
@@ -325,6 +332,16 @@ pub fn fit_on<T: Scalar>(
         rss_hist.push(r);
         iterations += 1;
         progress(iterations, r);
+        if cfg
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            return Err(Error::Interrupted {
+                what: "the SEACells fit".into(),
+                when: format!("after iteration {iterations}"),
+            });
+        }
         let k = rss_hist.len();
         if (rss_hist[k - 2] - rss_hist[k - 1]).abs() < cfg.epsilon * rss_hist[0]
             && iterations >= cfg.min_iter
@@ -374,6 +391,49 @@ pub fn fit_on<T: Scalar>(
 }
 
 impl Fit {
+    /// The summary the CLI writes as `summary.json` (and Python returns as `summary`):
+    /// convergence, stage times and the metrics, with purity where `labels` (one per cell)
+    /// are given.
+    pub fn summary(&self, dims: usize, labels: Option<&[String]>) -> Result<serde_json::Value> {
+        let nm = self.archetypes.len();
+        let times = |v: &[(&'static str, f64)]| -> serde_json::Map<String, serde_json::Value> {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+                .collect()
+        };
+        let total: f64 = self.stage_seconds.iter().map(|s| s.1).sum();
+        let mut s = serde_json::json!({
+            "cells": self.assignments.len(),
+            "dims": dims,
+            "n_metacells": nm,
+            "rss": self.rss,
+            "iterations": self.iterations,
+            "converged": self.converged,
+            "seconds": times(&self.stage_seconds),
+            "seconds_total": total,
+            "b_update_steps": self.b_steps,
+            "b_update_seconds": times(&self.b_parts),
+            "diffusion_iterations": self.diffusion_iterations,
+            "initial_archetypes": self.initial_archetypes,
+            "compactness": self.compactness(),
+            "separation": self.separation(),
+            "graph_components": self.graph_components,
+        });
+        if let Some(l) = labels {
+            let p = purity(&self.assignments, l, nm)?;
+            let vals: Vec<f64> = p.iter().flatten().copied().collect();
+            s["purity"] = serde_json::json!(p);
+            s["purity_mean"] = serde_json::json!(mean_purity(&p));
+            s["purity_min"] = serde_json::json!(vals.iter().copied().fold(f64::INFINITY, f64::min));
+        }
+        Ok(s)
+    }
+
+    /// The soft assignments A as a cells x metacells CSR, each row's weights summing to 1.
+    pub fn soft(&self) -> Result<Csr<f64>> {
+        soft_matrix(&self.a, self.archetypes.len())
+    }
+
     /// `compactness` of the fit's hard assignments in its diffusion components, per
     /// metacell. On a diffusion graph that falls apart, a metacell within one of its components
     /// gets the value SEACells' evaluation gives on that component alone.

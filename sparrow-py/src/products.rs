@@ -1,0 +1,205 @@
+//! SpMV and SpMM on host operands. A is given by its CSR arrays (the Python side reads them
+//! from scipy, torch or CuPy); rows may be unsorted or hold duplicates, which are summed as
+//! scipy does.
+
+use pyo3::prelude::*;
+use pyo3::types::PyByteArray;
+use sparrow::{Csr, Dense, Scalar, Spmm, Spmv};
+
+use crate::dlpack::{bytearray, view, Dtype, View};
+use crate::errors::{invalid, OrPy};
+
+/// The CSR arrays of A, borrowed for the call.
+struct Parts<'py> {
+    shape: (usize, usize),
+    indptr: View<'py>,
+    indices: View<'py>,
+    data: View<'py>,
+}
+
+impl<'py> Parts<'py> {
+    fn of(
+        shape: (usize, usize),
+        indptr: &Bound<'py, PyAny>,
+        indices: &Bound<'py, PyAny>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Self> {
+        let p = Parts {
+            shape,
+            indptr: view(indptr, None, "A.indptr")?,
+            indices: view(indices, None, "A.indices")?,
+            data: view(data, None, "A.data")?,
+        };
+        if p.indptr.dtype != Dtype::I64 || p.indices.dtype != Dtype::I32 {
+            return Err(invalid("A", "indptr must be int64 and indices int32"));
+        }
+        Ok(p)
+    }
+
+    /// The matrix, sorted within rows and duplicates summed.
+    fn csr<T: Scalar>(&self) -> PyResult<Csr<T>> {
+        // SAFETY: types checked in `of` and by the caller's dispatch on `data.dtype`.
+        let (ip, ix, v) = unsafe {
+            (
+                self.indptr.host::<i64>("A.indptr")?,
+                self.indices.host::<i32>("A.indices")?,
+                self.data.host::<T>("A.data")?,
+            )
+        };
+        Csr::normalized(
+            self.shape.0,
+            self.shape.1,
+            ip.to_vec(),
+            ix.to_vec(),
+            v.to_vec(),
+        )
+        .py()
+    }
+}
+
+fn spmv_t<'py, T: Scalar>(
+    py: Python<'py>,
+    a: &Parts<'py>,
+    x: &View<'py>,
+    y: Option<&View<'py>>,
+    alpha: f64,
+    beta: f64,
+    device: &str,
+) -> PyResult<Bound<'py, PyByteArray>> {
+    let a = a.csr::<T>()?;
+    // SAFETY: x's and y's types were checked against A's by the caller.
+    let xs = unsafe { x.host::<T>("x")? };
+    let mut ys = match y {
+        Some(y) => unsafe { y.host::<T>("y")? }.to_vec(),
+        None => vec![T::ZERO; a.nrows()],
+    };
+    let dev = crate::open_device(device)?;
+    let req = Spmv::new()
+        .alpha(T::from_f64(alpha))
+        .beta(T::from_f64(beta));
+    py.detach(|| req.run(&dev, &a, xs, &mut ys)).py()?;
+    Ok(bytearray(py, &ys))
+}
+
+/// `alpha A x + beta y` on host vectors; returns y's bytes.
+#[pyfunction]
+#[pyo3(signature = (shape, indptr, indices, data, x, y, alpha, beta, device))]
+#[allow(clippy::too_many_arguments)]
+fn spmv_host<'py>(
+    py: Python<'py>,
+    shape: (usize, usize),
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    y: Option<&Bound<'py, PyAny>>,
+    alpha: f64,
+    beta: f64,
+    device: &str,
+) -> PyResult<Bound<'py, PyByteArray>> {
+    let a = Parts::of(shape, indptr, indices, data)?;
+    let x = view(x, None, "x")?;
+    let y = y.map(|y| view(y, None, "y")).transpose()?;
+    same_types(&a, &[("x", Some(&x)), ("y", y.as_ref())])?;
+    match a.data.dtype {
+        Dtype::F32 => spmv_t::<f32>(py, &a, &x, y.as_ref(), alpha, beta, device),
+        _ => spmv_t::<f64>(py, &a, &x, y.as_ref(), alpha, beta, device),
+    }
+}
+
+/// Refuses operands whose element type differs from A's, or an A that is not f32 or f64.
+fn same_types(a: &Parts<'_>, others: &[(&str, Option<&View<'_>>)]) -> PyResult<()> {
+    let t = a.data.dtype;
+    if t != Dtype::F32 && t != Dtype::F64 {
+        return Err(invalid(
+            "A",
+            format!(
+                "holds {}; sparrow's products take float32 or float64",
+                t.name()
+            ),
+        ));
+    }
+    for (name, v) in others {
+        if let Some(v) = v {
+            if v.dtype != t {
+                return Err(invalid(
+                    name,
+                    format!(
+                        "is {} but A is {}: give both the same type",
+                        v.dtype.name(),
+                        t.name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spmm_t<'py, T: Scalar>(
+    py: Python<'py>,
+    a: &Parts<'py>,
+    b: &View<'py>,
+    c: Option<&View<'py>>,
+    alpha: f64,
+    beta: f64,
+    device: &str,
+) -> PyResult<Bound<'py, PyByteArray>> {
+    let a = a.csr::<T>()?;
+    let (k, n) = dims2(b, "B")?;
+    // SAFETY: B's and C's types were checked against A's by the caller.
+    let b = Dense::from_rows(k, n, unsafe { b.host::<T>("B")? }.to_vec()).py()?;
+    let mut c = match c {
+        Some(c) => {
+            let (m, nc) = dims2(c, "C")?;
+            Dense::from_rows(m, nc, unsafe { c.host::<T>("C")? }.to_vec()).py()?
+        }
+        None => Dense::from_rows(a.nrows(), n, vec![T::ZERO; a.nrows() * n]).py()?,
+    };
+    let dev = crate::open_device(device)?;
+    let req = Spmm::new()
+        .alpha(T::from_f64(alpha))
+        .beta(T::from_f64(beta));
+    py.detach(|| req.run(&dev, &a, &b, &mut c)).py()?;
+    Ok(bytearray(py, c.data()))
+}
+
+fn dims2(v: &View<'_>, arg: &str) -> PyResult<(usize, usize)> {
+    match v.shape.as_slice() {
+        [r, c] => Ok((*r, *c)),
+        s => Err(invalid(arg, format!("has {} dimensions, not 2", s.len()))),
+    }
+}
+
+/// `alpha A B + beta C` on host matrices (row-major); returns C's bytes.
+#[pyfunction]
+#[pyo3(signature = (shape, indptr, indices, data, b, c, alpha, beta, device))]
+#[allow(clippy::too_many_arguments)]
+fn spmm_host<'py>(
+    py: Python<'py>,
+    shape: (usize, usize),
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    c: Option<&Bound<'py, PyAny>>,
+    alpha: f64,
+    beta: f64,
+    device: &str,
+) -> PyResult<Bound<'py, PyByteArray>> {
+    let a = Parts::of(shape, indptr, indices, data)?;
+    let b = view(b, None, "B")?;
+    let c = c.map(|c| view(c, None, "C")).transpose()?;
+    same_types(&a, &[("B", Some(&b)), ("C", c.as_ref())])?;
+    match a.data.dtype {
+        Dtype::F32 => spmm_t::<f32>(py, &a, &b, c.as_ref(), alpha, beta, device),
+        _ => spmm_t::<f64>(py, &a, &b, c.as_ref(), alpha, beta, device),
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(spmv_host, m)?)?;
+    m.add_function(wrap_pyfunction!(spmm_host, m)?)?;
+    Ok(())
+}
