@@ -5,6 +5,7 @@
 
 use super::{matrices, time_cpu};
 use sparrow::ops::products::analysis::HostAnalysis;
+use sparrow::ops::products::plan::SM90;
 use sparrow::{Error, Result, Scalar};
 
 /// One matrix's analysis in one value type.
@@ -65,7 +66,8 @@ pub fn run(
 fn one<T: Scalar>(name: &str, reps: usize) -> Result<AnalysisRecord> {
     let a = matrices::build::<T>(name)?;
     let stats = sparrow::ops::products::RowStats::of(&a);
-    let h = HostAnalysis::of(&a, &stats, true)?;
+    // What an upload to an sm_90 GPU, where the slices were measured, builds.
+    let h = HostAnalysis::of(&a, &stats, Some(&SM90))?;
     // Beside the work blocks, row order and long rows' chunks every full analysis builds.
     let built: Vec<_> = built(&h)
         .into_iter()
@@ -77,7 +79,7 @@ fn one<T: Scalar>(name: &str, reps: usize) -> Result<AnalysisRecord> {
         Ok(())
     })?;
     let rest = time_cpu(0, reps, || {
-        std::hint::black_box(HostAnalysis::of(&a, &stats, true)?);
+        std::hint::black_box(HostAnalysis::of(&a, &stats, Some(&SM90))?);
         Ok(())
     })?;
     Ok(AnalysisRecord {
@@ -141,7 +143,7 @@ pub fn seacells_kernel(
         let cfg = Config::new(metacells);
         let m = kernel(&x, cfg.knn, cfg.symmetrize)?;
         let stats = sparrow::ops::products::RowStats::of(&m);
-        let sm90 = &sparrow::ops::products::plan::SM90;
+        let sm90 = &SM90;
         let products = kernel_products();
         let (path, _) = products
             .gpu_path_with(&stats, b_chunk(cells), true, sm90)?
@@ -150,17 +152,22 @@ pub fn seacells_kernel(
             "analysis of {cells} x {cells}, {} entries",
             m.nnz()
         ));
-        let all = HostAnalysis::of(&m, &stats, true)?;
-        let one = HostAnalysis::of_formats(&m, &stats, true, path.formats())?;
+        let all = HostAnalysis::of(&m, &stats, Some(sm90))?;
+        let one = HostAnalysis::of_formats(&m, &stats, Some(sm90), path.formats())?;
         let built = built(&all);
         let (all_bytes, path_bytes) = (all.device_bytes(), one.device_bytes());
         drop((all, one));
         let all_t = time_cpu(0, reps, || {
-            std::hint::black_box(HostAnalysis::of(&m, &stats, true)?);
+            std::hint::black_box(HostAnalysis::of(&m, &stats, Some(sm90))?);
             Ok(())
         })?;
         let path_t = time_cpu(0, reps, || {
-            std::hint::black_box(HostAnalysis::of_formats(&m, &stats, true, path.formats())?);
+            std::hint::black_box(HostAnalysis::of_formats(
+                &m,
+                &stats,
+                Some(sm90),
+                path.formats(),
+            )?);
             Ok(())
         })?;
         out.push(KernelFormatsRecord {

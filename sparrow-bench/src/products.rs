@@ -13,6 +13,7 @@ use sparrow::device::{DeviceDense, Gpu};
 use sparrow::matrix::{gen, Csr, Dense};
 use sparrow::ops::products::cpu as spmm_cpu;
 use sparrow::ops::products::cpu as spmv_cpu;
+use sparrow::ops::products::plan::ProductsTuning;
 use sparrow::ops::products::PreparedCsr;
 use sparrow::ops::spmm::{GpuPath, Spmm};
 use sparrow::ops::spmv::Spmv;
@@ -246,9 +247,10 @@ fn run_typed<T: Scalar>(
             out.push(record(cfg, name, &a, n, "sparrow", &variant, ours_t, bw));
             out[first].analysis_ms = Some(da.analysis_ms);
             if cfg.sweep {
+                let tuning = ProductsTuning::for_arch(gpu.limits().compute_capability);
                 for path in GpuPath::all().into_iter().filter(|p| {
                     let k = p.kernels(T::NAME, n, &da.stats, true).join(" ");
-                    p.applies(n, &da.stats, std::mem::size_of::<T>())
+                    p.applies(n, &da.stats, std::mem::size_of::<T>(), tuning)
                         && (cfg.sweep_kernels.is_empty()
                             || cfg.sweep_kernels.iter().any(|f| k.contains(f.as_str())))
                 }) {

@@ -8,6 +8,7 @@ use crate::matrix::{gen, Csr, Dense};
 use crate::ops::check::{compare, padding_is_nan, tolerance};
 use crate::ops::products::oracle as spmm_oracle;
 use crate::ops::products::oracle as spmv_oracle;
+use crate::ops::products::plan::ProductsTuning;
 use crate::ops::spmm::{GpuPath, Spmm};
 use crate::ops::spmv::Spmv;
 use crate::{Device, Result, Scalar};
@@ -97,11 +98,14 @@ fn spmm_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
         let st = crate::ops::products::RowStats::of(&a);
         let paths: Vec<Option<GpuPath>> = match device {
             Device::Cpu => vec![None],
-            Device::Cuda(_) => GpuPath::all()
-                .into_iter()
-                .filter(|p| p.applies(n_for(*p), &st, std::mem::size_of::<T>()))
-                .map(Some)
-                .collect(),
+            Device::Cuda(gpu) => {
+                let tuning = ProductsTuning::for_arch(gpu.limits().compute_capability);
+                GpuPath::all()
+                    .into_iter()
+                    .filter(|p| p.applies(n_for(*p), &st, std::mem::size_of::<T>(), tuning))
+                    .map(Some)
+                    .collect()
+            }
         };
         let splits: &[bool] = if st.long_rows > 0 {
             &[true, false]
@@ -174,16 +178,17 @@ fn spmv_case<T: Scalar>(device: &Device) -> Result<Vec<Outcome>> {
     for (mname, a) in mats {
         let paths: Vec<Option<GpuPath>> = match device {
             Device::Cpu => vec![None],
-            Device::Cuda(_) => {
+            Device::Cuda(gpu) => {
                 let mut v = vec![None, Some(GpuPath::Stream)];
                 let st = crate::ops::products::RowStats::of(&a);
+                let tuning = ProductsTuning::for_arch(gpu.limits().compute_capability);
                 if st.packable() {
                     v.push(Some(GpuPath::Packed));
                 }
                 if st.near() {
                     v.extend(NEAR_LANES.map(|lanes| Some(GpuPath::Near { lanes })));
                 }
-                if st.sliced_for(std::mem::size_of::<T>()) {
+                if st.sliced_for(std::mem::size_of::<T>(), tuning) {
                     v.push(Some(GpuPath::Sliced));
                 }
                 if st.diagonals > 0 {

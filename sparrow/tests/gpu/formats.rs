@@ -7,6 +7,7 @@ use sparrow::device::Gpu;
 use sparrow::matrix::{gen, Csr, Dense};
 use sparrow::ops::check::{compare, tolerance};
 use sparrow::ops::products::oracle as spmm_oracle;
+use sparrow::ops::products::plan::ProductsTuning;
 use sparrow::ops::products::PreparedCsr;
 use sparrow::ops::spmm::{GpuPath, Spmm};
 use sparrow::ops::spmv::Spmv;
@@ -442,6 +443,7 @@ fn column_slices() {
     use sparrow::ops::products::formats::slices::{self, SLICE_STAGE};
     let g = gpu();
     let device = Device::Cuda(g.clone());
+    let tuning = ProductsTuning::for_arch(g.limits().compute_capability);
     let mut rng = sparrow::matrix::Rng::new(41);
     let mut t: Triplets<T> = (Vec::new(), Vec::new(), Vec::new());
     let crowd_rows = 150_000;
@@ -470,8 +472,15 @@ fn column_slices() {
     ];
     for (i, a) in mats.iter().enumerate() {
         let st = sparrow::ops::products::RowStats::of(a);
-        assert!(st.sliceable(), "matrix {i}: {st:?}");
-        let l = slices::build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        assert!(st.sliceable(tuning), "matrix {i}: {st:?}");
+        let l = slices::build(
+            a.nrows(),
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            tuning.slice_groups,
+        )
+        .unwrap();
         match i {
             0 => assert!(
                 st.max_len == 20_000 && l.cut_rows.len() > 100,
@@ -512,7 +521,8 @@ fn small_spmv_column_slices() {
     // f64 keeps its paths: no layout on upload, and the forced path is refused.
     let g = gpu();
     let a = gen::power_law::<f64>(200_000, 200_003, 16.0, 20_000, 1.5, 31).unwrap();
-    assert!(sparrow::ops::products::RowStats::of(&a).sliceable());
+    let tuning = ProductsTuning::for_arch(g.limits().compute_capability);
+    assert!(sparrow::ops::products::RowStats::of(&a).sliceable(tuning));
     assert!(PreparedCsr::upload(&g, &a).unwrap().slices.is_none());
     refused_spmv(&Device::Cuda(g), &a, GpuPath::Sliced, "f32 values only");
 }

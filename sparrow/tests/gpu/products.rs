@@ -7,6 +7,7 @@ use sparrow::kernels::SPMM;
 use sparrow::matrix::{gen, Csr, Dense};
 use sparrow::ops::check::{compare, padding_is_nan, tolerance};
 use sparrow::ops::products::oracle as spmm_oracle;
+use sparrow::ops::products::plan::ProductsTuning;
 use sparrow::ops::products::PreparedCsr;
 use sparrow::ops::spmm::{GpuPath, Spmm, SumOrder};
 use sparrow::ops::spmv::Spmv;
@@ -225,6 +226,7 @@ fn every_path<T: Scalar>() {
         gen::sparse_rows::<T>(10_007, 3_001, 0.9, 40, 6).unwrap(),
         gen::banded::<T>(1_001, 3, 7).unwrap(),
     ];
+    let tuning = ProductsTuning::for_arch(g.limits().compute_capability);
     for (a, split) in mats.iter().flat_map(|a| [(a, true), (a, false)]) {
         if !split && sparrow::ops::products::RowStats::of(a).long_rows == 0 {
             continue;
@@ -234,6 +236,7 @@ fn every_path<T: Scalar>() {
                 1,
                 &sparrow::ops::products::RowStats::of(a),
                 std::mem::size_of::<T>(),
+                tuning,
             )
         }) {
             let w = pass_width::<T>(path);
@@ -327,11 +330,12 @@ fn every_path_on_the_panel<T: Scalar>() {
         sparrow::ops::products::RowStats::of(&mats[11]).block_rows(4),
         Some(8)
     );
+    let tuning = ProductsTuning::for_arch(g.limits().compute_capability);
     for a in &mats {
         let st = sparrow::ops::products::RowStats::of(a);
         for path in GpuPath::all()
             .into_iter()
-            .filter(|p| p.applies(1, &st, std::mem::size_of::<T>()))
+            .filter(|p| p.applies(1, &st, std::mem::size_of::<T>(), tuning))
         {
             forced(&device, a, path, 1, false, true);
             let w = pass_width::<T>(path);
@@ -504,7 +508,11 @@ fn small_cluster_launch_and_refused_shapes() {
     let name = path.kernel_name("f32");
     let k = g.kernel(&SPMM, &name).unwrap();
     let base = path
-        .shape(&sparrow::ops::products::RowStats::of(&a), 4)
+        .shape(
+            &sparrow::ops::products::RowStats::of(&a),
+            4,
+            ProductsTuning::for_arch(g.limits().compute_capability),
+        )
         .unwrap();
     assert_eq!(base.grid[0], 512);
     for cluster in [None, Some(2), Some(8), Some(16)] {

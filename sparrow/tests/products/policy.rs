@@ -235,7 +235,7 @@ fn gpu_policy_stages_windows_that_fit_and_pay() {
     ));
     // The launch gives each block the widest window's rows of 16-byte segments, up to what
     // the shared memory budget holds.
-    let shape = win(8, 2).shape(&blocks, 4).unwrap();
+    let shape = win(8, 2).shape(&blocks, 4, &plan::SM90).unwrap();
     assert_eq!(shape.smem, 32 * 8 * 16);
     assert_eq!(shape.grid[0], 1000u32.div_ceil(32));
     let cap = path::window_cap(32);
@@ -261,7 +261,7 @@ fn stream_plan_shape_holds_the_blocks_products() {
     ] {
         assert_eq!(st.stream_items, items);
         for bytes in [4usize, 8] {
-            let shape = GpuPath::Stream.shape(st, bytes).unwrap();
+            let shape = GpuPath::Stream.shape(st, bytes, &plan::SM90).unwrap();
             assert_eq!(shape.grid[0] as usize, st.stream_blocks);
             assert_eq!(shape.smem as usize, items * bytes);
         }

@@ -159,5 +159,5 @@ fn gpu_policy_takes_deep_row_kernels_on_scattered_rows() {
     assert!(!deep(plan::choose(&fem, 32, 4).0));
     // Deep paths apply to f32 only.
     let p = plan::choose(&un, 32, 4).0;
-    assert!(p.applies(32, &un, 4) && !p.applies(32, &un, 8));
+    assert!(p.applies(32, &un, 4, &plan::SM90) && !p.applies(32, &un, 8, &plan::SM90));
 }

@@ -46,7 +46,7 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
                 assert_eq!(path, want, "{d} diagonals, {bytes} bytes: {why}");
                 assert_eq!(lanes, Some(want));
                 assert!(why.contains("8 lanes a row"), "{why}");
-                let shape = path.shape(&st, bytes).unwrap();
+                let shape = path.shape(&st, bytes, &plan::SM90).unwrap();
                 assert_eq!(shape.grid[0] as usize, a.nrows().div_ceil(32));
                 // From DIAG_FEW_ROWS rows, 4 lanes with 4 vectors; one row fewer keeps 8.
                 let mut big = st;
@@ -61,7 +61,7 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
                     }
                 );
                 assert_eq!(
-                    p.shape(&big, bytes).unwrap().grid[0] as usize,
+                    p.shape(&big, bytes, &plan::SM90).unwrap().grid[0] as usize,
                     big.nrows.div_ceil(64)
                 );
                 big.nrows -= 1;
@@ -71,16 +71,19 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
             let n8 = plan::choose(&st, 8, bytes).0;
             assert!(!matches!(n8, GpuPath::Diag | GpuPath::DiagLanes { .. }));
         }
-        assert!(GpuPath::Diag.applies(1, &st, 4), "forced, it runs");
+        assert!(
+            GpuPath::Diag.applies(1, &st, 4, &plan::SM90),
+            "forced, it runs"
+        );
         assert_eq!(GpuPath::Diag.kernel_for("f64", 1), "spmv_diag_f64");
-        let why = GpuPath::Diag.why_not(8, &st, 4).unwrap();
+        let why = GpuPath::Diag.why_not(8, &st, 4, &plan::SM90).unwrap();
         assert!(why.contains("N = 8"), "{why}");
-        let shape = GpuPath::Diag.shape(&st, 4).unwrap();
+        let shape = GpuPath::Diag.shape(&st, 4, &plan::SM90).unwrap();
         assert_eq!(shape.grid[0] as usize, a.nrows().div_ceil(256));
         let mut none = st;
         none.diagonals = 0;
-        let extra = sparrow::ops::spmm::device_bytes(a, &st, 0, 1)
-            - sparrow::ops::spmm::device_bytes(a, &none, 0, 1);
+        let extra = sparrow::ops::spmm::device_bytes(a, &st, 0, 1, &plan::SM90)
+            - sparrow::ops::spmm::device_bytes(a, &none, 0, 1, &plan::SM90);
         assert_eq!(extra, 4 * (d + a.nrows().div_ceil(32)) as u64);
     }
     // At the bounds: DIAG_THREAD_MAX diagonals in f32 and DIAG_THREAD_MAX_F64 in f64 take the
@@ -106,14 +109,14 @@ fn gpu_policy_takes_diagonal_path_for_spmv() {
             plan::choose(&st, 1, 4).0,
             GpuPath::Diag | GpuPath::DiagLanes { .. }
         ));
-        let why = GpuPath::Diag.why_not(1, &st, 4).unwrap();
+        let why = GpuPath::Diag.why_not(1, &st, 4, &plan::SM90).unwrap();
         assert!(why.contains("diagonals"), "{why}");
         let lanes = GpuPath::DiagLanes {
             lanes: 8,
             vectors: 2,
             steps: 1,
         };
-        assert_eq!(lanes.why_not(1, &st, 4), Some(why));
+        assert_eq!(lanes.why_not(1, &st, 4, &plan::SM90), Some(why));
     }
 }
 
@@ -134,7 +137,7 @@ fn gpu_policy_takes_near_path_for_spmv() {
             assert_eq!(path, GpuPath::Near { lanes }, "{bytes} bytes: {why}");
             assert!(why.contains(&format!("{lanes} lanes a row")), "{why}");
             assert_eq!(
-                path.shape(&st, bytes).unwrap().grid[0] as usize,
+                path.shape(&st, bytes, &plan::SM90).unwrap().grid[0] as usize,
                 a.nrows().div_ceil(256 / lanes as usize)
             );
             assert!(!matches!(
@@ -146,15 +149,19 @@ fn gpu_policy_takes_near_path_for_spmv() {
             GpuPath::Near { lanes: 4 }.kernel_for("f64", 1),
             "spmv_near_f64_k4"
         );
-        let why = GpuPath::Near { lanes: 4 }.why_not(2, &st, 8).unwrap();
+        let why = GpuPath::Near { lanes: 4 }
+            .why_not(2, &st, 8, &plan::SM90)
+            .unwrap();
         assert!(why.contains("N = 2"), "{why}");
         let mut far = st;
         far.reach = sparrow::ops::products::stats::NEAR_REACH + 1;
         assert!(!matches!(plan::choose(&far, 1, 8).0, GpuPath::Near { .. }));
-        let why = GpuPath::Near { lanes: 2 }.why_not(1, &far, 8).unwrap();
+        let why = GpuPath::Near { lanes: 2 }
+            .why_not(1, &far, 8, &plan::SM90)
+            .unwrap();
         assert!(why.contains("32767") && why.contains("32768 away"), "{why}");
-        let extra = sparrow::ops::spmm::device_bytes(a, &st, 0, 1)
-            - sparrow::ops::spmm::device_bytes(a, &far, 0, 1);
+        let extra = sparrow::ops::spmm::device_bytes(a, &st, 0, 1, &plan::SM90)
+            - sparrow::ops::spmm::device_bytes(a, &far, 0, 1, &plan::SM90);
         assert_eq!(extra, 2 * a.nnz() as u64);
     }
     // f32 rows below NEAR_MEAN_F32 keep the planned blocks; f64 ones take the near path. At
@@ -185,13 +192,16 @@ fn gpu_policy_takes_near_path_for_spmv() {
 #[test]
 fn gpu_policy_takes_column_slices_for_scattered_spmv() {
     use sparrow::ops::products::formats::slices::{
-        SLICE_GROUPS, SLICE_MEMBERS, SLICE_PIECE, SLICE_PIECES, SLICE_X_RATIO,
+        SLICE_MEMBERS, SLICE_PIECE, SLICE_PIECES, SLICE_X_RATIO,
     };
+    let sm90 = &plan::SM90;
+    let groups = sm90.slice_groups;
+    assert_eq!(groups, 66, "the H200's 132 SMs, a block each");
     // Power-law rows over as many columns as rows: 66 groups' copies of x about 4.3 times the
     // entries.
     let a = gen::power_law::<f32>(150_000, 150_000, 16.0, 5_000, 1.5, 8).unwrap();
     let st = RowStats::of(&a);
-    assert!(st.scattered() && st.sliceable(), "{st:?}");
+    assert!(st.scattered() && st.sliceable(sm90), "{st:?}");
     let cut: usize = (0..a.nrows())
         .map(|r| a.row_range(r).len().div_ceil(SLICE_PIECE).max(1))
         .sum();
@@ -199,11 +209,11 @@ fn gpu_policy_takes_column_slices_for_scattered_spmv() {
     let (path, why) = plan::choose(&st, 1, 4);
     assert_eq!(path, GpuPath::Sliced, "{why}");
     assert!(why.contains("shared memory"), "{why}");
-    let shape = path.shape(&st, 4).unwrap();
+    let shape = path.shape(&st, 4, sm90).unwrap();
     assert_eq!(
         (shape.grid[0] as usize, shape.block[0], shape.cluster),
         (
-            SLICE_GROUPS * SLICE_MEMBERS,
+            groups * SLICE_MEMBERS,
             1024,
             Some([SLICE_MEMBERS as u32, 1, 1])
         )
@@ -212,37 +222,49 @@ fn gpu_policy_takes_column_slices_for_scattered_spmv() {
     assert_ne!(plan::choose_on(&st, 1, 4, false).0, GpuPath::Sliced);
     assert_ne!(plan::choose(&st, 8, 4).0, GpuPath::Sliced);
     assert_ne!(plan::choose(&st, 1, 8).0, GpuPath::Sliced);
-    let why = GpuPath::Sliced.why_not(1, &st, 8).unwrap();
+    let why = GpuPath::Sliced.why_not(1, &st, 8, sm90).unwrap();
     assert!(why.contains("f32 values only"), "{why}");
     assert_eq!(
         GpuPath::Sliced.kernels("f32", 1, &st, true),
         ["spmv_sliced_f32", "spmv_cut_f32"]
     );
-    let why = GpuPath::Sliced.why_not(2, &st, 4).unwrap();
+    let why = GpuPath::Sliced.why_not(2, &st, 4, sm90).unwrap();
     assert!(why.contains("N = 2"), "{why}");
     // The bound on the copies of x: at the ratio the slices are taken, one column more not.
     let mut at = st;
-    at.ncols = SLICE_X_RATIO * at.nnz / SLICE_GROUPS;
-    assert!(at.sliceable());
+    at.ncols = SLICE_X_RATIO * at.nnz / groups;
+    assert!(at.sliceable(sm90));
     at.ncols += 1;
-    assert!(!at.sliceable());
+    assert!(!at.sliceable(sm90));
     assert_ne!(plan::choose(&at, 1, 4).0, GpuPath::Sliced);
-    let why = GpuPath::Sliced.why_not(1, &at, 4).unwrap();
+    let why = GpuPath::Sliced.why_not(1, &at, 4, sm90).unwrap();
     assert!(why.contains("at most 5 times"), "{why}");
+    // The groups are the architecture's: with half of them, their copies of x leave room for
+    // that column, and the launch has their blocks.
+    let half = plan::ProductsTuning {
+        slice_groups: groups / 2,
+        ..plan::SM90
+    };
+    assert!(at.sliceable(&half));
+    assert_eq!(plan::choose_with(&at, 1, 4, true, &half).0, GpuPath::Sliced);
+    assert_eq!(
+        GpuPath::Sliced.shape(&at, 4, &half).unwrap().grid[0] as usize,
+        groups / 2 * SLICE_MEMBERS
+    );
     // More pieces than 66 groups hold take more groups, whose copies count.
     let mut many = st;
-    many.pieces = SLICE_PIECES * SLICE_GROUPS + 1;
-    assert_eq!(many.slice_groups(), SLICE_GROUPS + 1);
-    assert_eq!(many.slice_blocks(), (SLICE_GROUPS + 1) * SLICE_MEMBERS);
+    many.pieces = SLICE_PIECES * groups + 1;
+    assert_eq!(many.slice_groups(sm90), groups + 1);
+    assert_eq!(many.slice_blocks(sm90), (groups + 1) * SLICE_MEMBERS);
     // Local columns never take them, whatever the ratio.
     let banded = gen::banded::<f32>(50_000, 64, 1).unwrap().row_stats();
-    assert!(!banded.scattered() && !banded.sliceable());
-    let extra = sparrow::ops::spmm::device_bytes(&a, &st, 0, 1)
-        - sparrow::ops::spmm::device_bytes(&a, &at, 0, 1);
+    assert!(!banded.scattered() && !banded.sliceable(sm90));
+    let extra = sparrow::ops::spmm::device_bytes(&a, &st, 0, 1, sm90)
+        - sparrow::ops::spmm::device_bytes(&a, &at, 0, 1, sm90);
     assert!(extra >= 8 * a.nnz() as u64, "{extra}");
     let a64 = gen::power_law::<f64>(150_000, 150_000, 16.0, 5_000, 1.5, 8).unwrap();
     assert_eq!(
-        sparrow::ops::spmm::device_bytes(&a64, &st, 0, 1),
-        sparrow::ops::spmm::device_bytes(&a64, &at, 0, 1)
+        sparrow::ops::spmm::device_bytes(&a64, &st, 0, 1, sm90),
+        sparrow::ops::spmm::device_bytes(&a64, &at, 0, 1, sm90)
     );
 }

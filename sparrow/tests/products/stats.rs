@@ -118,7 +118,10 @@ fn device_bytes_counts_every_buffer() {
     assert_eq!(st.stream_blocks, 1);
     assert!(st.near());
     assert!(st.packable());
-    assert_eq!(sparrow::ops::spmm::device_bytes(&a, &st, dense, n), want);
+    assert_eq!(
+        sparrow::ops::spmm::device_bytes(&a, &st, dense, n, &sparrow::ops::products::plan::SM90),
+        want
+    );
 }
 
 #[test]

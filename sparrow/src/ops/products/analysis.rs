@@ -10,6 +10,7 @@ use super::formats::slices::{self, SliceLayout};
 use super::formats::work::{pack_columns, rows_by_length, stream_partition, PackedColumns};
 use super::formats::Formats;
 use crate::matrix::Csr;
+use crate::ops::products::plan::ProductsTuning;
 use crate::ops::products::stats::{RowStats, CHUNK, LONG_ROW};
 use crate::{Error, Result, Scalar};
 
@@ -91,8 +92,8 @@ pub struct HostAnalysis<T> {
     /// Each entry's column as a 16-bit offset from its row, where every entry lies near the
     /// diagonal ([`RowStats::near`]).
     pub near: Option<Vec<i16>>,
-    /// The column-slice layout, where the statistics say these values take it
-    /// ([`RowStats::sliced_for`]) and the caller's GPU runs its kernel.
+    /// The column-slice layout, where the statistics say these values take it on the caller's
+    /// GPU ([`RowStats::sliced_for`]) and that GPU runs its kernel.
     pub slices: Option<Slices<T>>,
     /// The rows by length, longest first ([`rows_by_length`]).
     pub sorted_rows: Vec<i64>,
@@ -137,15 +138,23 @@ impl<T: Scalar> HostAnalysis<T> {
         b as u64
     }
 
-    /// Analyses `a` with its statistics `stats` (`crate::ops::products::RowStats::of(&a)`); `slices` says whether the
-    /// GPU runs the column-slice kernel ([`slices::runs_on`]). Statistics that claim a
-    /// pattern, packing or reach the matrix lacks are refused, naming `stats`.
-    pub fn of(a: &Csr<T>, stats: &RowStats, slices: bool) -> Result<Self> {
+    /// Analyses `a` with its statistics `stats` (`crate::ops::products::RowStats::of(&a)`) for
+    /// a GPU whose tuning is `slices` where it runs the column-slice kernel
+    /// ([`slices::runs_on`]), None where it does not: whether the slices pay, and the groups
+    /// their layout deals rows to, are that GPU's ([`ProductsTuning::slice_groups`]).
+    /// Statistics that claim a pattern, packing or reach the matrix lacks are refused, naming
+    /// `stats`.
+    pub fn of(a: &Csr<T>, stats: &RowStats, slices: Option<&ProductsTuning>) -> Result<Self> {
         Self::of_formats(a, stats, slices, Formats::ALL)
     }
 
     /// [`HostAnalysis::of`] building only the formats in `want` (the long rows' chunks always).
-    pub fn of_formats(a: &Csr<T>, stats: &RowStats, slices: bool, want: Formats) -> Result<Self> {
+    pub fn of_formats(
+        a: &Csr<T>,
+        stats: &RowStats,
+        slices: Option<&ProductsTuning>,
+        want: Formats,
+    ) -> Result<Self> {
         let mut work = Vec::new();
         let work_blocks = if want.stream || want.packed {
             stream_partition(a.row_ptr(), stats.stream_items, |b| {
@@ -209,15 +218,22 @@ impl<T: Scalar> HostAnalysis<T> {
         } else {
             None
         };
-        let slices = if want.slices && slices && stats.sliced_for(std::mem::size_of::<T>()) {
-            let layout = slices::build(a.nrows(), a.row_ptr(), a.col_idx(), a.values())
+        let slices = match slices {
+            Some(t) if want.slices && stats.sliced_for(std::mem::size_of::<T>(), t) => {
+                let layout = slices::build(
+                    a.nrows(),
+                    a.row_ptr(),
+                    a.col_idx(),
+                    a.values(),
+                    t.slice_groups,
+                )
                 .ok_or_else(|| {
                     Error::unsupported("the column-slice layout: a block's records pass 2^26")
                 })?;
-            let records = layout.f32_records();
-            Some(Slices { layout, records })
-        } else {
-            None
+                let records = layout.f32_records();
+                Some(Slices { layout, records })
+            }
+            _ => None,
         };
         Ok(HostAnalysis {
             formats: Formats {
@@ -270,9 +286,10 @@ pub fn for_upload<T: Scalar>(a: &Csr<T>, stats: &RowStats) -> Result<Option<RowB
 mod tests {
     use super::*;
     use crate::matrix::gen;
+    use crate::ops::products::plan::SM90;
 
     fn refusal<T: Scalar>(a: &Csr<T>, st: &RowStats) -> String {
-        match HostAnalysis::of(a, st, true) {
+        match HostAnalysis::of(a, st, Some(&SM90)) {
             Err(e) => e.to_string(),
             Ok(_) => panic!("accepted {st:?}"),
         }
@@ -306,25 +323,37 @@ mod tests {
     }
 
     /// What the analysis builds follows the statistics and the caller's GPU: the column slices
-    /// for scattered f32 rows on a GPU that runs them, with their records end to end; the long
-    /// rows' chunks cover each long row once; the rows by length hold every row.
+    /// for scattered f32 rows on a GPU that runs them, dealt to its tuning's groups, with their
+    /// records end to end; the long rows' chunks cover each long row once; the rows by length
+    /// hold every row.
     #[test]
     fn the_analysis_builds_what_the_statistics_call_for() {
         let a = gen::power_law::<f32>(150_000, 150_000, 16.0, 5_000, 1.5, 8).unwrap();
         let st = crate::ops::products::RowStats::of(&a);
-        assert!(st.sliced_for(4), "{st:?}");
-        let h = HostAnalysis::of(&a, &st, true).unwrap();
+        assert!(st.sliced_for(4, &SM90), "{st:?}");
+        let h = HostAnalysis::of(&a, &st, Some(&SM90)).unwrap();
         let s = h.slices.as_ref().expect("column slices");
         let recs: usize = s.layout.enc.iter().map(Vec::len).sum();
         assert_eq!(s.records.len(), 2 * recs);
         assert!(recs >= a.nnz());
-        assert!(HostAnalysis::of(&a, &st, false).unwrap().slices.is_none());
+        assert!(HostAnalysis::of(&a, &st, None).unwrap().slices.is_none());
+        // The rows go to the groups of the GPU's tuning.
+        let half = ProductsTuning {
+            slice_groups: SM90.slice_groups / 2,
+            ..SM90
+        };
+        let h2 = HostAnalysis::of(&a, &st, Some(&half)).unwrap();
+        let g2 = h2.slices.as_ref().expect("column slices").layout.groups();
+        assert_eq!(
+            (s.layout.groups(), g2),
+            (SM90.slice_groups, half.slice_groups)
+        );
         assert_eq!(h.sorted_rows.len(), a.nrows());
         assert_eq!(h.work.len(), 6 * h.work_blocks);
         assert!(h.diag.is_none() && h.row_blocks.is_none());
 
         let l = gen::long_rows::<f64>(3_000, 40_000, 2, 30_000, 3, 5).unwrap();
-        let h = HostAnalysis::of(&l, &crate::ops::products::RowStats::of(&l), true).unwrap();
+        let h = HostAnalysis::of(&l, &crate::ops::products::RowStats::of(&l), Some(&SM90)).unwrap();
         let c = &h.long_rows;
         let long: Vec<i64> = (0..l.nrows())
             .filter(|&r| l.row_range(r).len() > LONG_ROW)
@@ -355,23 +384,24 @@ mod tests {
         use crate::ops::products::GpuPath;
         let a = gen::banded::<f32>(3_000, 5, 1).unwrap();
         let st = crate::ops::products::RowStats::of(&a);
-        let all = HostAnalysis::of(&a, &st, true).unwrap();
+        let all = HostAnalysis::of(&a, &st, Some(&SM90)).unwrap();
         assert!(all.packed.is_some() && all.diag.is_some() && all.near.is_some());
-        let none = HostAnalysis::of_formats(&a, &st, true, Formats::NONE).unwrap();
+        let none = HostAnalysis::of_formats(&a, &st, Some(&SM90), Formats::NONE).unwrap();
         assert_eq!(none.formats, Formats::NONE);
         assert!(none.work.is_empty() && none.work_blocks == 0 && none.sorted_rows.is_empty());
         assert!(none.packed.is_none() && none.diag.is_none() && none.near.is_none());
         assert!(none.slices.is_none() && none.row_blocks.is_none());
         assert_eq!(none.long_rows.rows, all.long_rows.rows);
 
-        let packed = HostAnalysis::of_formats(&a, &st, true, GpuPath::Packed.formats()).unwrap();
+        let packed =
+            HostAnalysis::of_formats(&a, &st, Some(&SM90), GpuPath::Packed.formats()).unwrap();
         assert!(packed.formats.stream && packed.formats.packed);
         assert_eq!(packed.work, all.work);
         let (p, q) = (packed.packed.unwrap(), all.packed.unwrap());
         assert_eq!((p.cols, p.base, p.ends), (q.cols, q.base, q.ends));
         assert!(packed.diag.is_none() && packed.near.is_none() && packed.sorted_rows.is_empty());
 
-        let diag = HostAnalysis::of_formats(&a, &st, true, GpuPath::Diag.formats()).unwrap();
+        let diag = HostAnalysis::of_formats(&a, &st, Some(&SM90), GpuPath::Diag.formats()).unwrap();
         let (d, e) = (diag.diag.unwrap(), all.diag.unwrap());
         assert_eq!((d.offsets, d.bits, d.run), (e.offsets, e.bits, e.run));
         assert!(diag.work.is_empty() && diag.packed.is_none() && diag.near.is_none());
@@ -381,7 +411,7 @@ mod tests {
             lane_entries: 8,
             deep: false,
         };
-        let h = HostAnalysis::of_formats(&a, &st, true, sorted.formats()).unwrap();
+        let h = HostAnalysis::of_formats(&a, &st, Some(&SM90), sorted.formats()).unwrap();
         assert_eq!(h.sorted_rows, all.sorted_rows);
         assert!(h.work.is_empty() && h.diag.is_none() && h.row_blocks.is_none());
     }

@@ -8,6 +8,7 @@ use crate::kernels::{
     chunks_name, combine_name, cut_name, fill_name, rowvec_name, sliced_name, SPMM,
 };
 use crate::ops::products::formats::slices::{self, SLICE_WARPS};
+use crate::ops::products::plan::ProductsTuning;
 use crate::ops::products::stats::{LONG_ROW, NEAR_REACH};
 
 /// Threads of a column-slice block (`SLICE_THREADS` in spmm.cu): the summing warps and the
@@ -136,6 +137,7 @@ pub(crate) fn launch<T: Scalar>(
     if a.nrows == 0 || n == 0 {
         return Ok(());
     }
+    let tuning = ProductsTuning::for_arch(gpu.limits().compute_capability);
     if matches!(path, GpuPath::Diag | GpuPath::DiagLanes { .. }) {
         spmv_only("the diagonal path computes", n)?;
         let dg = built(
@@ -287,7 +289,7 @@ pub(crate) fn launch<T: Scalar>(
         return unsafe {
             gpu.launch(
                 &kernel,
-                path.shape(&a.stats, std::mem::size_of::<T>())?,
+                path.shape(&a.stats, std::mem::size_of::<T>(), tuning)?,
                 &mut args,
             )
         };
@@ -352,7 +354,7 @@ pub(crate) fn launch<T: Scalar>(
         unsafe {
             gpu.launch(
                 &kernel,
-                path.shape(&a.stats, std::mem::size_of::<T>())?,
+                path.shape(&a.stats, std::mem::size_of::<T>(), tuning)?,
                 &mut args,
             )
         }?;

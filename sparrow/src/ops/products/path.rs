@@ -16,6 +16,7 @@ use crate::ops::products::formats::slices::{
     smem_bytes, SLICE_MEMBERS, SLICE_WARPS, SLICE_X_RATIO,
 };
 use crate::ops::products::formats::work::PACKED_SPAN;
+use crate::ops::products::plan::ProductsTuning;
 use crate::ops::products::stats::{RowStats, LEN_CLASSES, NEAR_REACH, SCATTER_WINDOW, WINDOW_ROWS};
 use crate::{Error, Result};
 
@@ -346,18 +347,32 @@ impl GpuPath {
     }
 
     /// Whether this path computes N columns of a matrix with these statistics and values of
-    /// `elem_bytes` bytes ([`GpuPath::why_not`] says why not).
-    pub fn applies(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> bool {
-        self.why_not(n, stats, elem_bytes).is_none()
+    /// `elem_bytes` bytes on a GPU of this `tuning` ([`GpuPath::why_not`] says why not).
+    pub fn applies(
+        &self,
+        n: usize,
+        stats: &RowStats,
+        elem_bytes: usize,
+        tuning: &ProductsTuning,
+    ) -> bool {
+        self.why_not(n, stats, elem_bytes, tuning).is_none()
     }
 
     /// Why this path cannot compute N columns of a matrix with these statistics and values of
-    /// `elem_bytes` bytes, or None when it can: the planned blocks, the diagonal and the near
-    /// paths compute N = 1 only, the packed blocks need a packable matrix, the diagonal path a
-    /// pattern of diagonals ([`RowStats::diagonals`]), the near path every column within
-    /// [`NEAR_REACH`] of its row ([`RowStats::near`]), the row blocks the height the upload builds
-    /// ([`RowStats::block_rows`]), the deep row kernels f32 values and one segment a lane.
-    pub fn why_not(&self, n: usize, stats: &RowStats, elem_bytes: usize) -> Option<String> {
+    /// `elem_bytes` bytes on a GPU of this `tuning`, or None when it can: the planned blocks,
+    /// the diagonal and the near paths compute N = 1 only, the packed blocks need a packable
+    /// matrix, the diagonal path a pattern of diagonals ([`RowStats::diagonals`]), the near path
+    /// every column within [`NEAR_REACH`] of its row ([`RowStats::near`]), the column slices
+    /// the layout the upload builds for that GPU ([`RowStats::sliceable`]), the row blocks the
+    /// height the upload builds ([`RowStats::block_rows`]), the deep row kernels f32 values and
+    /// one segment a lane.
+    pub fn why_not(
+        &self,
+        n: usize,
+        stats: &RowStats,
+        elem_bytes: usize,
+        tuning: &ProductsTuning,
+    ) -> Option<String> {
         let ty = if elem_bytes == 4 { "f32" } else { "f64" };
         if !self.supports(n) {
             return Some(format!("cannot compute N = {n} columns"));
@@ -378,10 +393,10 @@ impl GpuPath {
             GpuPath::Sliced if elem_bytes != 4 => Some(format!(
                 "runs f32 values only: {ty}'s slices of x are twice the bytes, and on the H200 it ran 0.64-0.69x cuSPARSE (blocks without clusters)"
             )),
-            GpuPath::Sliced if !stats.sliceable() => Some(format!(
+            GpuPath::Sliced if !stats.sliceable(tuning) => Some(format!(
                 "needs scattered columns (a block of {WINDOW_ROWS} rows spanning over {SCATTER_WINDOW}; here {}) and {} groups' copies of x ({} columns each) at most {SLICE_X_RATIO} times the {} entries",
                 stats.window_max,
-                stats.slice_groups(),
+                stats.slice_groups(tuning),
                 stats.ncols,
                 stats.nnz
             )),
@@ -476,14 +491,20 @@ impl GpuPath {
         v
     }
 
-    /// The launch shape for a matrix with these statistics and values of `elem_bytes` bytes (the
-    /// sorted path: the blocks of all its launches, long rows split; the planned blocks: shared
-    /// memory for a block's products, as the launch gives them).
-    pub fn shape(&self, stats: &RowStats, elem_bytes: usize) -> Result<LaunchShape> {
+    /// The launch shape for a matrix with these statistics and values of `elem_bytes` bytes on
+    /// a GPU of this `tuning` (the sorted path: the blocks of all its launches, long rows split;
+    /// the planned blocks: shared memory for a block's products, as the launch gives them; the
+    /// column slices: the groups that GPU's upload deals rows to).
+    pub fn shape(
+        &self,
+        stats: &RowStats,
+        elem_bytes: usize,
+        tuning: &ProductsTuning,
+    ) -> Result<LaunchShape> {
         if *self == GpuPath::Sliced {
-            // The layout's blocks on an sm_90 GPU (bulk copies, every stage in shared memory,
-            // a cluster a group).
-            let blocks = u32::try_from(stats.slice_blocks()).map_err(|_| {
+            // The layout's blocks with bulk copies (sm_90: every stage in shared memory, a
+            // cluster a group).
+            let blocks = u32::try_from(stats.slice_blocks(tuning)).map_err(|_| {
                 Error::unsupported(format!(
                     "{} row pieces need more than 2^32 blocks",
                     stats.pieces

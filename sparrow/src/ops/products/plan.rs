@@ -207,8 +207,9 @@ pub fn choose_with(
     unreachable!("the last rule of each list always applies")
 }
 
-/// The thresholds of the products policy for one GPU architecture, a value in CUB's manner:
-/// the rules read them from here, and a new architecture is a new value.
+/// The thresholds of the products policy for one GPU architecture, and the layout sizes that
+/// follow its count of SMs, a value in CUB's manner: the rules, the uploads and the memory
+/// estimates read them from here, and a new architecture is a new value.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ProductsTuning {
     /// [`NEAR_MEAN_F32`].
@@ -239,6 +240,12 @@ pub struct ProductsTuning {
     pub window_reuse: f64,
     /// [`WINDOW_SPAN`].
     pub window_span: usize,
+    /// Groups the column-slice layout deals the row pieces to (more where the pieces need
+    /// them, [`RowStats::slice_groups`]). A group is a cluster of [`SLICE_MEMBERS`] blocks and
+    /// an SM holds one block of that kernel's shared memory at a time, so the count is the SMs
+    /// over [`SLICE_MEMBERS`]: more groups would run in a second wave, fewer leave SMs idle.
+    /// It also sets the copies of x the policy weighs against the entries ([`SLICE_X_RATIO`]).
+    pub slice_groups: usize,
 }
 
 /// sm_90 (H100, H200), where every threshold was measured (docs/tuning/products.md).
@@ -257,10 +264,12 @@ pub const SM90: ProductsTuning = ProductsTuning {
     sort_rows: SORT_ROWS,
     window_reuse: WINDOW_REUSE,
     window_span: WINDOW_SPAN,
+    // 66: the H200's 132 SMs, each holding one block.
+    slice_groups: 132 / SLICE_MEMBERS,
 };
 
-/// sm_80 and sm_89 (A100, L40): not measured there yet, so sm_90's values; a measurement on one
-/// of them lands here.
+/// sm_80 and sm_89 (A100, L40): not measured there yet, so sm_90's values, the slice groups
+/// too (a count from the H200's 132 SMs, not theirs); a measurement on one of them lands here.
 pub const SM80: ProductsTuning = SM90;
 
 impl ProductsTuning {
@@ -405,13 +414,13 @@ fn rule_near(f: &Facts) -> Option<(GpuPath, String)> {
 
 fn rule_sliced(f: &Facts) -> Option<(GpuPath, String)> {
     let st = f.stats;
-    (f.slices && st.sliced_for(f.elem_bytes)).then(|| {
+    (f.slices && st.sliced_for(f.elem_bytes, f.tuning)).then(|| {
         (
             GpuPath::Sliced,
             format!(
                 "N = 1, scattered columns (blocks of {WINDOW_ROWS} rows span up to {}) and {} groups' copies of x ({} columns each) within {SLICE_X_RATIO} times the {} entries: entries sorted by slice of {} columns, each slice of x copied into shared memory by one of a group's {SLICE_MEMBERS} blocks (a cluster), {} row pieces' sums there (rows over {SLICE_PIECE} entries cut into pieces, summed in order by a second kernel)",
                 st.window_max,
-                st.slice_groups(),
+                st.slice_groups(f.tuning),
                 st.ncols,
                 st.nnz,
                 SLICE_COLS,

@@ -14,6 +14,7 @@ use crate::ops::products::formats::slices::{self, SliceLayout};
 use crate::ops::products::formats::work::{pack_columns, rows_by_length, stream_partition};
 use crate::ops::products::formats::work::{PackedColumns, STREAM_ITEMS_EVEN};
 use crate::ops::products::formats::Formats;
+use crate::ops::products::plan::ProductsTuning;
 use crate::ops::products::stats::RowStats;
 use crate::{Error, Result, Scalar};
 
@@ -223,8 +224,9 @@ pub struct PreparedCsr<T> {
     /// `NEAR_REACH` of the diagonal (`RowStats::near`), for
     /// the SpMV path that reads 2 bytes a column instead of 4.
     pub near: Option<CudaSlice<i16>>,
-    /// The column-slice layout, where the statistics say these values take it
-    /// (`RowStats::sliced_for`) and this GPU runs its kernel (`slices::runs_on`).
+    /// The column-slice layout, where the statistics say these values take it on this GPU
+    /// (`RowStats::sliced_for` with its architecture's tuning) and it runs the kernel
+    /// (`slices::runs_on`).
     pub slices: Option<DeviceSlices<T>>,
     /// The rows by length, longest first (`rows_by_length`), for the sorted SpMM path, when
     /// asked for.
@@ -284,7 +286,10 @@ impl<T: Scalar> PreparedCsr<T> {
         }
         let csr = DeviceCsr::upload(gpu, a)?;
         let t = std::time::Instant::now();
-        let h = HostAnalysis::of_formats(a, &stats, slices::runs_on(gpu.limits()), want)?;
+        let limits = gpu.limits();
+        let sliced_on =
+            slices::runs_on(limits).then(|| ProductsTuning::for_arch(limits.compute_capability));
+        let h = HostAnalysis::of_formats(a, &stats, sliced_on, want)?;
         let long_rows = LongRows::upload(gpu, &h.long_rows)?;
         let stream = if h.formats.stream {
             Some(StreamWork::upload(

@@ -170,11 +170,13 @@ impl<T: Scalar> Spmm<T> {
             }
             Device::Cuda(gpu) => {
                 let stats = crate::ops::products::RowStats::of(a);
+                let tuning = plan::ProductsTuning::for_arch(gpu.limits().compute_capability);
                 // One choice serves the plan, the upload's formats and the launch.
                 let path = gpu_path_on::<T>(gpu, self.choice(), &stats, b.ncols())?;
-                let plan = cuda_plan::<T>("spmm", &stats, b.ncols(), path.clone(), self.split)?;
-                let bytes =
-                    device_bytes::<T>(a, &stats, b.data().len() + c.data().len(), b.ncols());
+                let plan =
+                    cuda_plan::<T>("spmm", &stats, b.ncols(), path.clone(), self.split, tuning)?;
+                let dense = b.data().len() + c.data().len();
+                let bytes = device_bytes::<T>(a, &stats, dense, b.ncols(), tuning);
                 gpu.ensure_fits(bytes, "this SpMM")?;
                 let want = path.as_ref().map_or(Formats::NONE, |(p, _)| p.formats());
                 let da = PreparedCsr::upload_for(gpu, a, stats, want)?;
@@ -256,12 +258,18 @@ pub(crate) struct Choice {
     pub(crate) order: SumOrder,
 }
 
-/// Device memory an SpMM or SpMV on host data needs: A with its long-row chunk lists, SpMV
-/// work blocks (and packed columns), a pattern of diagonals with its rows' bits, the 16-bit
-/// column offsets of a matrix near its diagonal, the column-slice layout (f32), rows sorted by
-/// length, row blocks, `dense_elems` elements of B and C, and the long rows' partial sums for
-/// N columns.
-pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n: usize) -> u64 {
+/// Device memory an SpMM or SpMV on host data needs on a GPU of this `tuning`: A with its
+/// long-row chunk lists, SpMV work blocks (and packed columns), a pattern of diagonals with its
+/// rows' bits, the 16-bit column offsets of a matrix near its diagonal, the column-slice layout
+/// (f32, where it pays with that GPU's groups), rows sorted by length, row blocks,
+/// `dense_elems` elements of B and C, and the long rows' partial sums for N columns.
+pub fn device_bytes<T: Scalar>(
+    a: &Csr<T>,
+    st: &RowStats,
+    dense_elems: usize,
+    n: usize,
+    tuning: &plan::ProductsTuning,
+) -> u64 {
     let s = std::mem::size_of::<T>() as u64;
     let a_bytes = 8 * (2 * a.nrows() as u64 + 1) + (4 + s) * a.nnz() as u64;
     let long = 8 * (2 * st.long_rows as u64 + 1) + 16 * st.long_chunks as u64;
@@ -279,9 +287,9 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
     let near = if st.near() { 2 * a.nnz() as u64 } else { 0 };
     // The column slices: a second copy of the entries (4 + s bytes each, with under 1/16 more
     // padding), a piece's row, stage descriptors and the cut rows' sums.
-    let sliced = if st.sliced_for(s as usize) {
-        let recs = a.nnz() as u64 + a.nnz() as u64 / 16 + 64 * st.slice_blocks() as u64;
-        let stages = st.slice_groups() as u64
+    let sliced = if st.sliced_for(s as usize, tuning) {
+        let recs = a.nnz() as u64 + a.nnz() as u64 / 16 + 64 * st.slice_blocks(tuning) as u64;
+        let stages = st.slice_groups(tuning) as u64
             * (a.ncols()
                 .div_ceil(crate::ops::products::formats::slices::SLICE_COLS) as u64
                 + 2)
@@ -289,7 +297,7 @@ pub fn device_bytes<T: Scalar>(a: &Csr<T>, st: &RowStats, dense_elems: usize, n:
         (4 + s) * recs
             + (4 + s) * st.pieces as u64
             + 4 * 36 * stages
-            + 32 * st.slice_blocks() as u64
+            + 32 * st.slice_blocks(tuning) as u64
     } else {
         0
     };
@@ -373,7 +381,7 @@ fn gpu_path_tuned<T: Scalar>(
     }
     let elem = std::mem::size_of::<T>();
     match choice.force {
-        Some(p) => match p.why_not(n, stats, elem) {
+        Some(p) => match p.why_not(n, stats, elem, tuning) {
             Some(why) => Err(Error::invalid("path", format!("forced path {p:?} {why}"))),
             None if p == GpuPath::Sliced && !slices => Err(Error::invalid(
                 "path",
@@ -427,18 +435,21 @@ pub(crate) fn plan_for<T: Scalar>(
         Device::Cpu => Ok(cpu_plan(op)),
         Device::Cuda(gpu) => {
             let path = gpu_path_on::<T>(gpu, choice, stats, n)?;
-            cuda_plan::<T>(op, stats, n, path, split)
+            let tuning = plan::ProductsTuning::for_arch(gpu.limits().compute_capability);
+            cuda_plan::<T>(op, stats, n, path, split, tuning)
         }
     }
 }
 
-/// The GPU plan of the path a request chose (None: nothing to launch).
+/// The GPU plan of the path a request chose (None: nothing to launch) on a GPU of this
+/// `tuning`.
 pub(crate) fn cuda_plan<T: Scalar>(
     op: &'static str,
     stats: &RowStats,
     n: usize,
     path: Option<(GpuPath, String)>,
     split: bool,
+    tuning: &plan::ProductsTuning,
 ) -> Result<Plan> {
     let Some((path, mut reason)) = path else {
         return Ok(Plan {
@@ -468,7 +479,7 @@ pub(crate) fn cuda_plan<T: Scalar>(
         op,
         backend: Backend::Cuda,
         kernel: Some(kernel),
-        shape: Some(path.shape(stats, std::mem::size_of::<T>())?),
+        shape: Some(path.shape(stats, std::mem::size_of::<T>(), tuning)?),
         reason,
     })
 }
@@ -621,7 +632,7 @@ mod tests {
                     matches!(e, GpuPath::RowVec { ksplit: 1, .. }),
                     "n {n}: {e:?} ({why})"
                 );
-                assert_eq!(e.why_not(n, &st, 8), None, "n {n}: {e:?}");
+                assert_eq!(e.why_not(n, &st, 8, &plan::SM90), None, "n {n}: {e:?}");
                 if f == e {
                     assert!(!why.contains("entry order"), "{why}");
                 } else {

@@ -8,6 +8,7 @@ use super::spmm::{cuda_plan, gpu_path_on, plan_for, Choice, GpuPath};
 use super::PreparedCsr;
 use crate::device::Gpu;
 use crate::matrix::Csr;
+use crate::ops::products::plan::ProductsTuning;
 use crate::ops::products::stats::RowStats;
 use crate::ops::Plan;
 use crate::{Device, Error, Result, Scalar};
@@ -116,10 +117,12 @@ impl<T: Scalar> Spmv<T> {
             }
             Device::Cuda(gpu) => {
                 let stats = crate::ops::products::RowStats::of(a);
+                let tuning = ProductsTuning::for_arch(gpu.limits().compute_capability);
                 // One choice serves the plan, the upload's formats and the launch.
                 let path = gpu_path_on::<T>(gpu, self.choice(), &stats, 1)?;
-                let plan = cuda_plan::<T>("spmv", &stats, 1, path.clone(), self.split)?;
-                let bytes = super::spmm::device_bytes::<T>(a, &stats, x.len() + y.len(), 1);
+                let plan = cuda_plan::<T>("spmv", &stats, 1, path.clone(), self.split, tuning)?;
+                let dense = x.len() + y.len();
+                let bytes = super::spmm::device_bytes::<T>(a, &stats, dense, 1, tuning);
                 gpu.ensure_fits(bytes, "this SpMV")?;
                 let want = path
                     .as_ref()

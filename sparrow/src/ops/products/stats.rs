@@ -1,6 +1,7 @@
 //! Row statistics of a CSR matrix: one pass over its rows gives what the products' plans read
 //! to choose a kernel and what the upload needs to size the formats the plan picks.
 
+use super::plan::ProductsTuning;
 pub use super::tuning::{CHUNK, LONG_ROW, NEAR_REACH};
 use crate::matrix::Csr;
 use crate::Scalar;
@@ -102,35 +103,38 @@ impl RowStats {
         self.reach <= NEAR_REACH
     }
 
-    /// Groups the column-slice layout deals the row pieces to:
-    /// [`SLICE_GROUPS`](super::formats::slices::SLICE_GROUPS), or more where the pieces need them.
-    pub fn slice_groups(&self) -> usize {
-        super::formats::slices::SLICE_GROUPS
+    /// Groups the column-slice layout deals the row pieces to on a GPU of this `tuning`: its
+    /// [`ProductsTuning::slice_groups`], or more where the pieces need them.
+    pub fn slice_groups(&self, tuning: &ProductsTuning) -> usize {
+        tuning
+            .slice_groups
             .max(self.pieces.div_ceil(super::formats::slices::SLICE_PIECES))
     }
 
-    /// Blocks of the column-slice kernel: [`SLICE_MEMBERS`](super::formats::slices::SLICE_MEMBERS) a
-    /// group.
-    pub fn slice_blocks(&self) -> usize {
-        self.slice_groups() * super::formats::slices::SLICE_MEMBERS
+    /// Blocks of the column-slice kernel on a GPU of this `tuning`:
+    /// [`SLICE_MEMBERS`](super::formats::slices::SLICE_MEMBERS) a group.
+    pub fn slice_blocks(&self, tuning: &ProductsTuning) -> usize {
+        self.slice_groups(tuning) * super::formats::slices::SLICE_MEMBERS
     }
 
-    /// Whether SpMV takes the column-slice layout (`spmv_sliced`): scattered columns
-    /// ([`RowStats::scattered`]) and the groups' copies of x, [`RowStats::slice_groups`] times
-    /// the columns, at most [`SLICE_X_RATIO`](super::formats::slices::SLICE_X_RATIO) times the entries.
-    pub fn sliceable(&self) -> bool {
+    /// Whether SpMV takes the column-slice layout (`spmv_sliced`) on a GPU of this `tuning`:
+    /// scattered columns ([`RowStats::scattered`]) and the groups' copies of x,
+    /// [`RowStats::slice_groups`] times the columns, at most
+    /// [`SLICE_X_RATIO`](super::formats::slices::SLICE_X_RATIO) times the entries. The groups
+    /// are the GPU's, since each copies the whole of x.
+    pub fn sliceable(&self, tuning: &ProductsTuning) -> bool {
         self.scattered()
             && self.nnz > 0
-            && self.slice_groups() as u128 * self.ncols as u128
+            && self.slice_groups(tuning) as u128 * self.ncols as u128
                 <= super::formats::slices::SLICE_X_RATIO as u128 * self.nnz as u128
     }
 
-    /// Whether values of `elem_bytes` bytes take the column slices: f32 where
-    /// [`RowStats::sliceable`]. The policy, the upload and the memory estimate ask here; f64's
-    /// slices of x hold half the columns, and it lost to cuSPARSE on them (see
-    /// docs/tuning/products.md#column-slices).
-    pub fn sliced_for(&self, elem_bytes: usize) -> bool {
-        elem_bytes == 4 && self.sliceable()
+    /// Whether values of `elem_bytes` bytes take the column slices on a GPU of this `tuning`:
+    /// f32 where [`RowStats::sliceable`]. The policy, the upload and the memory estimate ask
+    /// here, with the same tuning, so they agree; f64's slices of x hold half the columns, and
+    /// it lost to cuSPARSE on them (see docs/tuning/products.md#column-slices).
+    pub fn sliced_for(&self, elem_bytes: usize, tuning: &ProductsTuning) -> bool {
+        elem_bytes == 4 && self.sliceable(tuning)
     }
 
     /// Whether neighbouring rows share enough columns for the upload to build the row blocks

@@ -24,9 +24,6 @@ pub use crate::kernels::sizes::{
 };
 use crate::Scalar;
 
-/// Groups the rows are dealt to (more when the pieces do not fit): their blocks fill the
-/// H200's 132 SMs, each of which holds one block of this kernel's shared memory at a time.
-pub const SLICE_GROUPS: usize = 66;
 /// The longest row piece: rows longer are cut, so a piece has about 1 to 2 entries a slice
 /// and a warp's steps stay full.
 pub const SLICE_PIECE: usize = 128;
@@ -234,13 +231,17 @@ fn deal<T: Scalar>(group: &[Keyed<T>], sc: &mut DealScratch, out: &mut BlockStre
     ss
 }
 
-/// Builds the layout of a CSR matrix of `nrows` rows for values of `T`, or None when a
-/// block's records outgrow the 26-bit positions of the descriptors.
+/// Builds the layout of a CSR matrix of `nrows` rows for values of `T`, its rows dealt by
+/// entries to `groups` groups (more where a group's pieces pass [`SLICE_PIECES`]): the GPU's
+/// count ([`ProductsTuning::slice_groups`](crate::ops::products::plan::ProductsTuning::slice_groups)),
+/// whose blocks fill its SMs. None when a block's records outgrow the 26-bit positions of the
+/// descriptors.
 pub fn build<T: Scalar>(
     nrows: usize,
     row_ptr: &[i64],
     col_idx: &[i32],
     values: &[T],
+    groups: usize,
 ) -> Option<SliceLayout<T>> {
     use rayon::prelude::*;
     let sc = SLICE_COLS;
@@ -259,7 +260,7 @@ pub fn build<T: Scalar>(
         (len + p - 1 - k) / p
     };
     // Groups of about equal entries, at most SLICE_PIECES pieces each.
-    let target = nnz.div_ceil(SLICE_GROUPS).max(1);
+    let target = nnz.div_ceil(groups).max(1);
     let mut piece0 = vec![0i32];
     let (mut cur_e, mut cur_p) = (0usize, 0usize);
     for r in 0..nrows {
@@ -466,6 +467,9 @@ mod tests {
     use super::*;
     use crate::matrix::{gen, Csr};
 
+    /// The groups an sm_90 upload deals rows to.
+    const GROUPS: usize = crate::ops::products::plan::SM90.slice_groups;
+
     /// Runs the layout as the kernel does (stage by stage, warp by warp, step by step), checking
     /// that no step holds a piece twice and every stage fits, and returns y.
     fn walk(l: &SliceLayout<f64>, nrows: usize, x: &[f64]) -> Vec<f64> {
@@ -549,7 +553,7 @@ mod tests {
     }
 
     fn check(a: &Csr<f64>) {
-        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values(), GROUPS).unwrap();
         let x: Vec<f64> = (0..a.ncols())
             .map(|i| 1.0 + (i % 7) as f64 * 0.25)
             .collect();
@@ -574,7 +578,7 @@ mod tests {
     fn crowded_slices_take_several_stages() {
         // Every entry in the first slice: each group's slice far over a stage.
         let a = gen::uniform::<f64>(20_000, 1_000, 30, 6).unwrap();
-        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values(), GROUPS).unwrap();
         assert!(l.stage0.last().copied().unwrap() as usize > l.blocks());
         // One slice's stages go to the members in turn: every block has some.
         assert!(l.stage0.windows(2).all(|w| w[1] > w[0]), "{:?}", l.stage0);
@@ -600,7 +604,7 @@ mod tests {
             .map(|r| if r < 10 { vec![r as i32] } else { vec![] })
             .collect();
         let a = from_rows(n, 50, &rows);
-        let l = build(n, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        let l = build(n, a.row_ptr(), a.col_idx(), a.values(), GROUPS).unwrap();
         let sizes: Vec<i32> = l.piece0.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(sizes.contains(&(SLICE_PIECES as i32)), "{sizes:?}");
         assert_eq!(sizes.iter().sum::<i32>() as usize, n);
@@ -610,7 +614,7 @@ mod tests {
     #[test]
     fn f32_records_pair_each_word_with_its_value() {
         let a = gen::power_law::<f64>(200_000, 200_000, 4.0, 2_000, 1.5, 9).unwrap();
-        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        let l = build(a.nrows(), a.row_ptr(), a.col_idx(), a.values(), GROUPS).unwrap();
         let r = l.f32_records();
         let (enc, vals) = (l.enc.concat(), l.vals.concat());
         assert!(l.enc.iter().filter(|e| !e.is_empty()).count() > 100);
@@ -640,12 +644,12 @@ mod tests {
     #[test]
     fn empty_matrix_and_rows() {
         let a = from_rows(3, 5, &[vec![], vec![], vec![]]);
-        let l = build(3, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+        let l = build(3, a.row_ptr(), a.col_idx(), a.values(), GROUPS).unwrap();
         assert_eq!(l.piece_out, vec![0, 1, 2]);
         assert!(l.enc.iter().all(Vec::is_empty));
         check(&a);
         let z = from_rows(0, 5, &[]);
-        let l = build(0, z.row_ptr(), z.col_idx(), z.values()).unwrap();
+        let l = build(0, z.row_ptr(), z.col_idx(), z.values(), GROUPS).unwrap();
         assert_eq!(l.blocks(), 0);
     }
 }
