@@ -21,8 +21,9 @@ use errors::{invalid, OrPy};
 
 /// Opens the device `spec` names ("auto", "cpu", "cuda", "cuda:N"), once per process: a GPU
 /// keeps its compiled kernels between calls.
-pub(crate) fn open_device(spec: &str) -> PyResult<Device> {
-    static OPENED: OnceLock<Mutex<HashMap<String, Device>>> = OnceLock::new();
+/// Devices live for the process, so prepared GPU work can borrow them.
+pub(crate) fn open_device(spec: &str) -> PyResult<&'static Device> {
+    static OPENED: OnceLock<Mutex<HashMap<String, &'static Device>>> = OnceLock::new();
     let parsed = DeviceSpec::from_str(spec).map_err(|_| {
         invalid(
             "device",
@@ -34,10 +35,12 @@ pub(crate) fn open_device(spec: &str) -> PyResult<Device> {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     if let Some(d) = map.get(spec) {
-        return Ok(d.clone());
+        return Ok(d);
     }
     let (device, _why) = Device::open(parsed).py()?;
-    map.insert(spec.to_string(), device.clone());
+    // One per spelling of a device (a handful per process), never freed.
+    let device: &'static Device = Box::leak(Box::new(device));
+    map.insert(spec.to_string(), device);
     Ok(device)
 }
 

@@ -4,9 +4,9 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
-use sparrow::{Csr, Dense, Scalar, Spmm, Spmv};
+use sparrow::{Csr, Dense, Device, Gpu, PreparedCsr, Scalar, Spmm, Spmv};
 
-use crate::dlpack::{bytearray, view, Dtype, View};
+use crate::dlpack::{bytearray, view, Dtype, Place, View};
 use crate::errors::{invalid, OrPy};
 
 /// The CSR arrays of A, borrowed for the call.
@@ -77,7 +77,7 @@ fn spmv_t<'py, T: Scalar>(
     let req = Spmv::new()
         .alpha(T::from_f64(alpha))
         .beta(T::from_f64(beta));
-    py.detach(|| req.run(&dev, &a, xs, &mut ys)).py()?;
+    py.detach(|| req.run(dev, &a, xs, &mut ys)).py()?;
     Ok(bytearray(py, &ys))
 }
 
@@ -161,7 +161,7 @@ fn spmm_t<'py, T: Scalar>(
     let req = Spmm::new()
         .alpha(T::from_f64(alpha))
         .beta(T::from_f64(beta));
-    py.detach(|| req.run(&dev, &a, &b, &mut c)).py()?;
+    py.detach(|| req.run(dev, &a, &b, &mut c)).py()?;
     Ok(bytearray(py, c.data()))
 }
 
@@ -198,7 +198,200 @@ fn spmm_host<'py>(
     }
 }
 
+/// A analysed and uploaded to one GPU, for products with operands in GPU memory.
+enum Uploaded {
+    F32(PreparedCsr<f32>),
+    F64(PreparedCsr<f64>),
+}
+
+/// A sparse matrix prepared on a GPU (`sparrow.prepare(A, device="cuda:N")`, or a CUDA
+/// operand's first product): its layouts are built once and every later product reuses them.
+#[pyclass(frozen)]
+struct GpuCsr {
+    gpu: &'static Gpu,
+    id: usize,
+    a: Uploaded,
+}
+
+impl GpuCsr {
+    fn dtype(&self) -> Dtype {
+        match self.a {
+            Uploaded::F32(_) => Dtype::F32,
+            Uploaded::F64(_) => Dtype::F64,
+        }
+    }
+
+    /// A CUDA operand of A's type on A's GPU with `shape`, C-contiguous.
+    fn operand<'py>(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        arg: &str,
+        shape: &[usize],
+        stream: usize,
+    ) -> PyResult<View<'py>> {
+        let v = view(obj, Some(if stream == 0 { 1 } else { stream }), arg)?;
+        if v.place != Place::Cuda(self.id) {
+            return Err(invalid(
+                arg,
+                format!("must be on cuda:{}, where A was prepared", self.id),
+            ));
+        }
+        if v.dtype != self.dtype() {
+            return Err(invalid(
+                arg,
+                format!(
+                    "is {} but A is {}: give both the same type",
+                    v.dtype.name(),
+                    self.dtype().name()
+                ),
+            ));
+        }
+        if v.shape != shape {
+            return Err(invalid(
+                arg,
+                format!("has shape {:?}, not {shape:?}", v.shape),
+            ));
+        }
+        Ok(v)
+    }
+}
+
+#[pymethods]
+impl GpuCsr {
+    /// Analyses A (host CSR arrays) and uploads it to CUDA device `device_index`.
+    #[new]
+    fn new(
+        py: Python<'_>,
+        shape: (usize, usize),
+        indptr: &Bound<'_, PyAny>,
+        indices: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyAny>,
+        device_index: usize,
+    ) -> PyResult<Self> {
+        let parts = Parts::of(shape, indptr, indices, data)?;
+        same_types(&parts, &[])?;
+        let Device::Cuda(gpu) = crate::open_device(&format!("cuda:{device_index}"))? else {
+            return Err(invalid("device", "did not open a GPU"));
+        };
+        let gpu: &'static Gpu = gpu;
+        let a = match parts.data.dtype {
+            Dtype::F32 => {
+                let csr = parts.csr::<f32>()?;
+                Uploaded::F32(py.detach(|| PreparedCsr::upload(gpu, &csr)).py()?)
+            }
+            _ => {
+                let csr = parts.csr::<f64>()?;
+                Uploaded::F64(py.detach(|| PreparedCsr::upload(gpu, &csr)).py()?)
+            }
+        };
+        Ok(GpuCsr {
+            gpu,
+            id: device_index,
+            a,
+        })
+    }
+
+    /// `alpha A x + beta y` with x and y in GPU memory, ordered on the raw CUDA `stream`.
+    fn spmv(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: &Bound<'_, PyAny>,
+        alpha: f64,
+        beta: f64,
+        stream: usize,
+    ) -> PyResult<()> {
+        let (m, k) = self.shape();
+        let (xv, yv) = (
+            self.operand(x, "x", &[k], stream)?,
+            self.operand(y, "y", &[m], stream)?,
+        );
+        let (xa, ya) = (xv.addr as u64, yv.addr as u64);
+        let gpu = self.gpu;
+        // SAFETY: x and y are CUDA arrays of A's GPU, type and length, held by the caller
+        // for the call; the product is ordered on their stream.
+        py.detach(|| match &self.a {
+            Uploaded::F32(a) => unsafe {
+                Spmv::new()
+                    .alpha(alpha as f32)
+                    .beta(beta as f32)
+                    .run_on_stream(gpu, a, xa, ya, stream)
+            },
+            Uploaded::F64(a) => unsafe {
+                Spmv::new()
+                    .alpha(alpha)
+                    .beta(beta)
+                    .run_on_stream(gpu, a, xa, ya, stream)
+            },
+        })
+        .py()
+    }
+
+    /// `alpha A B + beta C` with B and C (row-major) in GPU memory, ordered on `stream`.
+    #[allow(clippy::too_many_arguments)]
+    fn spmm(
+        &self,
+        py: Python<'_>,
+        b: &Bound<'_, PyAny>,
+        c: &Bound<'_, PyAny>,
+        alpha: f64,
+        beta: f64,
+        stream: usize,
+    ) -> PyResult<()> {
+        let (m, k) = self.shape();
+        let n = view(b, None, "B")?.shape.get(1).copied().unwrap_or(0);
+        let (bv, cv) = (
+            self.operand(b, "B", &[k, n], stream)?,
+            self.operand(c, "C", &[m, n], stream)?,
+        );
+        let (ba, ca) = (bv.addr as u64, cv.addr as u64);
+        let gpu = self.gpu;
+        // SAFETY: B and C are C-contiguous CUDA arrays of A's GPU and type with the shapes
+        // checked above, held by the caller for the call; ordered on their stream.
+        py.detach(|| match &self.a {
+            Uploaded::F32(a) => unsafe {
+                Spmm::new()
+                    .alpha(alpha as f32)
+                    .beta(beta as f32)
+                    .run_on_stream(gpu, a, n, (ba, n), (ca, n), stream)
+            },
+            Uploaded::F64(a) => unsafe {
+                Spmm::new().alpha(alpha).beta(beta).run_on_stream(
+                    gpu,
+                    a,
+                    n,
+                    (ba, n),
+                    (ca, n),
+                    stream,
+                )
+            },
+        })
+        .py()
+    }
+
+    /// (rows, columns).
+    fn shape(&self) -> (usize, usize) {
+        match &self.a {
+            Uploaded::F32(a) => (a.stats.nrows, a.stats.ncols),
+            Uploaded::F64(a) => (a.stats.nrows, a.stats.ncols),
+        }
+    }
+
+    /// "float32" or "float64".
+    #[getter]
+    fn dtype_name(&self) -> &'static str {
+        self.dtype().name()
+    }
+
+    /// The CUDA device index.
+    #[getter]
+    fn device_index(&self) -> usize {
+        self.id
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<GpuCsr>()?;
     m.add_function(wrap_pyfunction!(spmv_host, m)?)?;
     m.add_function(wrap_pyfunction!(spmm_host, m)?)?;
     Ok(())

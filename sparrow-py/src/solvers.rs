@@ -29,7 +29,7 @@ fn recover_t<'py, T: Scalar>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (phi, y) = (dense::<T>(phi, "phi")?, dense::<T>(y, "y")?);
     let dev = crate::open_device(device)?;
-    let (rec, _plan) = py.detach(|| req.run(&dev, &phi, &y)).py()?;
+    let (rec, _plan) = py.detach(|| req.run(dev, &phi, &y)).py()?;
     let d = PyDict::new(py);
     d.set_item("x", bytearray(py, rec.x.to_packed().data()))?;
     d.set_item("support", rec.support)?;
@@ -128,7 +128,7 @@ fn complete<'py>(
     req.max_iter = max_iter;
     req.tol = tol;
     let dev = crate::open_device(device)?;
-    let (c, _plan) = py.detach(|| req.run_on(&dev, &obs)).py()?;
+    let (c, _plan) = py.detach(|| req.run_on(dev, &obs)).py()?;
     let d = PyDict::new(py);
     d.set_item("x", bytearray(py, c.x.to_packed().data()))?;
     d.set_item("rank", c.rank)?;
@@ -203,7 +203,7 @@ fn seacells<'py>(
     let progress = progress.map(|p| p.unbind());
     let mut raised: Option<PyErr> = None;
     let result = py.detach(|| {
-        sparrow::seacells_fit(&dev, &x, &cfg, &mut |it, rss| {
+        sparrow::seacells_fit(dev, &x, &cfg, &mut |it, rss| {
             Python::attach(|py| {
                 let r = py.check_signals().and_then(|_| match &progress {
                     Some(p) => p.call1(py, (it, rss)).map(|_| ()),

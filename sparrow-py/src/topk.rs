@@ -1,9 +1,12 @@
 //! Top-k over host arrays (on the CPU, or on a GPU through the library's copies) and over
 //! CUDA arrays in place.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
-use sparrow::{Key, Segments, TieBreak, TopK};
+use sparrow::{Device, DeviceTopK, Key, Segments, TieBreak, TopK};
 
 use crate::dlpack::{bytearray, view, Dtype, Place};
 use crate::errors::{invalid, OrPy};
@@ -115,7 +118,7 @@ fn topk_host<'py>(
         ($t:ty) => {{
             // SAFETY: the view's type is $t and the caller holds the array for the call.
             let ks = unsafe { kv.host::<$t>(name)? };
-            select::<$t>(py, &req, &dev, ks, rows, length, offs)
+            select::<$t>(py, &req, dev, ks, rows, length, offs)
         }};
     }
     match kv.dtype {
@@ -135,7 +138,173 @@ fn topk_host<'py>(
     }
 }
 
+/// A prepared device top-k of any key type, as the cache holds it.
+trait DeviceRun: Send {
+    /// # Safety
+    /// As [`DeviceTopK::run`].
+    unsafe fn run(
+        &mut self,
+        keys: u64,
+        out_keys: u64,
+        out_idx: u64,
+        stream: usize,
+    ) -> sparrow::Result<()>;
+    fn width(&self) -> usize;
+}
+
+impl<K: Key> DeviceRun for DeviceTopK<'static, K> {
+    unsafe fn run(
+        &mut self,
+        keys: u64,
+        out_keys: u64,
+        out_idx: u64,
+        stream: usize,
+    ) -> sparrow::Result<()> {
+        unsafe { DeviceTopK::run(self, keys, out_keys, out_idx, stream) }
+    }
+    fn width(&self) -> usize {
+        DeviceTopK::width(self)
+    }
+}
+
+/// What a prepared device top-k is for: the GPU, the key type, the shape and the request.
+type PlanKey = (usize, &'static str, usize, usize, usize, bool, bool, String);
+
+/// Prepared device top-ks by shape, so a serving loop's calls allocate nothing after the
+/// first; a few dozen shapes at most are kept.
+fn cached(
+    key: PlanKey,
+    make: impl FnOnce() -> PyResult<Box<dyn DeviceRun>>,
+) -> PyResult<std::sync::MutexGuard<'static, HashMap<PlanKey, Box<dyn DeviceRun>>>> {
+    static PLANS: OnceLock<Mutex<HashMap<PlanKey, Box<dyn DeviceRun>>>> = OnceLock::new();
+    let mut map = PLANS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if !map.contains_key(&key) {
+        if map.len() >= 32 {
+            map.clear();
+        }
+        map.insert(key, make()?);
+    }
+    Ok(map)
+}
+
+/// Top-k of the rows of a 2-D CUDA array into CUDA outputs the caller allocated (values of
+/// x's type, int64 positions), ordered on the raw CUDA `stream`.
+/// With `reps` above 1 the call runs that many times and waits for the stream, returning the
+/// seconds per run instead of the width: the Rust side of `bench/python_overhead.py`.
+#[pyfunction]
+#[pyo3(signature = (x, values, indices, k, largest, sorted, tie_break, stream, reps=1))]
+#[allow(clippy::too_many_arguments)]
+fn topk_cuda<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    values: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    k: usize,
+    largest: bool,
+    sorted: bool,
+    tie_break: &str,
+    stream: usize,
+    reps: usize,
+) -> PyResult<f64> {
+    let req = request(Some(k), None, largest, sorted, tie_break)?;
+    // DLPack's stream 0 is reserved: the legacy default stream is 1 there.
+    let dl_stream = if stream == 0 { 1 } else { stream };
+    let kv = view(x, Some(dl_stream), "x")?;
+    let Place::Cuda(id) = kv.place else {
+        return Err(invalid("x", "is in host memory: call topk_host"));
+    };
+    let [rows, len] = kv.shape[..] else {
+        return Err(invalid(
+            "x",
+            format!("has {} dimensions, not 2", kv.shape.len()),
+        ));
+    };
+    let (vv, iv) = (
+        view(values, None, "values")?,
+        view(indices, None, "indices")?,
+    );
+    let w = k.min(len);
+    for (v, name, t) in [(&vv, "values", kv.dtype), (&iv, "indices", Dtype::I64)] {
+        if v.place != Place::Cuda(id) || v.dtype != t || v.shape != [rows, w] {
+            return Err(invalid(
+                name,
+                format!("must be a {rows} x {w} {} array on cuda:{id}", t.name()),
+            ));
+        }
+    }
+    let device = crate::open_device(&format!("cuda:{id}"))?;
+    let Device::Cuda(gpu) = device else {
+        return Err(invalid("x", "its GPU could not be opened"));
+    };
+    let gpu: &'static sparrow::Gpu = gpu;
+    if rows == 0 || w == 0 {
+        return Ok(w as f64);
+    }
+    let key: PlanKey = (
+        id,
+        kv.dtype.name(),
+        rows,
+        len,
+        k,
+        largest,
+        sorted,
+        tie_break.to_string(),
+    );
+    macro_rules! make {
+        ($t:ty) => {
+            || -> PyResult<Box<dyn DeviceRun>> {
+                Ok(Box::new(DeviceTopK::<$t>::new(gpu, &req, rows, len).py()?))
+            }
+        };
+    }
+    let make: Box<dyn FnOnce() -> PyResult<Box<dyn DeviceRun>> + Send> = match kv.dtype {
+        Dtype::I8 => Box::new(make!(i8)),
+        Dtype::U8 => Box::new(make!(u8)),
+        Dtype::I16 => Box::new(make!(i16)),
+        Dtype::U16 => Box::new(make!(u16)),
+        Dtype::I32 => Box::new(make!(i32)),
+        Dtype::U32 => Box::new(make!(u32)),
+        Dtype::I64 => Box::new(make!(i64)),
+        Dtype::U64 => Box::new(make!(u64)),
+        Dtype::F16 => Box::new(make!(half::f16)),
+        Dtype::Bf16 => Box::new(make!(half::bf16)),
+        Dtype::F32 => Box::new(make!(f32)),
+        Dtype::F64 => Box::new(make!(f64)),
+    };
+    let (ka, va, ia) = (kv.addr as u64, vv.addr as u64, iv.addr as u64);
+    py.detach(|| {
+        let mut map = cached(key.clone(), make)?;
+        let plan = map.get_mut(&key).expect("inserted above");
+        if reps <= 1 {
+            // SAFETY: the three views are CUDA arrays of cuda:{id} checked above for type and
+            // shape, held by the caller past this call; the work is ordered on their stream.
+            unsafe { plan.run(ka, va, ia, stream) }.py()?;
+            return Ok(plan.width() as f64);
+        }
+        let t = std::time::Instant::now();
+        for _ in 0..reps {
+            // SAFETY: as above.
+            unsafe { plan.run(ka, va, ia, stream) }.py()?;
+        }
+        // SAFETY: the caller's live stream of this context.
+        unsafe { cudarc_sync(stream) }.py()?;
+        Ok(t.elapsed().as_secs_f64() / reps as f64)
+    })
+}
+
+/// Waits for the raw CUDA stream `stream`.
+///
+/// # Safety
+/// `stream` must be a live stream of the current context.
+unsafe fn cudarc_sync(stream: usize) -> sparrow::Result<()> {
+    unsafe { sparrow::Gpu::synchronize_raw(stream) }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(topk_host, m)?)?;
+    m.add_function(wrap_pyfunction!(topk_cuda, m)?)?;
     Ok(())
 }

@@ -100,7 +100,7 @@ pub use scalar::Scalar;
 pub use matrix::{Csr, Dense};
 pub use ops::products::spmm::SumOrder;
 pub use ops::products::{PreparedCsr, Spmm, Spmv};
-pub use ops::topk::{IndexType, Indices, Key, Segments, TieBreak, TopK, TopKOutput};
+pub use ops::topk::{DeviceTopK, IndexType, Indices, Key, Segments, TieBreak, TopK, TopKOutput};
 pub use ops::{Backend, Plan};
 pub use solvers::completion::{Complete, Completion};
 pub use solvers::cs::{Method, Recover, Recovery};

@@ -39,6 +39,8 @@ def cuda_index(x):
         return x.device.index if x.device.type == "cuda" else None
     if k == "cupy":
         return int(x.device.id)
+    if type(x).__module__.startswith("cupyx"):  # a cupyx.scipy.sparse matrix
+        return int(x.data.device.id)
     return None
 
 

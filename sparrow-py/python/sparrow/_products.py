@@ -17,6 +17,7 @@ class Prepared:
         self.shape = (int(shape[0]), int(shape[1]))
         self.indptr, self.indices, self.data = indptr, indices, data
         self.dtype = data.dtype
+        self._gpu = {}  # device index -> A uploaded there (built by the first CUDA product)
 
     def __repr__(self):
         return f"sparrow.Prepared(shape={self.shape}, nnz={len(self.data)}, dtype={self.dtype})"
@@ -55,20 +56,31 @@ def _csr_parts(A):
             np.ascontiguousarray(v))
 
 
-def prepare(A):
+def prepare(A, device=None):
     """Converts A once for repeated `spmv` and `spmm` calls.
 
     Parameters
     ----------
-    A : scipy.sparse matrix or array, or torch sparse_csr tensor on the CPU
+    A : scipy.sparse matrix or array, torch sparse_csr tensor, or cupyx CSR matrix
+    device : None, "cuda" or "cuda:N", optional
+        Also analyse A and upload it to that GPU now, for products with GPU operands (else the
+        first such product does it).
 
     Returns
     -------
     Prepared
         Pass it as `A` to `spmv` and `spmm`.
     """
-    shape, ip, ix, v = _csr_parts(A)
-    return Prepared(shape, ip, ix, v)
+    from ._products_cuda import _host_parts, gpu_matrix
+
+    shape, ip, ix, v = _host_parts(A)
+    p = Prepared(shape, ip, ix, v)
+    if device is not None and device != "cpu":
+        dev = 0 if device == "cuda" else int(str(device).split(":")[1]) if str(device).startswith("cuda:") else None
+        if dev is None:
+            raise ValueError(f"invalid argument `device`: {device!r} is not None, 'cpu', 'cuda' or 'cuda:N'")
+        gpu_matrix(p, dev)
+    return p
 
 
 def _dense(x, arg, dtype):

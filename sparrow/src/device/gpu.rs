@@ -366,6 +366,31 @@ impl Gpu {
             .map_err(|e| Error::device("cuMemcpyDtoDAsync", e))
     }
 
+    /// Copies `bytes` bytes from a device buffer to a device address the caller owns
+    /// (enqueued).
+    ///
+    /// # Safety
+    /// `dst` must hold `bytes` bytes in this GPU's context until the copy has run.
+    pub unsafe fn copy_to_raw<T>(&self, src: &CudaSlice<T>, dst: u64, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let s = self.ptr(src);
+        unsafe { cudarc::driver::result::memcpy_dtod_async(dst, s, bytes, self.stream.cu_stream()) }
+            .map_err(|e| Error::device("cuMemcpyDtoDAsync", e))
+    }
+
+    /// Waits for a caller's raw CUDA stream (0: the legacy default stream).
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of the context current on this thread.
+    pub unsafe fn synchronize_raw(stream: usize) -> Result<()> {
+        unsafe {
+            cudarc::driver::result::stream::synchronize(stream as cudarc::driver::sys::CUstream)
+        }
+        .map_err(|e| Error::device("cuStreamSynchronize", e))
+    }
+
     /// Waits for all work on the stream, reporting asynchronous kernel failures.
     pub fn synchronize(&self) -> Result<()> {
         self.stream

@@ -3,6 +3,7 @@
 
 mod buffers;
 pub mod compile;
+mod fence;
 mod gpu;
 pub mod launch;
 mod limits;
@@ -11,6 +12,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 pub use buffers::{DeviceCsr, DeviceDense, VEC_ENTRIES};
+pub use fence::Fence;
 pub use gpu::{device_count, driver_present, driver_version, CompileStats, Gpu};
 pub use launch::{Args, Kernel, LaunchShape};
 pub use limits::Limits;

@@ -242,6 +242,47 @@ impl<T: Scalar> Spmm<T> {
         )
     }
 
+    /// [`Spmm::run_device`] on row-major device memory the caller owns (a torch or CuPy
+    /// tensor): `b` = (address, leading dimension) of `a.ncols` x `n`, `c` likewise of
+    /// `a.nrows` x `n`, after the work queued on `stream` (a raw `CUstream` of this GPU's
+    /// context; 0 is the legacy default stream) and before the work queued there next. Does
+    /// not wait for the GPU.
+    ///
+    /// # Safety
+    /// The addresses must be device memory of this GPU's context holding those matrices of
+    /// `T`, valid until the work on `stream` has run, and `stream` a live stream of the context.
+    pub unsafe fn run_on_stream(
+        &self,
+        gpu: &Gpu,
+        a: &PreparedCsr<T>,
+        n: usize,
+        b: (u64, usize),
+        c: (u64, usize),
+        stream: usize,
+    ) -> Result<()> {
+        self.check_scalars()?;
+        if n > b.1 || n > c.1 {
+            return Err(Error::invalid(
+                "n",
+                format!(
+                    "{n} columns exceed the leading dimensions {} and {}",
+                    b.1, c.1
+                ),
+            ));
+        }
+        let Some((path, _)) = gpu_path_on::<T>(gpu, self.choice(), &a.stats, n)? else {
+            return Ok(());
+        };
+        let fence = crate::device::Fence::new(gpu)?;
+        unsafe {
+            fence.after(gpu, stream)?;
+            cuda::launch(
+                gpu, path, a, n, b.0, b.1, c.0, c.1, self.alpha, self.beta, self.split,
+            )?;
+            fence.before(gpu, stream)
+        }
+    }
+
     /// The formats the path this request takes for these statistics and N reads: an upload
     /// that runs only this request builds only these.
     pub fn formats_on(&self, gpu: &Gpu, stats: &RowStats, n: usize) -> Result<Formats> {

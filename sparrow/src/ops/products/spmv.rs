@@ -166,6 +166,33 @@ impl<T: Scalar> Spmv<T> {
         self.launch(gpu, path, a, x, y)
     }
 
+    /// [`Spmv::run_device`] on device memory the caller owns: `x` holds `a.ncols` values and
+    /// `y` `a.nrows`, ordered after the work queued on `stream` and before the work queued
+    /// there next, as [`crate::Spmm::run_on_stream`].
+    ///
+    /// # Safety
+    /// As [`crate::Spmm::run_on_stream`].
+    pub unsafe fn run_on_stream(
+        &self,
+        gpu: &Gpu,
+        a: &PreparedCsr<T>,
+        x: u64,
+        y: u64,
+        stream: usize,
+    ) -> Result<()> {
+        let Some((path, _)) = gpu_path_on::<T>(gpu, self.choice(), &a.stats, 1)? else {
+            return Ok(());
+        };
+        let fence = crate::device::Fence::new(gpu)?;
+        unsafe {
+            fence.after(gpu, stream)?;
+            super::cuda::launch(
+                gpu, path, a, 1, x, 1, y, 1, self.alpha, self.beta, self.split,
+            )?;
+            fence.before(gpu, stream)
+        }
+    }
+
     fn choice(&self) -> Choice {
         Choice {
             force: self.force,

@@ -23,11 +23,13 @@ pub mod check;
 pub mod cpu;
 mod cuda;
 pub mod data;
+mod device;
 pub mod key;
 pub mod oracle;
 pub mod plan;
 
 pub use cuda::GpuTopK;
+pub use device::DeviceTopK;
 pub use key::Key;
 pub use plan::GpuPath;
 

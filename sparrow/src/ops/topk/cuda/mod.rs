@@ -45,6 +45,9 @@ pub struct GpuTopK<'a, K, V> {
     pads: bool,
     bufs: Option<Buffers>,
     split: Option<Box<Split<'a, K>>>,
+    /// Where the keys are when the caller owns them ([`Source::External`]): set by
+    /// [`GpuTopK::enqueue_at`] before each run.
+    keys_at: std::cell::Cell<Option<u64>>,
     _types: std::marker::PhantomData<(K, V)>,
 }
 
@@ -53,6 +56,9 @@ pub struct GpuTopK<'a, K, V> {
 enum Source<'k, K> {
     Host(&'k [K]),
     Device(usize),
+    /// Keys in the caller's device memory, given at each enqueue ([`GpuTopK::enqueue_at`]):
+    /// no buffer of their own.
+    External(usize),
 }
 
 /// The split path: the first stage's winners of every chunk are copied into the second
@@ -156,6 +162,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             pads: needs_padding(layout),
             bufs: None,
             split: None,
+            keys_at: std::cell::Cell::new(None),
             _types: std::marker::PhantomData,
         };
         if n == 0 || w == 0 {
@@ -168,7 +175,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         }
         let nkeys = match keys {
             Source::Host(k) => k.len(),
-            Source::Device(n) => n,
+            Source::Device(n) | Source::External(n) => n,
         };
         let ks = std::mem::size_of::<K>();
         let vs = me.vs();
@@ -200,6 +207,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             keys: match keys {
                 Source::Host(k) => gpu.upload(as_bytes(k))?,
                 Source::Device(n) => gpu.alloc_zeroed(n * ks)?,
+                Source::External(_) => gpu.alloc_zeroed(0)?,
             },
             vals: gpu.upload(values.map_or(&[][..], as_bytes))?,
             lens: gpu.upload(&layout.lens)?,
@@ -290,6 +298,62 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             out_idx: gpu.alloc_zeroed(out_elems * self.is())?,
             out_vals: gpu.alloc_zeroed(out_elems * self.vs())?,
         })
+    }
+
+    /// A top-k of keys in the caller's device memory, `nkeys` of them, whose address each
+    /// run gives ([`GpuTopK::enqueue_at`]); 64-bit indices.
+    pub(crate) fn external(
+        gpu: &'a Gpu,
+        req: &TopK,
+        nkeys: usize,
+        layout: &Layout,
+    ) -> Result<Self> {
+        Self::build(gpu, req, Source::External(nkeys), layout, None)
+    }
+
+    /// Where the kernels read the keys: the caller's memory, else this top-k's buffer.
+    fn keys_ptr(&self, b: &Buffers) -> u64 {
+        self.keys_at.get().unwrap_or_else(|| self.gpu.ptr(&b.keys))
+    }
+
+    /// [`GpuTopK::enqueue`] on keys at device address `keys`.
+    ///
+    /// # Safety
+    /// `keys` must hold the layout's keys (of type `K`) in this GPU's context and stay valid
+    /// until the enqueued work has run.
+    pub(crate) unsafe fn enqueue_at(&self, keys: u64) -> Result<()> {
+        match &self.split {
+            Some(sp) => sp.first.keys_at.set(Some(keys)),
+            None => self.keys_at.set(Some(keys)),
+        }
+        self.enqueue()
+    }
+
+    /// Enqueues copies of the outputs (keys, and 64-bit positions) to device addresses;
+    /// refuses sorted rows wider than the GPU sort, which only the host sorts.
+    ///
+    /// # Safety
+    /// `keys` and `idx` must hold count x width keys and i64 in this GPU's context, valid
+    /// until the copies have run.
+    pub(crate) unsafe fn copy_outputs_to(&self, keys: u64, idx: u64) -> Result<()> {
+        let (n, w) = (self.layout.count(), self.layout.width);
+        let Some((ok, oi, _, sorted_here)) = self.outputs() else {
+            return Ok(());
+        };
+        if self.req.is_sorted() && !sorted_here {
+            return Err(Error::unsupported(format!(
+                "sorted rows of {w} > {SORT_MAX} keys in device memory (the host sorts them): ask for unsorted rows"
+            )));
+        }
+        if self.is() != 8 {
+            return Err(Error::invalid(
+                "index_type",
+                "device outputs take 64-bit positions",
+            ));
+        }
+        let gpu = self.gpu;
+        gpu.copy_to_raw(ok, keys, n * w * std::mem::size_of::<K>())?;
+        gpu.copy_to_raw(oi, idx, n * w * 8)
     }
 
     /// The key input buffer (the first stage's, for the split path).
@@ -464,7 +528,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                     "warp",
                     grid(n * 32)?,
                     Args::new()
-                        .ptr(gpu.ptr(&b.keys))
+                        .ptr(self.keys_ptr(b))
                         .ptr(gpu.ptr(&b.start))
                         .ptr(gpu.ptr(&b.lens))
                         .ptr(gpu.ptr(&b.kk))
@@ -486,7 +550,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                     &name,
                     per_segment(n, smem)?,
                     Args::new()
-                        .ptr(gpu.ptr(&b.keys))
+                        .ptr(self.keys_ptr(b))
                         .ptr(gpu.ptr(&b.start))
                         .ptr(gpu.ptr(&b.lens))
                         .ptr(gpu.ptr(&b.kk))
@@ -522,7 +586,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             thresh,
             per_segment_of(n, 0, threads)?.dependent(),
             Args::new()
-                .ptr(gpu.ptr(&b.keys))
+                .ptr(self.keys_ptr(b))
                 .ptr(gpu.ptr(&b.start))
                 .ptr(gpu.ptr(&b.lens))
                 .ptr(gpu.ptr(&b.kk))
@@ -541,7 +605,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             };
             let shape = shape.dependent();
             let mut args = Args::new();
-            args.ptr(gpu.ptr(&b.keys))
+            args.ptr(self.keys_ptr(b))
                 .ptr(gpu.ptr(&b.tseg))
                 .ptr(gpu.ptr(&b.tst))
                 .ptr(gpu.ptr(&b.ten))
@@ -566,7 +630,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             cand,
             per_segment_of(n, b.filter.cap * cand_bytes, threads)?.dependent(),
             Args::new()
-                .ptr(gpu.ptr(&b.keys))
+                .ptr(self.keys_ptr(b))
                 .ptr(gpu.ptr(&b.start))
                 .ptr(gpu.ptr(&b.lens))
                 .ptr(gpu.ptr(&b.kk))
@@ -614,7 +678,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                     "hist",
                     tiles_shape,
                     Args::new()
-                        .ptr(gpu.ptr(&b.keys))
+                        .ptr(self.keys_ptr(b))
                         .ptr(gpu.ptr(&b.tseg))
                         .ptr(gpu.ptr(&b.tst))
                         .ptr(gpu.ptr(&b.ten))
@@ -642,7 +706,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 "count",
                 tiles_shape,
                 Args::new()
-                    .ptr(gpu.ptr(&b.keys))
+                    .ptr(self.keys_ptr(b))
                     .ptr(gpu.ptr(&b.tseg))
                     .ptr(gpu.ptr(&b.tst))
                     .ptr(gpu.ptr(&b.ten))
@@ -673,7 +737,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                 "write",
                 tiles_shape,
                 Args::new()
-                    .ptr(gpu.ptr(&b.keys))
+                    .ptr(self.keys_ptr(b))
                     .ptr(gpu.ptr(&b.tseg))
                     .ptr(gpu.ptr(&b.tst))
                     .ptr(gpu.ptr(&b.ten))
