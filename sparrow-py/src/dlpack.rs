@@ -43,6 +43,17 @@ struct DlManagedTensor {
     deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
 }
 
+/// DLPack 1.x's tensor (capsule `dltensor_versioned`): numpy exports read-only arrays only
+/// this way.
+#[repr(C)]
+struct DlManagedTensorVersioned {
+    version: [u32; 2],
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensorVersioned)>,
+    flags: u64,
+    dl_tensor: DlTensor,
+}
+
 const DL_CPU: i32 = 1;
 const DL_CUDA: i32 = 2;
 const DL_CUDA_HOST: i32 = 3;
@@ -183,25 +194,44 @@ pub fn view<'py>(obj: &Bound<'py, PyAny>, stream: Option<usize>, arg: &str) -> P
     if let Some(s) = stream {
         kwargs.set_item("stream", s)?;
     }
-    let capsule = obj
-        .call_method("__dlpack__", (), Some(&kwargs))
-        .map_err(|e| invalid(arg, format!("could not be exported through DLPack: {e}")))?;
-    let name = c"dltensor";
-    // SAFETY: PyCapsule_GetPointer checks the object is a capsule of that name (else it sets
-    // an exception and returns null); the capsule is kept alive in the view.
-    let managed = unsafe {
-        pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), name.as_ptr()) as *const DlManagedTensor
+    // DLPack 1.0 first (read-only numpy arrays need it), the legacy capsule from producers
+    // that do not take `max_version`.
+    let versioned = kwargs.copy()?;
+    versioned.set_item("max_version", (1, 0))?;
+    let capsule = match obj.call_method("__dlpack__", (), Some(&versioned)) {
+        Ok(c) => c,
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => obj
+            .call_method("__dlpack__", (), Some(&kwargs))
+            .map_err(|e| invalid(arg, format!("could not be exported through DLPack: {e}")))?,
+        Err(e) => {
+            return Err(invalid(
+                arg,
+                format!("could not be exported through DLPack: {e}"),
+            ))
+        }
     };
-    if managed.is_null() {
-        let err = PyErr::take(py).map(|e| e.to_string()).unwrap_or_default();
-        return Err(invalid(
-            arg,
-            format!("__dlpack__ gave no DLPack tensor capsule ({err})"),
-        ));
-    }
-    // SAFETY: a valid capsule named "dltensor" holds a DLManagedTensor whose shape (and
-    // strides, when not null) hold ndim entries.
-    let t = unsafe { &(*managed).dl_tensor };
+    // SAFETY: PyCapsule_IsValid and GetPointer check the object is a capsule of that name;
+    // the capsule is kept alive in the view, so the tensor it holds outlives every use.
+    let t: &DlTensor = unsafe {
+        let cap = capsule.as_ptr();
+        if pyo3::ffi::PyCapsule_IsValid(cap, c"dltensor_versioned".as_ptr()) == 1 {
+            let m = pyo3::ffi::PyCapsule_GetPointer(cap, c"dltensor_versioned".as_ptr())
+                as *const DlManagedTensorVersioned;
+            if (*m).version[0] != 1 {
+                return Err(invalid(
+                    arg,
+                    format!("has DLPack version {}, not 1", (*m).version[0]),
+                ));
+            }
+            &(*m).dl_tensor
+        } else if pyo3::ffi::PyCapsule_IsValid(cap, c"dltensor".as_ptr()) == 1 {
+            let m = pyo3::ffi::PyCapsule_GetPointer(cap, c"dltensor".as_ptr())
+                as *const DlManagedTensor;
+            &(*m).dl_tensor
+        } else {
+            return Err(invalid(arg, "__dlpack__ gave no DLPack tensor capsule"));
+        }
+    };
     let dtype = Dtype::from_dl(t.dtype).ok_or_else(|| {
         invalid(
             arg,
@@ -220,7 +250,8 @@ pub fn view<'py>(obj: &Bound<'py, PyAny>, stream: Option<usize>, arg: &str) -> P
     if shape.iter().any(|&e| e < 0) {
         return Err(invalid(arg, "has a negative extent"));
     }
-    if !t.strides.is_null() && nd > 0 {
+    // Empty arrays may carry any strides (numpy gives 0).
+    if !t.strides.is_null() && nd > 0 && !shape.contains(&0) {
         let strides = unsafe { std::slice::from_raw_parts(t.strides, nd) };
         let mut want = 1i64;
         for d in (0..nd).rev() {

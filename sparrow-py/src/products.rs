@@ -36,25 +36,26 @@ impl<'py> Parts<'py> {
         Ok(p)
     }
 
-    /// The matrix, sorted within rows and duplicates summed.
-    fn csr<T: Scalar>(&self) -> PyResult<Csr<T>> {
-        // SAFETY: types checked in `of` and by the caller's dispatch on `data.dtype`.
-        let (ip, ix, v) = unsafe {
-            (
+    /// The arrays as slices, for building the matrix without the GIL.
+    fn slices<T: Scalar>(&self) -> PyResult<(&[i64], &[i32], &[T])> {
+        // SAFETY: types checked in `of` and by the caller's dispatch on `data.dtype`; the
+        // arrays are held by the caller for the call.
+        unsafe {
+            Ok((
                 self.indptr.host::<i64>("A.indptr")?,
                 self.indices.host::<i32>("A.indices")?,
                 self.data.host::<T>("A.data")?,
-            )
-        };
-        Csr::normalized(
-            self.shape.0,
-            self.shape.1,
-            ip.to_vec(),
-            ix.to_vec(),
-            v.to_vec(),
-        )
-        .py()
+            ))
+        }
     }
+}
+
+/// The matrix, sorted within rows and duplicates summed (copies of the arrays).
+fn csr<T: Scalar>(
+    shape: (usize, usize),
+    (ip, ix, v): (&[i64], &[i32], &[T]),
+) -> sparrow::Result<Csr<T>> {
+    Csr::normalized(shape.0, shape.1, ip.to_vec(), ix.to_vec(), v.to_vec())
 }
 
 fn spmv_t<'py, T: Scalar>(
@@ -66,18 +67,22 @@ fn spmv_t<'py, T: Scalar>(
     beta: f64,
     device: &str,
 ) -> PyResult<Bound<'py, PyByteArray>> {
-    let a = a.csr::<T>()?;
+    let (shape, parts) = (a.shape, a.slices::<T>()?);
     // SAFETY: x's and y's types were checked against A's by the caller.
     let xs = unsafe { x.host::<T>("x")? };
-    let mut ys = match y {
-        Some(y) => unsafe { y.host::<T>("y")? }.to_vec(),
-        None => vec![T::ZERO; a.nrows()],
-    };
+    let y0 = y.map(|y| unsafe { y.host::<T>("y") }).transpose()?;
     let dev = crate::open_device(device)?;
     let req = Spmv::new()
         .alpha(T::from_f64(alpha))
         .beta(T::from_f64(beta));
-    py.detach(|| req.run(dev, &a, xs, &mut ys)).py()?;
+    let ys = py
+        .detach(|| -> sparrow::Result<Vec<T>> {
+            let a = csr(shape, parts)?;
+            let mut ys = y0.map_or_else(|| vec![T::ZERO; a.nrows()], <[T]>::to_vec);
+            req.run(dev, &a, xs, &mut ys)?;
+            Ok(ys)
+        })
+        .py()?;
     Ok(bytearray(py, &ys))
 }
 
@@ -136,7 +141,6 @@ fn same_types(a: &Parts<'_>, others: &[(&str, Option<&View<'_>>)]) -> PyResult<(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn spmm_t<'py, T: Scalar>(
     py: Python<'py>,
     a: &Parts<'py>,
@@ -146,23 +150,31 @@ fn spmm_t<'py, T: Scalar>(
     beta: f64,
     device: &str,
 ) -> PyResult<Bound<'py, PyByteArray>> {
-    let a = a.csr::<T>()?;
+    let (shape, parts) = (a.shape, a.slices::<T>()?);
     let (k, n) = dims2(b, "B")?;
     // SAFETY: B's and C's types were checked against A's by the caller.
-    let b = Dense::from_rows(k, n, unsafe { b.host::<T>("B")? }.to_vec()).py()?;
-    let mut c = match c {
-        Some(c) => {
-            let (m, nc) = dims2(c, "C")?;
-            Dense::from_rows(m, nc, unsafe { c.host::<T>("C")? }.to_vec()).py()?
-        }
-        None => Dense::from_rows(a.nrows(), n, vec![T::ZERO; a.nrows() * n]).py()?,
+    let bs = unsafe { b.host::<T>("B")? };
+    let c0 = match c {
+        Some(c) => Some((dims2(c, "C")?, unsafe { c.host::<T>("C")? })),
+        None => None,
     };
     let dev = crate::open_device(device)?;
     let req = Spmm::new()
         .alpha(T::from_f64(alpha))
         .beta(T::from_f64(beta));
-    py.detach(|| req.run(dev, &a, &b, &mut c)).py()?;
-    Ok(bytearray(py, c.data()))
+    let out = py
+        .detach(|| -> sparrow::Result<Dense<T>> {
+            let a = csr(shape, parts)?;
+            let b = Dense::from_rows(k, n, bs.to_vec())?;
+            let mut c = match c0 {
+                Some(((m, nc), cs)) => Dense::from_rows(m, nc, cs.to_vec())?,
+                None => Dense::from_rows(a.nrows(), n, vec![T::ZERO; a.nrows() * n])?,
+            };
+            req.run(dev, &a, &b, &mut c)?;
+            Ok(c)
+        })
+        .py()?;
+    Ok(bytearray(py, out.data()))
 }
 
 fn dims2(v: &View<'_>, arg: &str) -> PyResult<(usize, usize)> {
@@ -276,12 +288,18 @@ impl GpuCsr {
         let gpu: &'static Gpu = gpu;
         let a = match parts.data.dtype {
             Dtype::F32 => {
-                let csr = parts.csr::<f32>()?;
-                Uploaded::F32(py.detach(|| PreparedCsr::upload(gpu, &csr)).py()?)
+                let p = parts.slices::<f32>()?;
+                Uploaded::F32(
+                    py.detach(|| PreparedCsr::upload(gpu, &csr(shape, p)?))
+                        .py()?,
+                )
             }
             _ => {
-                let csr = parts.csr::<f64>()?;
-                Uploaded::F64(py.detach(|| PreparedCsr::upload(gpu, &csr)).py()?)
+                let p = parts.slices::<f64>()?;
+                Uploaded::F64(
+                    py.detach(|| PreparedCsr::upload(gpu, &csr(shape, p)?))
+                        .py()?,
+                )
             }
         };
         Ok(GpuCsr {

@@ -202,8 +202,9 @@ fn seacells<'py>(
     let dev = crate::open_device(device)?;
     let progress = progress.map(|p| p.unbind());
     let mut raised: Option<PyErr> = None;
-    let result = py.detach(|| {
-        sparrow::seacells_fit(dev, &x, &cfg, &mut |it, rss| {
+    let dims = x.ncols();
+    let result = py.detach(|| -> sparrow::Result<_> {
+        let f = sparrow::seacells_fit(dev, &x, &cfg, &mut |it, rss| {
             Python::attach(|py| {
                 let r = py.check_signals().and_then(|_| match &progress {
                     Some(p) => p.call1(py, (it, rss)).map(|_| ()),
@@ -214,14 +215,15 @@ fn seacells<'py>(
                     cancel.store(true, Ordering::Relaxed);
                 }
             })
-        })
+        })?;
+        let soft = f.soft()?;
+        let summary = f.summary(dims, labels.as_deref())?;
+        Ok((f, soft, summary))
     });
-    let f = match (result, raised) {
+    let (f, soft, summary) = match (result, raised) {
         (Err(sparrow::Error::Interrupted { .. }), Some(e)) => return Err(e),
         (r, _) => r.py()?,
     };
-    let soft = f.soft().py()?;
-    let summary = f.summary(x.ncols(), labels.as_deref()).py()?;
     let d = PyDict::new(py);
     d.set_item("assignments", bytearray(py, &f.assignments))?;
     d.set_item("archetypes", bytearray(py, &f.archetypes))?;

@@ -58,21 +58,72 @@ def test_topk_matches_torch_on_distinct_keys():
     assert torch.equal(torch.gather(x, 1, i), v)
 
 
+def slow_keys(a, stream):
+    """Keys that exist only once a chain of products on `stream` has run."""
+    with torch.cuda.stream(stream):
+        y = a
+        for _ in range(8):
+            y = (y @ a).tanh()
+        return y[:64].contiguous()
+
+
 def test_stream_order_input_made_on_a_side_stream():
     side = torch.cuda.Stream()
     a = torch.randn(4096, 4096, device="cuda")
     torch.cuda.synchronize()
-    for explicit in (False, True):
-        with torch.cuda.stream(side):
-            # Slow producer: the keys exist only after these products finish on `side`.
-            y = a
-            for _ in range(8):
-                y = (y @ a).tanh()
-            x = y[:64].contiguous()
-            v, i = sparrow.topk(x, 500, stream=side.cuda_stream if explicit else None)
-        side.synchronize()
-        tv, ti = torch.topk(x, 500)
-        assert torch.equal(v, tv) and torch.equal(torch.gather(x, 1, i), tv)
+    # Consumed at once on the producer's stream, as its current stream.
+    with torch.cuda.stream(side):
+        x = slow_keys(a, side)
+        v, i = sparrow.topk(x, 500)
+    side.synchronize()
+    tv, _ = torch.topk(x, 500)
+    assert torch.equal(v, tv) and torch.equal(torch.gather(x, 1, i), tv)
+    # Made on the current (default) stream, consumed on another stream given explicitly:
+    # that stream must first wait for the producer.
+    other = torch.cuda.Stream()
+    x = slow_keys(a, torch.cuda.current_stream())
+    v, i = sparrow.topk(x, 500, stream=other)
+    other.synchronize()
+    torch.cuda.synchronize()
+    tv, _ = torch.topk(x, 500)
+    assert torch.equal(v, tv) and torch.equal(torch.gather(x, 1, i), tv)
+
+
+def test_tensors_that_require_grad_and_repeated_shapes():
+    x = torch.randn(16, 5000, device="cuda", requires_grad=True)
+    v, i = sparrow.topk(x, 7)
+    tv, _ = torch.topk(x.detach(), 7)
+    assert torch.equal(v, tv)
+    # The same shape with other requests must not reuse another request's plan.
+    for largest in (True, False):
+        for k in (7, 9):
+            v, i = sparrow.topk(x.detach(), k, largest=largest)
+            tv, _ = torch.topk(x.detach(), k, largest=largest)
+            assert torch.equal(v, tv)
+
+
+def test_host_arrays_on_the_gpu():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((50, 3000)).astype(np.float32)
+    v, i = sparrow.topk(x, 20, device="cuda")
+    cv, ci = sparrow.topk(x, 20, device="cpu")
+    assert isinstance(v, np.ndarray)
+    np.testing.assert_array_equal(i, ci)
+    A = sp.random(2000, 1500, density=0.01, format="csr", dtype=np.float64, random_state=2)
+    B = rng.standard_normal((1500, 4))
+    np.testing.assert_allclose(sparrow.spmm(A, B, device="cuda"), A @ B, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(sparrow.spmv(A, B[:, 0].copy(), device="cuda"), A @ B[:, 0], rtol=1e-11, atol=1e-11)
+
+
+def test_products_see_a_change_of_a_values():
+    A = sp.random(300, 200, density=0.05, format="csr", dtype=np.float32, random_state=6)
+    t = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)), torch.from_numpy(A.indices.astype(np.int64)),
+                                torch.from_numpy(A.data.copy()), size=A.shape).cuda()
+    B = torch.randn(200, 3, device="cuda")
+    C1 = sparrow.spmm(t, B)
+    t.values().mul_(2)
+    C2 = sparrow.spmm(t, B)
+    torch.testing.assert_close(C2, 2 * C1)
 
 
 def rss_bytes():

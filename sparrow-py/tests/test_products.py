@@ -65,6 +65,16 @@ def test_other_scipy_formats_and_prepare():
     np.testing.assert_allclose(sparrow.spmv(P, x, device="cpu"), A @ x, rtol=1e-12)
 
 
+def test_empty_and_read_only_operands():
+    A = sp.csr_matrix((3, 4))
+    np.testing.assert_array_equal(sparrow.spmv(A, np.ones(4), device="cpu"), np.zeros(3))
+    B = matrix(np.float64)
+    assert sparrow.spmm(B, np.ones((200, 0)), device="cpu").shape == (300, 0)
+    x = np.ones(200)
+    x.flags.writeable = False
+    np.testing.assert_allclose(sparrow.spmv(B, x, device="cpu"), B @ x, rtol=1e-12)
+
+
 def test_bad_arguments_name_themselves():
     A = matrix(np.float64)
     cases = [
@@ -76,6 +86,7 @@ def test_bad_arguments_name_themselves():
         (lambda: sparrow.spmm(A, np.ones((201, 2))), "`B`"),
         (lambda: sparrow.spmm(A, np.ones((200, 2)), C=np.ones((300, 3))), "`C`"),
         (lambda: sparrow.spmm(A, np.ones((200, 2)), device="cuda:x"), "`device`"),
+        (lambda: sparrow.prepare(A, device="cuda:x"), "`device`"),
     ]
     for call, name in cases:
         with pytest.raises(ValueError, match=name):

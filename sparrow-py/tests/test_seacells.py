@@ -100,6 +100,8 @@ def test_seacells_bad_arguments(pbmc):
         (lambda: sparrow.seacells(pbmc, 10, use_rep="X_umap", device="cpu"), "`use_rep`"),
         (lambda: sparrow.seacells(x, 10, labels=["a"], device="cpu"), "`labels`"),
         (lambda: sparrow.summarize_by_metacell(pbmc, key="nope"), "`key`"),
+        (lambda: sparrow.seacells(x, 10, seed=2**64, device="cpu"), "`seed`"),
+        (lambda: sparrow.seacells(np.ones((0, 5)), 1, device="cpu"), "`data`"),
     ]
     for call, name in cases:
         with pytest.raises(ValueError, match=name):

@@ -39,6 +39,10 @@ def test_recover_bad_arguments():
         sparrow.recover(phi, y, method="cosamp", device="cpu")
     with pytest.raises(ValueError, match="`y`"):
         sparrow.recover(phi, y.astype(np.float32), sparsity=5)
+    with pytest.raises(ValueError, match="`max_iter`"):
+        sparrow.recover(phi, y, sparsity=5, max_iter=-1)
+    with pytest.raises(ValueError, match="`sparsity`"):
+        sparrow.recover(phi, y, sparsity=-1)
 
 
 def test_complete_recovers_a_low_rank_matrix():
@@ -53,3 +57,5 @@ def test_complete_recovers_a_low_rank_matrix():
     assert np.linalg.norm(X - M) / np.linalg.norm(M) < 1e-2, info
     with pytest.raises(ValueError, match="`observed`"):
         sparrow.complete(M, rank_hint=2)
+    with pytest.raises(ValueError, match="`rank_hint`"):
+        sparrow.complete(obs, rank_hint=-1)

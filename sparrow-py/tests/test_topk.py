@@ -138,6 +138,25 @@ def test_bad_arguments_name_themselves():
             call()
 
 
+def test_empty_and_read_only_inputs():
+    v, i = sparrow.segmented_topk(np.empty(0, np.float32), [0, 0], k=1, device="cpu")
+    assert v.shape == (1, 0) or (i == -1).all()
+    x = np.arange(20, dtype=np.float64).reshape(4, 5)
+    x.flags.writeable = False
+    v, i = sparrow.topk(x, 2, device="cpu")
+    np.testing.assert_array_equal(i, [[4, 3]] * 4)
+
+
+def test_segment_arguments_must_be_integers():
+    keys = np.arange(10, dtype=np.float32)
+    with pytest.raises(ValueError, match="`offsets`"):
+        sparrow.segmented_topk(keys, [0, 5.7, 10], k=1)
+    with pytest.raises(ValueError, match="`k_per_segment`"):
+        sparrow.segmented_topk(keys, [0, 5, 10], k_per_segment=[1.9, 2.2])
+    with pytest.raises(ValueError, match="`k`"):
+        sparrow.segmented_topk(keys, [0, 5, 10], k=2**64)
+
+
 def test_bfloat16_through_torch_or_ml_dtypes():
     torch = pytest.importorskip("torch") if _has("torch") else None
     if torch is not None:

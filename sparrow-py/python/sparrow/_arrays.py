@@ -86,6 +86,53 @@ def like(template, a, bf16_dtype=None):
     return a
 
 
+def check_int(v, arg, low=0, high=2**63 - 1):
+    """`v` as an int in low..=high, else a ValueError naming `arg` (bools and floats refused)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ValueError(f"invalid argument `{arg}`: {v!r} is not an integer")
+    if not low <= int(v) <= high:
+        raise ValueError(f"invalid argument `{arg}`: {v} is not in {low}..={high}")
+    return int(v)
+
+
+def int_array(v, arg):
+    """A 1-D int64 array of integral values, else a ValueError naming `arg`."""
+    a = np.asarray(v)
+    if a.dtype.kind not in "iu" and not (a.dtype.kind == "f" and np.all(np.floor(a) == a)) and a.size:
+        raise ValueError(f"invalid argument `{arg}`: holds {a.dtype} values, not integers")
+    if a.dtype.kind == "f" and a.size and not np.all(np.floor(a) == a):
+        raise ValueError(f"invalid argument `{arg}`: holds non-integral values")
+    if a.dtype.kind == "u" and a.size and a.max() > 2**63 - 1:
+        raise ValueError(f"invalid argument `{arg}`: values pass 2^63 - 1")
+    return np.ascontiguousarray(a.reshape(-1) if a.ndim <= 1 else a, dtype=np.int64)
+
+
+def stream_handle(stream):
+    """A raw CUDA stream from an int, a torch.cuda.Stream or a CuPy Stream (None stays None)."""
+    if stream is None:
+        return None
+    for attr in ("cuda_stream", "ptr"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)) or stream < 0:
+        raise ValueError(f"invalid argument `stream`: {stream!r} is not a CUDA stream handle")
+    return int(stream)
+
+
+def device_index(device, arg="device"):
+    """The CUDA index "cuda" or "cuda:N" names (a torch.device too); None for "cpu"/None."""
+    torch = torch_module()
+    if torch is not None and isinstance(device, torch.device):
+        return None if device.type == "cpu" else (device.index or 0)
+    if device is None or device == "cpu":
+        return None
+    if device == "cuda":
+        return 0
+    if isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit():
+        return int(device[5:])
+    raise ValueError(f"invalid argument `{arg}`: {device!r} is not None, 'cpu', 'cuda' or 'cuda:N'")
+
+
 def from_bytes(buf, dtype, shape):
     """A writable numpy array over a bytearray the extension returned (no copy)."""
     return np.frombuffer(buf, dtype=dtype).reshape(shape)

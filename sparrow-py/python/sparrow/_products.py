@@ -3,14 +3,15 @@
 import numpy as np
 
 from . import _native
-from ._arrays import check_device, cuda_index, from_bytes, host_array, kind, like
+from ._arrays import check_device, cuda_index, device_index, from_bytes, host_array, kind, like
 
 
 class Prepared:
     """A CSR matrix converted once for repeated products (`sparrow.prepare`).
 
-    Holds A's row pointers as int64, its column indices as int32, sorted within rows with
-    duplicates summed, so each product skips the conversion and the checks.
+    Holds A's arrays converted to int64 row pointers and int32 column indices (a snapshot: a
+    later change to A is not seen), and on each GPU it was used with, A analysed and uploaded,
+    so products with GPU operands skip that work.
     """
 
     def __init__(self, shape, indptr, indices, data):
@@ -75,10 +76,8 @@ def prepare(A, device=None):
 
     shape, ip, ix, v = _host_parts(A)
     p = Prepared(shape, ip, ix, v)
-    if device is not None and device != "cpu":
-        dev = 0 if device == "cuda" else int(str(device).split(":")[1]) if str(device).startswith("cuda:") else None
-        if dev is None:
-            raise ValueError(f"invalid argument `device`: {device!r} is not None, 'cpu', 'cuda' or 'cuda:N'")
+    dev = device_index(device)
+    if dev is not None:
         gpu_matrix(p, dev)
     return p
 

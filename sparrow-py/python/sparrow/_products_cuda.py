@@ -1,15 +1,12 @@
 """SpMV and SpMM with dense operands in GPU memory (torch or CuPy): B, C, x and y stay on the
-GPU and the products are ordered on the caller's stream. A is analysed and uploaded once per
-matrix object and GPU, and reused by every later product with it."""
-
-import weakref
+GPU and the products are ordered on the caller's stream. A is read, analysed and uploaded by
+each call, so a change to A's values is always seen; `sparrow.prepare(A, device=...)` does it
+once for every later product with the prepared matrix."""
 
 import numpy as np
 
 from . import _native
-from ._arrays import cuda_index, current_stream, kind
-
-_uploaded = {}  # id(A) -> (weak reference to A, {device index: _native.GpuCsr})
+from ._arrays import cuda_index, current_stream, device_index, kind
 
 
 def _host_parts(A):
@@ -39,7 +36,7 @@ def _host_parts(A):
 
 
 def gpu_matrix(A, dev):
-    """A prepared on CUDA device `dev`, built once per matrix object."""
+    """A analysed and uploaded to CUDA device `dev`: once for a Prepared, else for this call."""
     from ._products import Prepared
 
     if isinstance(A, Prepared):
@@ -47,15 +44,8 @@ def gpu_matrix(A, dev):
         if got is None:
             got = A._gpu[dev] = _native.GpuCsr(A.shape, A.indptr, A.indices, A.data, dev)
         return got
-    entry = _uploaded.get(id(A))
-    if entry is None or entry[0]() is not A:
-        entry = (weakref.ref(A, lambda _, key=id(A): _uploaded.pop(key, None)), {})
-        _uploaded[id(A)] = entry
-    got = entry[1].get(dev)
-    if got is None:
-        shape, ip, ix, v = _host_parts(A)
-        got = entry[1][dev] = _native.GpuCsr(shape, ip, ix, v, dev)
-    return got
+    shape, ip, ix, v = _host_parts(A)
+    return _native.GpuCsr(shape, ip, ix, v, dev)
 
 
 def _device_of(A, x, device):
@@ -65,7 +55,7 @@ def _device_of(A, x, device):
     a_dev = cuda_index(A) if kind(A) != "numpy" else None
     if a_dev is not None and a_dev != dev:
         raise ValueError(f"invalid argument `A`: on cuda:{a_dev} but the dense operand is on cuda:{dev}")
-    if device is not None and device not in (f"cuda:{dev}",) and not (device == "cuda" and dev == 0):
+    if device is not None and device_index(device) != dev:
         raise ValueError(f"invalid argument `device`: {device!r}, but the operands are on cuda:{dev}")
     return dev
 
@@ -83,7 +73,7 @@ def _empty_like(x, shape, dtype):
 
 def _contiguous(x):
     if kind(x) == "torch":
-        return x.contiguous()
+        return x.detach().contiguous()
     import cupy
 
     return cupy.ascontiguousarray(x)
@@ -93,9 +83,10 @@ def spmv_cuda(A, x, alpha, beta, y, device):
     dev = _device_of(A, x, device)
     m = gpu_matrix(A, dev)
     rows, _ = m.shape()
-    out = y if y is not None else _empty_like(x, (rows,), m.dtype_name)
+    out = y.detach() if y is not None and kind(y) == "torch" else y
+    out = out if out is not None else _empty_like(x, (rows,), m.dtype_name)
     m.spmv(_contiguous(x), out, float(alpha), float(beta if y is not None else 0.0), current_stream(x))
-    return out
+    return y if y is not None else out
 
 
 def spmm_cuda(A, B, alpha, beta, C, device):
@@ -104,6 +95,7 @@ def spmm_cuda(A, B, alpha, beta, C, device):
     rows, _ = m.shape()
     if B.ndim != 2:
         raise ValueError(f"invalid argument `B`: has {B.ndim} dimensions, not 2")
-    out = C if C is not None else _empty_like(B, (rows, B.shape[1]), m.dtype_name)
+    out = C.detach() if C is not None and kind(C) == "torch" else C
+    out = out if out is not None else _empty_like(B, (rows, B.shape[1]), m.dtype_name)
     m.spmm(_contiguous(B), out, float(alpha), float(beta if C is not None else 0.0), current_stream(B))
-    return out
+    return C if C is not None else out

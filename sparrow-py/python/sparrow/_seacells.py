@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from . import _native
-from ._arrays import check_device, from_bytes, host_array
+from ._arrays import check_device, check_int, from_bytes, host_array
 
 
 class SeacellsResult:
@@ -107,9 +107,9 @@ def seacells(data, n_metacells, use_rep="X_pca", n_neighbors=15, graph="union", 
     if a.dtype not in (np.float32, np.float64):
         a = a.astype(np.float64)
     for name, v in (("n_metacells", n_metacells), ("n_neighbors", n_neighbors), ("min_iter", min_iter),
-                    ("max_iter", max_iter), ("seed", seed)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"invalid argument `{name}`: {v!r} is not a non-negative integer")
+                    ("max_iter", max_iter)):
+        check_int(v, name)
+    check_int(seed, "seed", 0, 2**64 - 1)
     if progress is not None and not callable(progress):
         raise ValueError("invalid argument `progress`: not callable")
     labs = None if labels is None else [str(v) for v in labels]
@@ -140,7 +140,9 @@ def summarize_by_metacell(adata, key="SEACell", layer=None, soft=False, minimum_
         Fitted by `seacells` (``obs[key]``, and ``obsm[key + "_soft"]`` for `soft`).
     key : str, default "SEACell"
     layer : str, optional
-        Summarise ``adata.layers[layer]`` instead of ``adata.X``.
+        Summarise ``adata.layers[layer]`` instead of ``adata.X``; "raw" reads ``adata.raw.X``
+        (with ``adata.raw.var``) when the AnnData has no layer of that name, as SEACells'
+        ``summarize_layer="raw"``.
     soft : bool, default False
         False: per metacell, the sum over the cells assigned to it (as SEACells'
         summarize_by_SEACell). True: each cell's soft weights below `minimum_weight` are dropped
@@ -160,10 +162,13 @@ def summarize_by_metacell(adata, key="SEACell", layer=None, soft=False, minimum_
 
     if key not in adata.obs:
         raise ValueError(f"invalid argument `key`: {key!r} is not an obs column (run sparrow.seacells first)")
+    var = adata.var
     if layer is None:
         X = adata.X
     elif layer in adata.layers:
         X = adata.layers[layer]
+    elif layer == "raw" and adata.raw is not None:
+        X, var = adata.raw.X, adata.raw.var
     else:
         raise ValueError(f"invalid argument `layer`: {layer!r} is not in layers (it holds {list(adata.layers.keys())})")
     X = sp.csr_matrix(X, dtype=np.float64)
@@ -190,4 +195,4 @@ def summarize_by_metacell(adata, key="SEACell", layer=None, soft=False, minimum_
         ind = sp.csr_matrix((np.ones(keep.sum()), (codes[keep], np.flatnonzero(keep))), shape=(len(cats), adata.n_obs))
         M = ind @ X
     return anndata.AnnData(X=sp.csr_matrix(M), obs=pd.DataFrame(index=pd.Index(cats.astype(str), name=key)),
-                           var=adata.var.copy())
+                           var=var.copy())

@@ -3,7 +3,7 @@
 import numpy as np
 
 from . import _native
-from ._arrays import check_device, from_bytes, host_array
+from ._arrays import check_device, check_int, from_bytes, host_array
 
 _METHODS = ("iht", "niht", "htp", "cosamp", "sp", "omp", "amp", "fista")
 
@@ -42,9 +42,10 @@ def recover(phi, y, method="cosamp", sparsity=None, lam=None, max_iter=500, tol=
     y2 = ya.reshape(-1, 1) if one else ya
     if y2.ndim != 2:
         raise ValueError(f"invalid argument `y`: has {ya.ndim} dimensions, not 1 or 2")
-    info = _native.recover(np.ascontiguousarray(p), np.ascontiguousarray(y2), method,
-                           None if sparsity is None else int(sparsity), None if lam is None else float(lam),
-                           int(max_iter), float(tol), check_device(device))
+    sparsity = None if sparsity is None else check_int(sparsity, "sparsity")
+    info = _native.recover(np.ascontiguousarray(p), np.ascontiguousarray(y2), method, sparsity,
+                           None if lam is None else float(lam), check_int(max_iter, "max_iter"), float(tol),
+                           check_device(device))
     x = from_bytes(info.pop("x"), p.dtype, (p.shape[1], y2.shape[1]))
     x = x[:, 0].copy() if one else x
     return (x, info) if return_info else x
@@ -79,6 +80,7 @@ def complete(observed, rank_hint, max_iter=500, tol=1e-4, device=None, return_in
     o = sp.csr_matrix(observed, dtype=np.float64)
     info = _native.complete(o.shape, np.ascontiguousarray(o.indptr, dtype=np.int64),
                             np.ascontiguousarray(o.indices, dtype=np.int32), np.ascontiguousarray(o.data),
-                            int(rank_hint), int(max_iter), float(tol), check_device(device))
+                            check_int(rank_hint, "rank_hint"), check_int(max_iter, "max_iter"), float(tol),
+                            check_device(device))
     x = from_bytes(info.pop("x"), np.float64, o.shape)
     return (x, info) if return_info else x

@@ -3,7 +3,7 @@
 import numpy as np
 
 from . import _native
-from ._arrays import check_device, cuda_index, from_bytes, host_array, kind, like
+from ._arrays import check_device, check_int, cuda_index, from_bytes, host_array, int_array, kind, like
 
 _TIES = ("smaller-index", "larger-index", "fast")
 
@@ -115,18 +115,16 @@ def segmented_topk(keys, offsets, k=None, k_per_segment=None, largest=True, sort
     a, bf16 = host_array(keys, "keys")
     if a.ndim != 1:
         raise ValueError(f"invalid argument `keys`: has {a.ndim} dimensions, not 1")
-    offs = np.ascontiguousarray(np.asarray(offsets), dtype=np.int64) if offsets is not None else None
-    if offs is None or offs.ndim != 1:
+    if offsets is None or np.asarray(offsets).ndim != 1:
         raise ValueError("invalid argument `offsets`: must be a 1-D array of segment starts and the end")
+    offs = int_array(offsets, "offsets")
     if (k is None) == (k_per_segment is None):
         raise ValueError("invalid argument `k`: give k or k_per_segment, not both or neither")
     if k is not None:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValueError(f"invalid argument `k`: {k!r} is not a non-negative integer")
-        k = int(k)
+        k = check_int(k, "k")
     ks = None
     if k_per_segment is not None:
-        ks = [int(v) for v in np.asarray(k_per_segment).reshape(-1)]
+        ks = [int(v) for v in int_array(k_per_segment, "k_per_segment").reshape(-1)]
     vb, ib, width = _native.topk_host(np.ascontiguousarray(a), offs, k, ks, largest, sorted, tie_break,
                                       check_device(device), bf16)
     nseg = max(len(offs) - 1, 0)

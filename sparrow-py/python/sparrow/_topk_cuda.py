@@ -4,22 +4,29 @@ ordered on the caller's stream, and the result is ready there."""
 import contextlib
 
 from . import _native
-from ._arrays import cuda_index, current_stream, kind
+from ._arrays import check_int, cuda_index, current_stream, device_index, kind, stream_handle
 
 SORT_MAX = 4096  # rows wider than this are sorted here, on the device, after an unsorted select
 
 
 def _on_stream(x, stream):
-    """A context making `stream` current for the array's library (None: leave it)."""
+    """A context making the caller's `stream` current for the array's library, after it waits
+    for the work queued so far on the current stream (which may still be writing x); None
+    leaves the current stream as it is."""
     if stream is None:
         return contextlib.nullcontext()
     if kind(x) == "torch":
         import torch
 
-        return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=x.device))
+        s = torch.cuda.ExternalStream(stream, device=x.device)
+        s.wait_stream(torch.cuda.current_stream(x.device))
+        return torch.cuda.stream(s)
     import cupy
 
-    return cupy.cuda.ExternalStream(stream)
+    with cupy.cuda.Device(x.device.id):
+        s = cupy.cuda.ExternalStream(stream)
+        s.wait_event(cupy.cuda.get_current_stream().record())
+    return s
 
 
 def _sort_rows(vals, idx, largest, lib):
@@ -42,21 +49,21 @@ def _sort_rows(vals, idx, largest, lib):
 
 def topk_cuda(x, k, dim, largest, sorted, tie_break, device, stream):
     dev = cuda_index(x)
-    if device is not None and device not in (f"cuda:{dev}",) and not (device == "cuda" and dev == 0):
+    if device is not None and device_index(device) != dev:
         raise ValueError(f"invalid argument `device`: {device!r}, but x is on cuda:{dev} (sparrow does not move GPU arrays)")
     lib = kind(x)
+    if lib == "torch":
+        x = x.detach()
     if x.ndim == 0:
         raise ValueError("invalid argument `x`: a 0-dimensional array has no dimension to select along")
-    if isinstance(dim, bool) or not isinstance(dim, int) or not -x.ndim <= dim < x.ndim:
-        raise ValueError(f"invalid argument `dim`: {dim!r} is not in {-x.ndim}..{x.ndim - 1}")
-    dim %= x.ndim
+    dim = check_int(dim, "dim", -x.ndim, x.ndim - 1) % x.ndim
     n = x.shape[dim]
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= n:
-        raise ValueError(f"invalid argument `k`: {k!r} is not in 0..={n} (the size of the selected dimension)")
+    k = check_int(k, "k", 0, n)
     if cupy_float8(x):
         raise ValueError(f"invalid argument `x`: sparrow does not select over {x.dtype}")
-    raw = current_stream(x) if stream is None else int(stream)
-    with _on_stream(x, stream):
+    stream = stream_handle(stream)
+    raw = current_stream(x) if stream is None else stream
+    with _device(x), _on_stream(x, stream):
         if lib == "torch":
             import torch
 
@@ -85,6 +92,15 @@ def topk_cuda(x, k, dim, largest, sorted, tie_break, device, stream):
         import cupy
 
         return cupy.moveaxis(vals, -1, dim), cupy.moveaxis(idx, -1, dim)
+
+
+def _device(x):
+    """CuPy's current device set to x's for the call (torch names devices explicitly)."""
+    if kind(x) == "cupy":
+        import cupy
+
+        return cupy.cuda.Device(x.device.id)
+    return contextlib.nullcontext()
 
 
 def cupy_float8(x):

@@ -177,6 +177,8 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             Source::Host(k) => k.len(),
             Source::Device(n) | Source::External(n) => n,
         };
+        // The caller's keys take no memory of this top-k's.
+        let own_keys = if matches!(keys, Source::External(_)) { 0 } else { nkeys };
         let ks = std::mem::size_of::<K>();
         let vs = me.vs();
         let is = me.is();
@@ -190,7 +192,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         } else {
             0
         };
-        let need = (nkeys * (ks + vs)) as u64
+        let need = (own_keys * ks + nkeys * vs) as u64
             + (slots * (ks + 2)) as u64
             + (out_elems * (ks + is + vs)) as u64 * if sorted_here { 2 } else { 1 }
             + if sorted_here { out_elems as u64 * 4 } else { 0 }
