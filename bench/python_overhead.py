@@ -30,11 +30,46 @@ def per_call(fn, reps):
     return (time.perf_counter() - t) / reps
 
 
+def breakdown(reps):
+    """Host time of each step of `sparrow.topk` on a CUDA tensor, in microseconds."""
+    from sparrow._arrays import current_stream
+    from sparrow._topk_cuda import topk_cuda
+
+    x = torch.rand(64, 131072, device="cuda")
+    s = torch.cuda.current_stream().cuda_stream
+    s = s or 1  # DLPack spells the legacy default stream 1
+    vals = torch.empty(64, 2048, device="cuda")
+    idx = torch.empty(64, 2048, dtype=torch.int64, device="cuda")
+    steps = {
+        "x.__dlpack__(max_version, stream)": lambda: x.__dlpack__(stream=s, max_version=(1, 0)),
+        "x.__dlpack__(stream)": lambda: x.__dlpack__(stream=s),
+        "x.__dlpack__()": lambda: x.__dlpack__(),
+        "torch.empty x2": lambda: (torch.empty(64, 2048, device="cuda"), torch.empty(64, 2048, dtype=torch.int64, device="cuda")),
+        "current_stream": lambda: current_stream(x),
+        "movedim+contiguous+reshape": lambda: x.movedim(1, -1).contiguous().reshape(-1, 131072),
+        "_native.topk_cuda": lambda: _native.topk_cuda(x, vals, idx, 2048, True, False, "fast", s),
+        "topk_cuda (python)": lambda: topk_cuda(x, 2048, -1, True, False, "fast", None, None),
+        "sparrow.topk": lambda: sparrow.topk(x, 2048, sorted=False, tie_break="fast"),
+    }
+    for name, fn in steps.items():
+        fn()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        host = (time.perf_counter() - t) / reps
+        torch.cuda.synchronize()
+        print(f"{name:>36}: {host * 1e6:8.1f} us host")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--json")
+    ap.add_argument("--breakdown", action="store_true", help="also time the pieces of one Python call")
     args = ap.parse_args()
+    if args.breakdown:
+        breakdown(args.reps)
     rows = []
     print(f"{torch.cuda.get_device_name()}; {args.reps} calls each; microseconds per call")
     print(f"{'rows x length, k':>24} {'python':>9} {'rust':>9} {'overhead':>9} {'torch':>9}")

@@ -22,10 +22,10 @@ sanitizer=/usr/local/cuda/bin/compute-sanitizer
 for phase in "$@"; do
   case $phase in
     P)
-      pip install --quiet --no-deps --force-reinstall "$b"/*.whl >"$out/install.log" 2>&1
+      python -m pip install --quiet --no-deps --force-reinstall "$b"/*.whl >"$out/install.log" 2>&1
       python -c "import torch, sparrow; print(torch.__version__, torch.cuda.get_device_name(), sparrow.devices())" >>"$out/install.log" 2>&1
       step pytest-gpu 240 python -m pytest -q -p no:cacheprovider sparrow-py/tests/test_gpu.py
-      step overhead 120 python bench/python_overhead.py --json "$out/overhead.json"
+      step overhead 120 python bench/python_overhead.py --breakdown --json "$out/overhead.json"
       step smoke-memcheck 150 "$sanitizer" --tool memcheck --target-processes all python scripts/gpu_python_smoke.py
       ;;
     R)

@@ -239,9 +239,10 @@ impl GpuCsr {
         obj: &Bound<'py, PyAny>,
         arg: &str,
         shape: &[usize],
-        stream: usize,
     ) -> PyResult<View<'py>> {
-        let v = view(obj, Some(if stream == 0 { 1 } else { stream }), arg)?;
+        // No DLPack stream handshake: the product's fence orders it after the operands'
+        // current stream, which the caller passes.
+        let v = view(obj, None, arg)?;
         if v.place != Place::Cuda(self.id) {
             return Err(invalid(
                 arg,
@@ -320,10 +321,7 @@ impl GpuCsr {
         stream: usize,
     ) -> PyResult<()> {
         let (m, k) = self.shape();
-        let (xv, yv) = (
-            self.operand(x, "x", &[k], stream)?,
-            self.operand(y, "y", &[m], stream)?,
-        );
+        let (xv, yv) = (self.operand(x, "x", &[k])?, self.operand(y, "y", &[m])?);
         let (xa, ya) = (xv.addr as u64, yv.addr as u64);
         let gpu = self.gpu;
         // SAFETY: x and y are CUDA arrays of A's GPU, type and length, held by the caller
@@ -359,8 +357,8 @@ impl GpuCsr {
         let (m, k) = self.shape();
         let n = view(b, None, "B")?.shape.get(1).copied().unwrap_or(0);
         let (bv, cv) = (
-            self.operand(b, "B", &[k, n], stream)?,
-            self.operand(c, "C", &[m, n], stream)?,
+            self.operand(b, "B", &[k, n])?,
+            self.operand(c, "C", &[m, n])?,
         );
         let (ba, ca) = (bv.addr as u64, cv.addr as u64);
         let gpu = self.gpu;

@@ -67,9 +67,12 @@ def topk_cuda(x, k, dim, largest, sorted, tie_break, device, stream):
         if lib == "torch":
             import torch
 
-            moved = x.movedim(dim, -1).contiguous()
+            if x.ndim == 2 and dim == 1 and x.is_contiguous():
+                moved = flat = x
+            else:
+                moved = x.movedim(dim, -1).contiguous()
+                flat = moved.reshape(-1, n)
             lead = tuple(moved.shape[:-1])
-            flat = moved.reshape(-1, n)
             vals = torch.empty((flat.shape[0], k), dtype=x.dtype, device=x.device)
             idx = torch.empty((flat.shape[0], k), dtype=torch.int64, device=x.device)
         else:
