@@ -22,6 +22,29 @@ pub const SHAPES: [(usize, usize, usize); 7] = [
     (268_435_456, 1_024, 1),
 ];
 
+/// (segment length, k, segments): serving shapes, the small batches of long rows that model
+/// serving runs (sampling over a 128K-256K vocabulary, a sparse-attention indexer picking 2,048
+/// of 163,840 keys per query), where a call's latency matters more than its bandwidth.
+pub const SERVING: [(usize, usize, usize); 5] = [
+    (163_840, 2_048, 4),
+    (131_072, 2_048, 1),
+    (131_072, 50, 1),
+    (131_072, 50, 64),
+    (32_768, 2_048, 16),
+];
+
+/// The named shape sets of `bench topk --set`.
+pub fn shape_set(name: &str) -> Result<&'static [(usize, usize, usize)]> {
+    match name {
+        "targets" => Ok(&SHAPES),
+        "serving" => Ok(&SERVING),
+        _ => Err(Error::invalid(
+            "--set",
+            format!("{name:?} is not targets or serving"),
+        )),
+    }
+}
+
 /// Key types the benchmark times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BenchKey {

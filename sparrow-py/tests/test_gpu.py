@@ -199,3 +199,21 @@ def test_gpu_fit_equals_the_cpu_fit(root):
 def test_devices_lists_the_gpu():
     d = sparrow.devices()
     assert d and d[0]["usable"] and d[0]["arch"].startswith("sm_")
+
+
+def test_topk_captured_in_a_cuda_graph_replays_like_eager_calls():
+    """A prepared top-k allocates nothing, waits for nothing and reads nothing back, so a CUDA
+    graph can capture it: 100 replays over new keys equal eager calls on the same keys."""
+    x = torch.rand(4, 163840, device="cuda")
+    for sorted_ in (False, True):
+        sparrow.topk(x, 2048, sorted=sorted_)  # the plan is made and its kernels loaded here
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            v, i = sparrow.topk(x, 2048, sorted=sorted_)
+        gen = torch.Generator(device="cuda").manual_seed(1)
+        for rep in range(100):
+            x.copy_(torch.rand(x.shape, device="cuda", generator=gen))
+            g.replay()
+            ev, ei = sparrow.topk(x, 2048, sorted=sorted_)
+            assert torch.equal(v, ev) and torch.equal(i, ei), rep

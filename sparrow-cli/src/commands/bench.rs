@@ -50,9 +50,13 @@ pub struct Args {
     /// cache, by an amount that depends on what ran before.
     #[arg(long)]
     cold: bool,
-    /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the seven issue shapes).
-    #[arg(long)]
+    /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the set --set names).
+    #[arg(long, conflicts_with = "set")]
     shapes: Option<String>,
+    /// A named set of top-k shapes: targets (the seven bandwidth shapes, default) or serving
+    /// (small batches of long rows, where latency counts).
+    #[arg(long)]
+    set: Option<String>,
     /// Comma-separated top-k key patterns: uniform, all-equal, two-values, heavy-ties,
     /// ascending, shared-high-bits (bench topk; keys are chosen with --dtype f32 or bf16).
     #[arg(long, default_value = "uniform")]
@@ -590,7 +594,7 @@ fn cs(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
 fn topk(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     // Arguments first, so a typo is reported before any device work.
     let shapes = match &args.shapes {
-        None => sparrow_bench::topk::SHAPES.to_vec(),
+        None => sparrow_bench::topk::shape_set(args.set.as_deref().unwrap_or("targets"))?.to_vec(),
         Some(s) => list("--shapes", s)?
             .iter()
             .map(|x| match dims("--shapes", x, "LENxKxSEGMENTS")?[..] {
