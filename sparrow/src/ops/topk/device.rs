@@ -3,7 +3,7 @@
 //! the caller's stream by two events, so the result is ready there as if its own kernels had
 //! made it.
 
-use super::cuda::GpuTopK;
+use super::cuda::{Arena, GpuTopK};
 use super::{IndexType, Key, Layout, Segments, TopK};
 use crate::device::{Fence, Gpu};
 use crate::{Error, Result};
@@ -24,15 +24,58 @@ pub struct DeviceTopK<'g, K: Key> {
 // `&mut self`); the cell that holds the keys' address is set only inside `run`.
 unsafe impl<K: Key> Send for DeviceTopK<'_, K> {}
 
+/// The request with 64-bit positions, and the layout of `rows` rows of `len` keys.
+fn shaped(req: &TopK, rows: usize, len: usize) -> Result<(TopK, Layout, usize)> {
+    let req = req.clone().index_type(IndexType::I64);
+    let nkeys = rows
+        .checked_mul(len)
+        .ok_or_else(|| Error::invalid("rows", "rows x length overflows"))?;
+    let layout = req.layout(nkeys, Segments::Fixed { count: rows, len }, None)?;
+    Ok((req, layout, nkeys))
+}
+
+impl TopK {
+    /// Bytes of the workspace a [`DeviceTopK::with_workspace`] of this request over `rows`
+    /// rows of `len` keys of type `K` takes on `gpu` (as CUB's temporary-storage query): its
+    /// state, its scratch and the outputs it stages, regions aligned to 256 bytes.
+    pub fn workspace_bytes<K: Key>(&self, gpu: &Gpu, rows: usize, len: usize) -> Result<usize> {
+        let (req, layout, nkeys) = shaped(self, rows, len)?;
+        let mut arena = Arena::measure();
+        GpuTopK::<K, K>::external(gpu, &req, nkeys, &layout, &mut arena)?;
+        Ok(arena.used())
+    }
+}
+
 impl<'g, K: Key> DeviceTopK<'g, K> {
-    /// Prepares `req` (its index type becomes 64-bit) over `rows` rows of `len` keys.
+    /// Prepares `req` (its index type becomes 64-bit) over `rows` rows of `len` keys,
+    /// allocating its buffers.
     pub fn new(gpu: &'g Gpu, req: &TopK, rows: usize, len: usize) -> Result<Self> {
-        let req = req.clone().index_type(IndexType::I64);
-        let nkeys = rows
-            .checked_mul(len)
-            .ok_or_else(|| Error::invalid("x", "rows x length overflows"))?;
-        let layout = req.layout(nkeys, Segments::Fixed { count: rows, len }, None)?;
-        let inner = GpuTopK::external(gpu, &req, nkeys, &layout)?;
+        Self::build(gpu, req, rows, len, &mut Arena::Own)
+    }
+
+    /// As [`DeviceTopK::new`], with every buffer in the caller's `workspace` of `bytes` bytes
+    /// (at least [`TopK::workspace_bytes`]): the plan allocates nothing, and its runs neither
+    /// allocate, wait for the host nor read anything back, so a CUDA graph can capture them.
+    /// The workspace is written here (on sparrow's stream, which later runs wait behind) and
+    /// by every run.
+    ///
+    /// # Safety
+    /// `workspace` must be device memory of this GPU's context holding `bytes` bytes, used by
+    /// nothing else while the plan lives.
+    pub unsafe fn with_workspace(
+        gpu: &'g Gpu,
+        req: &TopK,
+        rows: usize,
+        len: usize,
+        workspace: u64,
+        bytes: usize,
+    ) -> Result<Self> {
+        Self::build(gpu, req, rows, len, &mut Arena::workspace(workspace, bytes))
+    }
+
+    fn build(gpu: &'g Gpu, req: &TopK, rows: usize, len: usize, arena: &mut Arena) -> Result<Self> {
+        let (req, layout, nkeys) = shaped(req, rows, len)?;
+        let inner = GpuTopK::external(gpu, &req, nkeys, &layout, arena)?;
         let fence = Fence::new(gpu)?;
         Ok(DeviceTopK {
             gpu,

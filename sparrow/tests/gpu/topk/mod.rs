@@ -5,6 +5,7 @@
 //! fill, as calls do by default, so no result may depend on it.
 
 mod filter;
+mod graph;
 #[macro_use]
 mod shared {
     include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/shared/topk.rs"));

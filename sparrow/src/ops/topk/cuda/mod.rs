@@ -13,10 +13,13 @@ use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::{topk_module, topk_name, KernelModule};
 use crate::{Error, Result};
+pub(crate) use arena::Arena;
+use arena::Mem;
 use shapes::{
     as_bytes, flags, from_bytes, grid, ordered, per_segment, per_segment_of, tiles_shape,
 };
 
+mod arena;
 mod shapes;
 
 struct Run<'a> {
@@ -66,14 +69,14 @@ enum Source<'k, K> {
 struct Split<'a, K> {
     first: GpuTopK<'a, K, K>,
     second: GpuTopK<'a, K, K>,
-    cand_start: CudaSlice<i64>,
-    chunk_rel: CudaSlice<i64>,
-    start: CudaSlice<i64>,
-    kk: CudaSlice<i64>,
-    vals: CudaSlice<u8>,
-    out_keys: CudaSlice<u8>,
-    out_idx: CudaSlice<u8>,
-    out_vals: CudaSlice<u8>,
+    cand_start: Mem<i64>,
+    chunk_rel: Mem<i64>,
+    start: Mem<i64>,
+    kk: Mem<i64>,
+    vals: Mem<u8>,
+    out_keys: Mem<u8>,
+    out_idx: Mem<u8>,
+    out_vals: Mem<u8>,
 }
 
 struct Buffers {
@@ -83,41 +86,41 @@ struct Buffers {
     filter: FilterShape,
     /// Longest segment (the on-chip path's shared memory).
     max_len: usize,
-    keys: CudaSlice<u8>,
-    vals: CudaSlice<u8>,
-    lens: CudaSlice<i64>,
-    kk: CudaSlice<i64>,
-    start: CudaSlice<i64>,
-    tseg: CudaSlice<i32>,
-    tst: CudaSlice<i64>,
-    ten: CudaSlice<i64>,
-    tptr: CudaSlice<i64>,
-    prefix: CudaSlice<u64>,
-    remaining: CudaSlice<u64>,
-    ties: CudaSlice<u64>,
-    lo: CudaSlice<u64>,
-    shift: CudaSlice<i32>,
-    done: CudaSlice<i32>,
-    ghist: CudaSlice<u64>,
-    tile_gt: CudaSlice<u64>,
-    tile_tie: CudaSlice<u64>,
-    tile_out: CudaSlice<u64>,
-    tile_rank: CudaSlice<u64>,
-    out_keys: CudaSlice<u8>,
-    out_idx: CudaSlice<u8>,
-    out_vals: CudaSlice<u8>,
-    w_keys: CudaSlice<u8>,
-    w_idx: CudaSlice<u8>,
-    w_vals: CudaSlice<u8>,
-    perm: CudaSlice<i32>,
-    thresh: CudaSlice<u64>,
-    cand_key: CudaSlice<u8>,
-    cand_off: CudaSlice<u16>,
-    tile_cnt: CudaSlice<u32>,
+    keys: Mem<u8>,
+    vals: Mem<u8>,
+    lens: Mem<i64>,
+    kk: Mem<i64>,
+    start: Mem<i64>,
+    tseg: Mem<i32>,
+    tst: Mem<i64>,
+    ten: Mem<i64>,
+    tptr: Mem<i64>,
+    prefix: Mem<u64>,
+    remaining: Mem<u64>,
+    ties: Mem<u64>,
+    lo: Mem<u64>,
+    shift: Mem<i32>,
+    done: Mem<i32>,
+    ghist: Mem<u64>,
+    tile_gt: Mem<u64>,
+    tile_tie: Mem<u64>,
+    tile_out: Mem<u64>,
+    tile_rank: Mem<u64>,
+    out_keys: Mem<u8>,
+    out_idx: Mem<u8>,
+    out_vals: Mem<u8>,
+    w_keys: Mem<u8>,
+    w_idx: Mem<u8>,
+    w_vals: Mem<u8>,
+    perm: Mem<i32>,
+    thresh: Mem<u64>,
+    cand_key: Mem<u8>,
+    cand_off: Mem<u16>,
+    tile_cnt: Mem<u32>,
     /// Keys equal to the threshold, per tile (filter path).
-    tile_eq: CudaSlice<u32>,
+    tile_eq: Mem<u32>,
     /// Whether the filter counts keys equal to the threshold, per segment (filter path).
-    count_eq: CudaSlice<u32>,
+    count_eq: Mem<u32>,
 }
 
 impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
@@ -130,7 +133,14 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         layout: &Layout,
         values: Option<&[V]>,
     ) -> Result<Self> {
-        Self::build(gpu, req, Source::Host(keys), layout, values)
+        Self::build(
+            gpu,
+            req,
+            Source::Host(keys),
+            layout,
+            values,
+            &mut Arena::Own,
+        )
     }
 
     /// A top-k of keys that live on the device: the caller writes `nkeys` keys into
@@ -141,7 +151,14 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         nkeys: usize,
         layout: &Layout,
     ) -> Result<Self> {
-        Self::build(gpu, req, Source::Device(nkeys), layout, None)
+        Self::build(
+            gpu,
+            req,
+            Source::Device(nkeys),
+            layout,
+            None,
+            &mut Arena::Own,
+        )
     }
 
     fn build(
@@ -150,6 +167,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         keys: Source<'_, K>,
         layout: &Layout,
         values: Option<&[V]>,
+        arena: &mut Arena,
     ) -> Result<Self> {
         topk_module(K::NAME)
             .ok_or_else(|| Error::unsupported(format!("no GPU top-k for key type {}", K::NAME)))?;
@@ -170,7 +188,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         }
         let (path, filter) = gpu_path(req, layout, gpu.limits(), std::mem::size_of::<K>())?;
         if let GpuPath::Split { chunk } = path {
-            me.split = Some(Box::new(me.split_stages(keys, values, chunk)?));
+            me.split = Some(Box::new(me.split_stages(keys, values, chunk, arena)?));
             return Ok(me);
         }
         let nkeys = match keys {
@@ -178,7 +196,11 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             Source::Device(n) | Source::External(n) => n,
         };
         // The caller's keys take no memory of this top-k's.
-        let own_keys = if matches!(keys, Source::External(_)) { 0 } else { nkeys };
+        let own_keys = if matches!(keys, Source::External(_)) {
+            0
+        } else {
+            nkeys
+        };
         let ks = std::mem::size_of::<K>();
         let vs = me.vs();
         let is = me.is();
@@ -198,8 +220,10 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             + if sorted_here { out_elems as u64 * 4 } else { 0 }
             + (nt * (4 + 8 * 6)) as u64
             + (n * (256 * 8 + 8 * 8)) as u64;
-        gpu.ensure_fits(need, "this top-k")?;
-        let scratch = |len: usize| gpu.alloc_zeroed::<u8>(if sorted_here { len } else { 0 });
+        if !arena.is_workspace() {
+            gpu.ensure_fits(need, "this top-k")?;
+        }
+        let scratch = |len: usize| if sorted_here { len } else { 0 };
         me.bufs = Some(Buffers {
             nt,
             sorted_here,
@@ -207,42 +231,42 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             filter,
             max_len,
             keys: match keys {
-                Source::Host(k) => gpu.upload(as_bytes(k))?,
-                Source::Device(n) => gpu.alloc_zeroed(n * ks)?,
-                Source::External(_) => gpu.alloc_zeroed(0)?,
+                Source::Host(k) => arena.upload(gpu, as_bytes(k))?,
+                Source::Device(n) => arena.zeroed(gpu, n * ks)?,
+                Source::External(_) => arena.zeroed(gpu, 0)?,
             },
-            vals: gpu.upload(values.map_or(&[][..], as_bytes))?,
-            lens: gpu.upload(&layout.lens)?,
-            kk: gpu.upload(&layout.kk)?,
-            start: gpu.upload(&layout.starts)?,
-            tseg: gpu.upload(&tseg)?,
-            tst: gpu.upload(&tst)?,
-            ten: gpu.upload(&ten)?,
-            tptr: gpu.upload(&tptr)?,
-            prefix: gpu.alloc_zeroed(n)?,
-            remaining: gpu.alloc_zeroed(n)?,
-            ties: gpu.alloc_zeroed(n)?,
-            lo: gpu.alloc_zeroed(n)?,
-            shift: gpu.alloc_zeroed(n)?,
-            done: gpu.alloc_zeroed(n)?,
-            ghist: gpu.alloc_zeroed(n * 256)?,
-            tile_gt: gpu.alloc_zeroed(nt)?,
-            tile_tie: gpu.alloc_zeroed(nt)?,
-            tile_out: gpu.alloc_zeroed(nt)?,
-            tile_rank: gpu.alloc_zeroed(nt)?,
-            out_keys: gpu.alloc_zeroed(out_elems * ks)?,
-            out_idx: gpu.alloc_zeroed(out_elems * is)?,
-            out_vals: gpu.alloc_zeroed(out_elems * vs)?,
-            w_keys: scratch(out_elems * ks)?,
-            w_idx: scratch(out_elems * is)?,
-            w_vals: scratch(out_elems * vs)?,
-            perm: gpu.alloc_zeroed(if sorted_here { out_elems } else { 0 })?,
-            thresh: gpu.alloc_zeroed(n)?,
-            cand_key: gpu.alloc_zeroed(slots * ks)?,
-            cand_off: gpu.alloc_zeroed(slots)?,
-            tile_cnt: gpu.alloc_zeroed(if path == GpuPath::Filter { nt } else { 0 })?,
-            tile_eq: gpu.alloc_zeroed(if path == GpuPath::Filter { nt } else { 0 })?,
-            count_eq: gpu.alloc_zeroed(if path == GpuPath::Filter { n } else { 0 })?,
+            vals: arena.upload(gpu, values.map_or(&[][..], as_bytes))?,
+            lens: arena.upload(gpu, &layout.lens)?,
+            kk: arena.upload(gpu, &layout.kk)?,
+            start: arena.upload(gpu, &layout.starts)?,
+            tseg: arena.upload(gpu, &tseg)?,
+            tst: arena.upload(gpu, &tst)?,
+            ten: arena.upload(gpu, &ten)?,
+            tptr: arena.upload(gpu, &tptr)?,
+            prefix: arena.zeroed(gpu, n)?,
+            remaining: arena.zeroed(gpu, n)?,
+            ties: arena.zeroed(gpu, n)?,
+            lo: arena.zeroed(gpu, n)?,
+            shift: arena.zeroed(gpu, n)?,
+            done: arena.zeroed(gpu, n)?,
+            ghist: arena.zeroed(gpu, n * 256)?,
+            tile_gt: arena.zeroed(gpu, nt)?,
+            tile_tie: arena.zeroed(gpu, nt)?,
+            tile_out: arena.zeroed(gpu, nt)?,
+            tile_rank: arena.zeroed(gpu, nt)?,
+            out_keys: arena.zeroed(gpu, out_elems * ks)?,
+            out_idx: arena.zeroed(gpu, out_elems * is)?,
+            out_vals: arena.zeroed(gpu, out_elems * vs)?,
+            w_keys: arena.zeroed(gpu, scratch(out_elems * ks))?,
+            w_idx: arena.zeroed(gpu, scratch(out_elems * is))?,
+            w_vals: arena.zeroed(gpu, scratch(out_elems * vs))?,
+            perm: arena.zeroed(gpu, if sorted_here { out_elems } else { 0 })?,
+            thresh: arena.zeroed(gpu, n)?,
+            cand_key: arena.zeroed(gpu, slots * ks)?,
+            cand_off: arena.zeroed(gpu, slots)?,
+            tile_cnt: arena.zeroed(gpu, if path == GpuPath::Filter { nt } else { 0 })?,
+            tile_eq: arena.zeroed(gpu, if path == GpuPath::Filter { nt } else { 0 })?,
+            count_eq: arena.zeroed(gpu, if path == GpuPath::Filter { n } else { 0 })?,
         });
         Ok(me)
     }
@@ -253,6 +277,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         keys: Source<'_, K>,
         values: Option<&[V]>,
         chunk: usize,
+        arena: &mut Arena,
     ) -> Result<Split<'a, K>> {
         let gpu = self.gpu;
         let (req, layout) = (&self.req, &self.layout);
@@ -278,6 +303,7 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             keys,
             &st.first,
             None,
+            arena,
         )?;
         let second = GpuTopK::build(
             gpu,
@@ -285,20 +311,21 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             Source::Device(st.first.count() * w),
             &st.second,
             None,
+            arena,
         )?;
         let out_elems = layout.count() * w;
         let ks = std::mem::size_of::<K>();
         Ok(Split {
             first,
             second,
-            cand_start: gpu.upload(&st.second.starts)?,
-            chunk_rel: gpu.upload(&st.chunk_rel)?,
-            start: gpu.upload(&layout.starts)?,
-            kk: gpu.upload(&layout.kk)?,
-            vals: gpu.upload(values.map_or(&[][..], as_bytes))?,
-            out_keys: gpu.alloc_zeroed(out_elems * ks)?,
-            out_idx: gpu.alloc_zeroed(out_elems * self.is())?,
-            out_vals: gpu.alloc_zeroed(out_elems * self.vs())?,
+            cand_start: arena.upload(gpu, &st.second.starts)?,
+            chunk_rel: arena.upload(gpu, &st.chunk_rel)?,
+            start: arena.upload(gpu, &layout.starts)?,
+            kk: arena.upload(gpu, &layout.kk)?,
+            vals: arena.upload(gpu, values.map_or(&[][..], as_bytes))?,
+            out_keys: arena.zeroed(gpu, out_elems * ks)?,
+            out_idx: arena.zeroed(gpu, out_elems * self.is())?,
+            out_vals: arena.zeroed(gpu, out_elems * self.vs())?,
         })
     }
 
@@ -309,8 +336,9 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         req: &TopK,
         nkeys: usize,
         layout: &Layout,
+        arena: &mut Arena,
     ) -> Result<Self> {
-        Self::build(gpu, req, Source::External(nkeys), layout, None)
+        Self::build(gpu, req, Source::External(nkeys), layout, None, arena)
     }
 
     /// Where the kernels read the keys: the caller's memory, else this top-k's buffer.
@@ -451,7 +479,8 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
         let run = self.run();
         let (n, w) = (self.layout.count(), self.layout.width);
         let (ks, vs, is) = (std::mem::size_of::<K>(), self.vs(), self.is());
-        let outs = (&sp.out_keys, &sp.out_idx, &sp.out_vals);
+        let outs: (&CudaSlice<u8>, &CudaSlice<u8>, &CudaSlice<u8>) =
+            (&sp.out_keys, &sp.out_idx, &sp.out_vals);
         for (buf, len) in [(outs.0, ks), (outs.1, is), (outs.2, vs)] {
             gpu.fill_sentinel(buf, 0xA5, n * w * len)?;
         }
