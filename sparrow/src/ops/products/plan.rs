@@ -60,6 +60,7 @@ use crate::ops::products::formats::slices::{
 use crate::ops::products::stats::{RowStats, NEAR_REACH, SCATTER_WINDOW, SPREAD_RUN, WINDOW_ROWS};
 
 use super::path::{window_cap, GpuPath};
+pub use super::tuning::ProductsTuning;
 
 pub use crate::ops::products::formats::work::{PACKED_SPAN, STREAM_ITEMS, STREAM_ITEMS_EVEN};
 
@@ -205,47 +206,6 @@ pub fn choose_with(
         }
     }
     unreachable!("the last rule of each list always applies")
-}
-
-/// The thresholds of the products policy for one GPU architecture, and the layout sizes that
-/// follow its count of SMs, a value in CUB's manner: the rules, the uploads and the memory
-/// estimates read them from here, and a new architecture is a new value.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ProductsTuning {
-    /// [`NEAR_MEAN_F32`].
-    pub near_mean_f32: f64,
-    /// [`STREAM_MEAN_F32`].
-    pub stream_mean_f32: f64,
-    /// [`F64_AVEC_LOCAL_MEAN`].
-    pub f64_avec_local_mean: f64,
-    /// Least mean row length for scattered f64 rows to take the vector-A lanes.
-    pub f64_avec_scattered_mean: f64,
-    /// [`SHORT_MEAN`].
-    pub short_mean: f64,
-    /// [`ROWBLK_SHARED`].
-    pub rowblk_shared: f64,
-    /// [`DIAG_THREAD_MAX`].
-    pub diag_thread_max: usize,
-    /// [`DIAG_THREAD_MAX_F64`].
-    pub diag_thread_max_f64: usize,
-    /// [`DIAG_FEW_ROWS`].
-    pub diag_few_rows: usize,
-    /// [`DEEP_MEAN`].
-    pub deep_mean: f64,
-    /// [`SORT_SPREAD`].
-    pub sort_spread: f64,
-    /// [`SORT_ROWS`].
-    pub sort_rows: usize,
-    /// [`WINDOW_REUSE`].
-    pub window_reuse: f64,
-    /// [`WINDOW_SPAN`].
-    pub window_span: usize,
-    /// Groups the column-slice layout deals the row pieces to (more where the pieces need
-    /// them, [`RowStats::slice_groups`]). A group is a cluster of [`SLICE_MEMBERS`] blocks and
-    /// an SM holds one block of that kernel's shared memory at a time, so the count is the SMs
-    /// over [`SLICE_MEMBERS`]: more groups would run in a second wave, fewer leave SMs idle.
-    /// It also sets the copies of x the policy weighs against the entries ([`SLICE_X_RATIO`]).
-    pub slice_groups: usize,
 }
 
 /// sm_90 (H100, H200), where every threshold was measured (docs/tuning/products.md).

@@ -1,7 +1,7 @@
 //! Row statistics of a CSR matrix: one pass over its rows gives what the products' plans read
 //! to choose a kernel and what the upload needs to size the formats the plan picks.
 
-use super::plan::ProductsTuning;
+use super::tuning::ProductsTuning;
 pub use super::tuning::{CHUNK, LONG_ROW, NEAR_REACH};
 use crate::matrix::Csr;
 use crate::Scalar;
