@@ -1,13 +1,42 @@
 //! Benchmark of the SEACells fit on Gaussian mixtures (one cluster per 13.3 cells per
-//! metacell, as the peer's benchmark sizes them): the whole fit (kNN, kernel, diffusion,
+//! metacell, as the peer's benchmark sizes them) or on branching trajectories (a continuous
+//! manifold, the case SEACells is used for): the whole fit (kNN, kernel, diffusion,
 //! initialisation, iterations) with each stage's seconds, the iterations, mean purity against
-//! the mixture's labels, and the process's peak resident memory.
+//! the generator's labels (clusters, or trajectory segments), and the process's peak resident
+//! memory.
 
 use std::time::Instant;
 
 use sparrow::device::Device;
 use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, mean_purity, purity, Config};
-use sparrow::Result;
+use sparrow::solvers::seacells::synthetic::branching_trajectories;
+use sparrow::{Error, Result};
+
+/// The embeddings `bench seacells --data` generates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Data {
+    /// Gaussian mixtures, a cluster per 13 metacells.
+    Mixture,
+    /// Branching trajectories: a trunk and 4 arms.
+    Trajectories,
+}
+
+impl Data {
+    /// The data named `name` (`--data`).
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "mixture" => Ok(Data::Mixture),
+            "trajectories" => Ok(Data::Trajectories),
+            _ => Err(Error::invalid(
+                "--data",
+                format!("{name:?} is not mixture or trajectories"),
+            )),
+        }
+    }
+}
+
+/// Arms of the branching trajectories.
+pub const BRANCHES: usize = 4;
 
 /// The sizes of the performance targets: (cells, dims, metacells).
 pub const SIZES: [(usize, usize, usize); 3] =
@@ -22,7 +51,9 @@ pub struct SeacellsRecord {
     pub dims: usize,
     /// Metacells.
     pub metacells: usize,
-    /// Mixture clusters (labels).
+    /// The generator.
+    pub data: Data,
+    /// Labels of the generator: mixture clusters, or trajectory segments.
     pub clusters: usize,
     /// The whole fit, seconds.
     pub seconds: f64,
@@ -52,10 +83,11 @@ pub fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Fits one mixture per size on `device` with `max_iter` iterations at most (the targets stop
-/// at 10).
+/// Fits one embedding of `data` per size on `device` with `max_iter` iterations at most (the
+/// targets stop at 10).
 pub fn run(
     device: &Device,
+    data: Data,
     sizes: &[(usize, usize, usize)],
     max_iter: usize,
     progress: &mut dyn FnMut(&str),
@@ -63,8 +95,17 @@ pub fn run(
     let mut out = Vec::new();
     for &(cells, dims, metacells) in sizes {
         progress(&format!("{cells} x {dims}, {metacells} metacells"));
-        let clusters = (metacells / 13).max(2);
-        let (x, labels) = gaussian_mixture(cells, dims, clusters, 0);
+        let (x, labels, clusters) = match data {
+            Data::Mixture => {
+                let clusters = (metacells / 13).max(2);
+                let (x, l) = gaussian_mixture(cells, dims, clusters, 0);
+                (x, l, clusters)
+            }
+            Data::Trajectories => {
+                let (x, l) = branching_trajectories(cells, dims, BRANCHES, 0);
+                (x, l, BRANCHES + 1)
+            }
+        };
         let mut cfg = Config::new(metacells);
         cfg.max_iter = max_iter;
         cfg.min_iter = cfg.min_iter.min(max_iter);
@@ -77,6 +118,7 @@ pub fn run(
             cells,
             dims,
             metacells,
+            data,
             clusters,
             seconds,
             stages: f.stage_seconds.clone(),

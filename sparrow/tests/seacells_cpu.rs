@@ -854,4 +854,21 @@ mod fit {
             separation(&f.assignments, &f.components, 20)
         );
     }
+
+    #[test]
+    fn branching_trajectories_make_one_piece_and_pure_metacells() {
+        use sparrow::solvers::seacells::fit::mean_purity;
+        use sparrow::solvers::seacells::synthetic::branching_trajectories;
+        let (x, labels) = branching_trajectories(2_000, 30, 4, 0);
+        assert_eq!(branching_trajectories(2_000, 30, 4, 0).0.data(), x.data());
+        assert_eq!((0..5).filter(|s| labels.contains(s)).count(), 5);
+        let f = fit(&x, &Config::new(40), &mut |_, _| {}).unwrap();
+        // A continuous manifold: one graph, one diffusion map (no mixture's pieces).
+        assert_eq!(f.graph_components, 1);
+        assert!(f.diffusion_labels.iter().all(|&l| l == 0));
+        let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        let p = mean_purity(&purity(&f.assignments, &names, 40).unwrap());
+        // Cells near the branch point mix trunk and arms; elsewhere metacells are pure.
+        assert!(p > 0.95, "mean purity {p}");
+    }
 }

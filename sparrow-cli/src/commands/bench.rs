@@ -53,6 +53,10 @@ pub struct Args {
     /// Top-k shapes as LENxKxSEGMENTS, comma-separated (default: the set --set names).
     #[arg(long, conflicts_with = "set")]
     shapes: Option<String>,
+    /// The embeddings bench seacells fits: mixture (Gaussian mixtures) or trajectories (a
+    /// trunk that branches into 4 arms, a continuous manifold).
+    #[arg(long, default_value = "mixture")]
+    data: String,
     /// A named set of top-k shapes: targets (the seven bandwidth shapes, default) or serving
     /// (small batches of long rows, where latency counts).
     #[arg(long)]
@@ -445,6 +449,7 @@ fn seacells_sizes(args: &Args) -> Result<Vec<(usize, usize, usize)>> {
 
 fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     let sizes = seacells_sizes(args)?;
+    let data = sparrow_bench::seacells::Data::parse(&args.data)?;
     for &(c, d, _) in &sizes {
         // The mixture, its kNN lists and the fit's per-cell rows, in f64.
         sparrow::memory::ensure_elems(
@@ -468,7 +473,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
         );
     }
     let pb = super::spinner("bench seacells");
-    let records = sparrow_bench::seacells::run(&device, &sizes, args.max_iter, &mut |m| {
+    let records = sparrow_bench::seacells::run(&device, data, &sizes, args.max_iter, &mut |m| {
         pb.set_message(m.to_string())
     })?;
     pb.finish_and_clear();
@@ -476,8 +481,12 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
     if ctx.json {
         return Ok(ExitCode::SUCCESS);
     }
+    let what = match data {
+        sparrow_bench::seacells::Data::Mixture => "Gaussian mixtures",
+        sparrow_bench::seacells::Data::Trajectories => "branching trajectories",
+    };
     println!(
-        "SEACells on Gaussian mixtures, seed 0, at most {} iterations ({backend})",
+        "SEACells on {what}, seed 0, at most {} iterations ({backend})",
         args.max_iter
     );
     for r in &records {
@@ -492,7 +501,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             .map(|(n, s)| format!("{n} {s:.2}"))
             .collect();
         println!(
-            "{} x {}, {} metacells ({} clusters): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; diffusion map {} subspace iterations), purity {:.4}, peak {}",
+            "{} x {}, {} metacells ({} labels): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; diffusion map {} subspace iterations), purity {:.4}, peak {}",
             r.cells,
             r.dims,
             r.metacells,

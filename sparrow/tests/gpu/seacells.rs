@@ -436,3 +436,9 @@ fn seacells_gpu_fit_agrees_with_the_cpu() {
     let x: Dense<f32> = io::read_dense(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     agree(&x, 24, "pbmc68k_reduced, 24 metacells");
 }
+
+#[test]
+fn seacells_gpu_fit_agrees_with_the_cpu_on_branching_trajectories() {
+    let (x, _) = sparrow::solvers::seacells::synthetic::branching_trajectories(20_000, 30, 4, 0);
+    agree(&x, 266, "branching trajectories 20,000 x 30, 266 metacells");
+}

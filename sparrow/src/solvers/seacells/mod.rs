@@ -5,7 +5,8 @@
 //! updates with K = M M applied through products with M and every n x N matrix held sparse
 //! ([`fw`]), and the fit loop with its outputs and metrics ([`fit`]). The kNN and both updates
 //! also run on the GPU ([`gpu`]) with the CPU's picks; [`bounds`], [`rows`] and [`sparse`]
-//! are the B update's lower bound, its row blocks and the sparse columns everything shares.
+//! are the B update's lower bound, its row blocks and the sparse columns everything shares;
+//! [`synthetic`] generates branching trajectories for tests and benchmarks.
 
 pub mod bounds;
 pub mod diffusion;
@@ -17,3 +18,4 @@ pub mod init;
 pub mod kernel;
 pub mod rows;
 pub mod sparse;
+pub mod synthetic;
