@@ -2,7 +2,11 @@
 # The Python package's GPU round, from the repository root on the GPU host, with the bundle
 # (scripts/gpu-bundle.sh, plus the wheel as bundle/*.whl) in bundle/: phase P installs the
 # wheel and runs the GPU pytest tests, the overhead benchmark and compute-sanitizer on the
-# smoke script; phase S times SEACells through Python against the CLI. Logs go to $OUT.
+# smoke script; phase R runs racecheck and synccheck on it; phase S times SEACells through
+# Python against the CLI; phase T runs the split every-pattern top-k tests and the sanitize_
+# tests under memcheck; phase G runs the graph-capture tests (Rust workspace plan, Python),
+# the products and formats GPU tests, the trajectories agreement test and the serving shapes
+# against torch.topk. Logs go to $OUT.
 set -uo pipefail
 out=${OUT:-$PWD/py-round}
 mkdir -p "$out"
@@ -38,6 +42,13 @@ for phase in "$@"; do
     T)
       step every-pattern 300 "$b/gpu-tests" --test-threads=1 small_topk_every_pattern
       step sanitize-memcheck 240 "$sanitizer" --tool memcheck "$b/gpu-tests" --test-threads=1 sanitize_
+      ;;
+    G)
+      step graph-rust 120 "$b/gpu-tests" --test-threads=1 graph
+      step products 300 "$b/gpu-tests" --test-threads=1 products:: formats::
+      step trajectories 200 "$b/gpu-tests" --test-threads=1 --nocapture branching
+      step serving-sparrow 60 "$b/sparrow" bench topk --reps 50 --set serving
+      step serving-torch 60 python bench/torch_topk.py --set serving --reps 50
       ;;
   esac
 done
