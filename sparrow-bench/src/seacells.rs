@@ -110,7 +110,7 @@ pub fn run(
         cfg.max_iter = max_iter;
         cfg.min_iter = cfg.min_iter.min(max_iter);
         let t0 = Instant::now();
-        let f = fit_on(device, &x, &cfg, &mut |_, _| {})?;
+        let f = fit_on(device, &x, &cfg, &mut |_| {})?;
         let seconds = t0.elapsed().as_secs_f64();
         let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
         let p = purity(&f.assignments, &names, metacells)?;

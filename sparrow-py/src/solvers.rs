@@ -204,11 +204,14 @@ fn seacells<'py>(
     let mut raised: Option<PyErr> = None;
     let dims = x.ncols();
     let result = py.detach(|| -> sparrow::Result<_> {
-        let f = sparrow::seacells_fit(dev, &x, &cfg, &mut |it, rss| {
+        let f = sparrow::seacells_fit(dev, &x, &cfg, &mut |p| {
             Python::attach(|py| {
-                let r = py.check_signals().and_then(|_| match &progress {
-                    Some(p) => p.call1(py, (it, rss)).map(|_| ()),
-                    None => Ok(()),
+                // Ctrl-C is seen at every stage and iteration; `progress` hears iterations.
+                let r = py.check_signals().and_then(|_| match (&progress, p) {
+                    (Some(f), sparrow::SeacellsProgress::Iteration(it, rss)) => {
+                        f.call1(py, (it, rss)).map(|_| ())
+                    }
+                    _ => Ok(()),
                 });
                 if let Err(e) = r {
                     raised = Some(e);

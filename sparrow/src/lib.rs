@@ -104,5 +104,7 @@ pub use ops::topk::{DeviceTopK, IndexType, Indices, Key, Segments, TieBreak, Top
 pub use ops::{Backend, Plan};
 pub use solvers::completion::{Complete, Completion};
 pub use solvers::cs::{Method, Recover, Recovery};
-pub use solvers::seacells::fit::{fit_on as seacells_fit, Config as SeacellsConfig, Fit};
+pub use solvers::seacells::fit::{
+    fit_on as seacells_fit, Config as SeacellsConfig, Fit, Progress as SeacellsProgress,
+};
 pub use solvers::seacells::kernel::Symmetrize;

@@ -474,7 +474,7 @@ mod fit {
         let (x, labels) = gaussian_mixture(1500, 10, 10, 7);
         let mut cfg = Config::new(50);
         cfg.seed = seed;
-        (fit(&x, &cfg, &mut |_, _| {}).unwrap(), labels)
+        (fit(&x, &cfg, &mut |_| {}).unwrap(), labels)
     }
 
     #[test]
@@ -511,8 +511,7 @@ mod fit {
     #[test]
     fn malformed_input_is_a_clear_error() {
         let (x, _) = gaussian_mixture(40, 3, 2, 1);
-        let err =
-            |cfg: &Config, x: &Dense<f64>| fit(x, cfg, &mut |_, _| {}).unwrap_err().to_string();
+        let err = |cfg: &Config, x: &Dense<f64>| fit(x, cfg, &mut |_| {}).unwrap_err().to_string();
         assert!(err(&Config::new(41), &x).contains("n_metacells"));
         assert!(err(&Config::new(0), &x).contains("n_metacells"));
         let mut d = x.data().to_vec();
@@ -533,7 +532,7 @@ mod fit {
         let refuse = |cfg: &Config, x: &Dense<f64>| {
             let e = cfg.validate(x).unwrap_err();
             let mut ran = false;
-            let f = fit(x, cfg, &mut |_, _| ran = true).unwrap_err();
+            let f = fit(x, cfg, &mut |_| ran = true).unwrap_err();
             assert!(!ran);
             assert_eq!(e.to_string(), f.to_string());
             (e.argument().unwrap_or("").to_string(), e.to_string())
@@ -675,7 +674,7 @@ mod fit {
         small.epsilon = 0.0;
         small.min_iter = 0;
         small.max_iter = 4;
-        let f = fit(&x, &small, &mut |_, _| {}).unwrap();
+        let f = fit(&x, &small, &mut |_| {}).unwrap();
         assert_eq!((f.iterations, f.converged), (4, false));
     }
 
@@ -751,7 +750,7 @@ mod fit {
         let nm = 24;
         let mut cfg = Config::new(nm);
         cfg.knn = 5;
-        let f = fit(&x, &cfg, &mut |_, _| {}).unwrap();
+        let f = fit(&x, &cfg, &mut |_| {}).unwrap();
         let worst = compactness(&f.assignments, &whole, nm)
             .into_iter()
             .flatten()
@@ -787,7 +786,7 @@ mod fit {
         let one = Dense::from_rows(per, 5, one).unwrap();
         let mut c1 = Config::new(nm / clusters);
         c1.knn = 5;
-        let g = fit(&one, &c1, &mut |_, _| {}).unwrap();
+        let g = fit(&one, &c1, &mut |_| {}).unwrap();
         assert_eq!(
             (g.graph_components, g.diffusion_labels.iter().max()),
             (1, Some(&0))
@@ -833,7 +832,7 @@ mod fit {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../data/pbmc68k_reduced/X_pca.npy");
         let x: Dense<f32> = io::read_dense(&path).unwrap();
-        let f = fit(&x, &Config::new(20), &mut |_, _| {}).unwrap();
+        let f = fit(&x, &Config::new(20), &mut |_| {}).unwrap();
         assert_eq!(f.graph_components, 1);
         assert!(f.diffusion_labels.iter().all(|&l| l == 0));
         assert_eq!(
@@ -862,7 +861,7 @@ mod fit {
         let (x, labels) = branching_trajectories(2_000, 30, 4, 0);
         assert_eq!(branching_trajectories(2_000, 30, 4, 0).0.data(), x.data());
         assert_eq!((0..5).filter(|s| labels.contains(s)).count(), 5);
-        let f = fit(&x, &Config::new(40), &mut |_, _| {}).unwrap();
+        let f = fit(&x, &Config::new(40), &mut |_| {}).unwrap();
         // A continuous manifold: one graph, one diffusion map (no mixture's pieces).
         assert_eq!(f.graph_components, 1);
         assert!(f.diffusion_labels.iter().all(|&l| l == 0));
@@ -870,5 +869,31 @@ mod fit {
         let p = mean_purity(&purity(&f.assignments, &names, 40).unwrap());
         // Cells near the branch point mix trunk and arms; elsewhere metacells are pure.
         assert!(p > 0.95, "mean purity {p}");
+    }
+
+    #[test]
+    fn progress_hears_every_stage_then_each_iteration_and_cancel_stops_between_stages() {
+        use sparrow::solvers::seacells::fit::Progress;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let (x, _) = gaussian_mixture(300, 5, 3, 2);
+        let mut cfg = Config::new(12);
+        let mut heard = Vec::new();
+        let f = fit(&x, &cfg, &mut |p| heard.push(p)).unwrap();
+        let stages = ["knn", "kernel", "diffusion", "initialise", "fit"].map(Progress::Stage);
+        assert_eq!(heard[..5], stages);
+        assert_eq!(heard.len(), 5 + f.iterations);
+        assert_eq!(heard[5], Progress::Iteration(1, f.rss[1]));
+        // A flag set while the kernel is announced stops the fit before the diffusion map.
+        let flag = Arc::new(AtomicBool::new(false));
+        cfg.cancel = Some(flag.clone());
+        let e = fit(&x, &cfg, &mut |p| {
+            if p == Progress::Stage("kernel") {
+                flag.store(true, Ordering::Relaxed);
+            }
+        })
+        .unwrap_err();
+        assert!(matches!(e, sparrow::Error::Interrupted { .. }), "{e}");
+        assert!(e.to_string().contains("before its kernel stage"), "{e}");
     }
 }

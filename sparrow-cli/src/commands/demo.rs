@@ -221,7 +221,7 @@ fn seacells_demo(device: &Device) -> Result<bool> {
     let (cells, dims, clusters, nm) = (3_000, 20, 10, 100);
     let (x, labels) = gaussian_mixture(cells, dims, clusters, 5);
     let t = Instant::now();
-    let f = fit_on(device, &x, &Config::new(nm), &mut |_, _| {})?;
+    let f = fit_on(device, &x, &Config::new(nm), &mut |_| {})?;
     let secs = t.elapsed().as_secs_f64();
     let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
     let mean = mean_purity(&purity(&f.assignments, &names, nm)?);

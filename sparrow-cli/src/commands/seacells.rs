@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sparrow::matrix::io::{self, Normalize};
 use sparrow::matrix::Csr;
 use sparrow::solvers::seacells::fit::{
-    aggregate_hard, aggregate_soft, fit_on, plan, soft_top, Config,
+    aggregate_hard, aggregate_soft, fit_on, plan, soft_top, Config, Progress,
 };
 use sparrow::solvers::seacells::kernel::Symmetrize;
 use sparrow::{Error, Result};
@@ -121,6 +121,15 @@ fn read_counts(path: &Path) -> Result<Csr<f64>> {
     io::read_sparse::<f64>(path, Normalize::SortAndSum)
 }
 
+/// Where a stage runs on `device`, for the progress line.
+fn plan_where(device: &sparrow::Device, stage: &str) -> &'static str {
+    match (device.gpu().is_some(), stage) {
+        (false, _) => "CPU",
+        (true, "knn") | (true, "fit") => "GPU",
+        (true, _) => "CPU",
+    }
+}
+
 pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     let inputs = [
         ("--embedding", Some(args.embedding.as_path())),
@@ -167,16 +176,35 @@ pub fn run(ctx: &super::Ctx, args: Args) -> Result<ExitCode> {
     if ctx.explain {
         eprintln!("plan: {}", plan(&device, x.ncols()));
     }
+    // Stages by name, then the iterations with the RSS and the time left at most (max_iter
+    // iterations at the pace so far); drawn only on a terminal.
     let pb = ProgressBar::new(cfg.max_iter as u64);
     pb.set_style(
         ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
             .expect("valid template")
             .progress_chars("=> "),
     );
-    pb.set_message("kNN, kernel, diffusion map, initialisation");
-    let f = fit_on(&device, &x, &cfg, &mut |it, rss| {
-        pb.set_position(it as u64);
-        pb.set_message(format!("RSS {rss:.6e}"));
+    let stage_name = |s: &str| match s {
+        "knn" => "kNN",
+        "kernel" => "kernel",
+        "diffusion" => "diffusion map",
+        "initialise" => "initialisation",
+        _ => "iterations",
+    };
+    let mut fit_start = std::time::Instant::now();
+    let f = fit_on(&device, &x, &cfg, &mut |p| match p {
+        Progress::Stage(s) => {
+            if s == "fit" {
+                fit_start = std::time::Instant::now();
+            }
+            pb.set_message(format!("{} ({})", stage_name(s), plan_where(&device, s)));
+        }
+        Progress::Iteration(it, rss) => {
+            pb.set_position(it as u64);
+            let per = fit_start.elapsed().as_secs_f64() / it as f64;
+            let left = per * cfg.max_iter.saturating_sub(it) as f64;
+            pb.set_message(format!("RSS {rss:.6e}, at most {left:.0} s left"));
+        }
     })?;
     pb.finish_and_clear();
     if f.graph_components > 1 {

@@ -67,7 +67,7 @@ fn seacells_writes_every_output() {
     let f = sparrow::solvers::seacells::fit::fit(
         &emb,
         &sparrow::solvers::seacells::fit::Config::new(20),
-        &mut |_, _| {},
+        &mut |_| {},
     )
     .unwrap();
     assert_eq!(

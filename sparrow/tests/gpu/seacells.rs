@@ -399,9 +399,9 @@ fn small_seacells_pick_ties_to_the_lowest_cell() {
 fn agree<T: sparrow::Scalar>(x: &Dense<T>, nm: usize, what: &str) {
     let g = gpu();
     let cfg = Config::new(nm);
-    let cpu = fit_on(&Device::Cpu, x, &cfg, &mut |_, _| {}).unwrap();
+    let cpu = fit_on(&Device::Cpu, x, &cfg, &mut |_| {}).unwrap();
     let dev = Device::Cuda(g.clone());
-    let got = fit_on(&dev, x, &cfg, &mut |_, _| {}).unwrap();
+    let got = fit_on(&dev, x, &cfg, &mut |_| {}).unwrap();
     let n = cpu.assignments.len();
     let same = cpu
         .assignments
@@ -417,7 +417,7 @@ fn agree<T: sparrow::Scalar>(x: &Dense<T>, nm: usize, what: &str) {
     assert!(same * 100 >= n * 99, "{what}: {same} of {n} agree");
     assert!((rc - rg).abs() <= 1e-4 * rc, "{what}: RSS {rc} vs {rg}");
     // The same seed repeats on the GPU.
-    let again = fit_on(&dev, x, &cfg, &mut |_, _| {}).unwrap();
+    let again = fit_on(&dev, x, &cfg, &mut |_| {}).unwrap();
     assert_eq!(
         again.assignments, got.assignments,
         "{what}: a second GPU run differs"

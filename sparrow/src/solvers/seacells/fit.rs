@@ -37,7 +37,8 @@ pub struct Config {
     pub fw_steps: usize,
     /// How the kNN graph is made symmetric (default union).
     pub symmetrize: Symmetrize,
-    /// Read after each outer iteration (after `progress`): once set, the fit stops with
+    /// Read after each stage's and each outer iteration's report to `progress`: once set, the
+    /// fit stops with
     /// [`Error::Interrupted`]. A front end sets it from another thread or from its progress
     /// callback, such as Python's Ctrl-C (default none).
     pub cancel: Option<Arc<AtomicBool>>,
@@ -176,12 +177,20 @@ pub struct Fit {
     pub b_parts: Vec<(&'static str, f64)>,
 }
 
-/// Fits SEACells to an n x d embedding on the CPU; `progress(iteration, rss)` is called after
-/// each outer iteration.
+/// What a fit reports as it goes: the stage it starts, and each outer iteration with its RSS.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Progress {
+    /// A stage begins: "knn", "kernel", "diffusion", "initialise", then "fit" (the iterations).
+    Stage(&'static str),
+    /// Outer iteration `0` (from 1) ended with RSS `1`.
+    Iteration(usize, f64),
+}
+
+/// Fits SEACells to an n x d embedding on the CPU; `progress` hears each stage and iteration.
 pub fn fit<T: Scalar>(
     x: &Dense<T>,
     cfg: &Config,
-    progress: &mut dyn FnMut(usize, f64),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
     fit_on(&Device::Cpu, x, cfg, progress)
 }
@@ -221,7 +230,7 @@ pub fn plan(device: &Device, d: usize) -> String {
 /// let (n, d) = (300, 10);
 /// let cell = |i: usize, j: usize| 10.0 * (i % 3) as f64 + ((i * 31 + j * 17) % 13) as f64 / 13.0;
 /// let x = Dense::from_rows(n, d, (0..n * d).map(|e| cell(e / d, e % d)).collect())?;
-/// let fit = seacells_fit(&Device::Cpu, &x, &SeacellsConfig::new(12), &mut |_iteration, _rss| {})?;
+/// let fit = seacells_fit(&Device::Cpu, &x, &SeacellsConfig::new(12), &mut |_progress| {})?;
 /// assert_eq!(fit.assignments.len(), 300);
 /// assert!(fit.assignments.iter().all(|&m| (0..12).contains(&m)));
 /// assert!(fit.rss.last() <= fit.rss.first());
@@ -231,7 +240,7 @@ pub fn fit_on<T: Scalar>(
     device: &Device,
     x: &Dense<T>,
     cfg: &Config,
-    progress: &mut dyn FnMut(usize, f64),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
     cfg.validate(x)?;
     let gpu_dev = device.gpu().map(|g| &**g);
@@ -242,14 +251,17 @@ pub fn fit_on<T: Scalar>(
         stages.push((name, clock.elapsed().as_secs_f64()));
         clock = Instant::now();
     };
+    announce(progress, cfg, Progress::Stage("knn"))?;
     let kk = cfg.knn.max(DIFFUSION_KNN).min(n);
     let nb = match gpu_dev {
         Some(g) if x.ncols() <= gpu::KNN_MAX_DIMS => gpu::knn(g, x, kk)?,
         _ => knn(x, kk)?,
     };
     lap("knn", &mut stages);
+    announce(progress, cfg, Progress::Stage("kernel"))?;
     let m = kernel_from_knn(&nb, cfg.knn, cfg.symmetrize)?;
     lap("kernel", &mut stages);
+    announce(progress, cfg, Progress::Stage("diffusion"))?;
     let w = diffusion_kernel(&nb, DIFFUSION_KNN, DIFFUSION_ADAPTIVE)?;
     // The neighbour lists, the diffusion kernel and the eigenvectors are not needed past this
     // point; freed now, they are not held through the fit (about 50 MB at 50,000 cells).
@@ -268,6 +280,7 @@ pub fn fit_on<T: Scalar>(
     drop(w);
     let graph_components = connected_components(&m).count;
     lap("diffusion", &mut stages);
+    announce(progress, cfg, Progress::Stage("initialise"))?;
     let init = if pieces.count <= 1 {
         initial_archetypes(&m, &components, cfg.n_metacells, cfg.seed)
     } else {
@@ -280,6 +293,7 @@ pub fn fit_on<T: Scalar>(
         )
     };
     lap("initialise", &mut stages);
+    announce(progress, cfg, Progress::Stage("fit"))?;
 
     let nm = cfg.n_metacells;
     let tr_k = trace_k(&m);
@@ -331,17 +345,7 @@ pub fn fit_on<T: Scalar>(
         let r = rss(tr_k, &kb, &a, &t1);
         rss_hist.push(r);
         iterations += 1;
-        progress(iterations, r);
-        if cfg
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
-        {
-            return Err(Error::Interrupted {
-                what: "the SEACells fit".into(),
-                when: format!("after iteration {iterations}"),
-            });
-        }
+        announce(progress, cfg, Progress::Iteration(iterations, r))?;
         let k = rss_hist.len();
         if (rss_hist[k - 2] - rss_hist[k - 1]).abs() < cfg.epsilon * rss_hist[0]
             && iterations >= cfg.min_iter
@@ -388,6 +392,25 @@ pub fn fit_on<T: Scalar>(
         diffusion_iterations,
         b_parts,
     })
+}
+
+/// Reports `event`, then stops the fit if its cancel flag was set meanwhile.
+fn announce(progress: &mut dyn FnMut(Progress), cfg: &Config, event: Progress) -> Result<()> {
+    progress(event);
+    if cfg
+        .cancel
+        .as_ref()
+        .is_some_and(|c| c.load(Ordering::Relaxed))
+    {
+        return Err(Error::Interrupted {
+            what: "the SEACells fit".into(),
+            when: match event {
+                Progress::Stage(s) => format!("before its {s} stage"),
+                Progress::Iteration(i, _) => format!("after iteration {i}"),
+            },
+        });
+    }
+    Ok(())
 }
 
 impl Fit {
