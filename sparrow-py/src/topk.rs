@@ -11,6 +11,67 @@ use sparrow::{Device, DeviceTopK, Key, Segments, TieBreak, TopK};
 use crate::dlpack::{bytearray, view, Dtype, Place};
 use crate::errors::{invalid, OrPy};
 
+/// Runs `$body` with `$t` bound to the key type of `$dtype` (16-bit unsigned read as bfloat16
+/// when `$bf16`): the one table from DLPack types to sparrow's keys.
+macro_rules! with_key_type {
+    ($dtype:expr, $bf16:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            Dtype::U16 if $bf16 => {
+                type $t = half::bf16;
+                $body
+            }
+            Dtype::I8 => {
+                type $t = i8;
+                $body
+            }
+            Dtype::U8 => {
+                type $t = u8;
+                $body
+            }
+            Dtype::I16 => {
+                type $t = i16;
+                $body
+            }
+            Dtype::U16 => {
+                type $t = u16;
+                $body
+            }
+            Dtype::I32 => {
+                type $t = i32;
+                $body
+            }
+            Dtype::U32 => {
+                type $t = u32;
+                $body
+            }
+            Dtype::I64 => {
+                type $t = i64;
+                $body
+            }
+            Dtype::U64 => {
+                type $t = u64;
+                $body
+            }
+            Dtype::F16 => {
+                type $t = half::f16;
+                $body
+            }
+            Dtype::Bf16 => {
+                type $t = half::bf16;
+                $body
+            }
+            Dtype::F32 => {
+                type $t = f32;
+                $body
+            }
+            Dtype::F64 => {
+                type $t = f64;
+                $body
+            }
+        }
+    };
+}
+
 /// Parses the Python spelling of a tie-break.
 pub(crate) fn tie_break(tie: &str) -> PyResult<TieBreak> {
     match tie {
@@ -114,28 +175,11 @@ fn topk_host<'py>(
         None => None,
     };
     let dev = crate::open_device(device)?;
-    macro_rules! go {
-        ($t:ty) => {{
-            // SAFETY: the view's type is $t and the caller holds the array for the call.
-            let ks = unsafe { kv.host::<$t>(name)? };
-            select::<$t>(py, &req, dev, ks, rows, length, offs)
-        }};
-    }
-    match kv.dtype {
-        Dtype::U16 if bf16 => go!(half::bf16),
-        Dtype::I8 => go!(i8),
-        Dtype::U8 => go!(u8),
-        Dtype::I16 => go!(i16),
-        Dtype::U16 => go!(u16),
-        Dtype::I32 => go!(i32),
-        Dtype::U32 => go!(u32),
-        Dtype::I64 => go!(i64),
-        Dtype::U64 => go!(u64),
-        Dtype::F16 => go!(half::f16),
-        Dtype::Bf16 => go!(half::bf16),
-        Dtype::F32 => go!(f32),
-        Dtype::F64 => go!(f64),
-    }
+    with_key_type!(kv.dtype, bf16, K => {
+        // SAFETY: the view's type is K and the caller holds the array for the call.
+        let ks = unsafe { kv.host::<K>(name)? };
+        select::<K>(py, &req, dev, ks, rows, length, offs)
+    })
 }
 
 /// A prepared device top-k of any key type, as the cache holds it.
@@ -254,27 +298,9 @@ fn topk_cuda<'py>(
         sorted,
         tie_break.to_string(),
     );
-    macro_rules! make {
-        ($t:ty) => {
-            || -> PyResult<Box<dyn DeviceRun>> {
-                Ok(Box::new(DeviceTopK::<$t>::new(gpu, &req, rows, len).py()?))
-            }
-        };
-    }
-    let make: Box<dyn FnOnce() -> PyResult<Box<dyn DeviceRun>> + Send> = match kv.dtype {
-        Dtype::I8 => Box::new(make!(i8)),
-        Dtype::U8 => Box::new(make!(u8)),
-        Dtype::I16 => Box::new(make!(i16)),
-        Dtype::U16 => Box::new(make!(u16)),
-        Dtype::I32 => Box::new(make!(i32)),
-        Dtype::U32 => Box::new(make!(u32)),
-        Dtype::I64 => Box::new(make!(i64)),
-        Dtype::U64 => Box::new(make!(u64)),
-        Dtype::F16 => Box::new(make!(half::f16)),
-        Dtype::Bf16 => Box::new(make!(half::bf16)),
-        Dtype::F32 => Box::new(make!(f32)),
-        Dtype::F64 => Box::new(make!(f64)),
-    };
+    let make: Box<dyn FnOnce() -> PyResult<Box<dyn DeviceRun>> + Send> = with_key_type!(kv.dtype, false, K => Box::new(move || -> PyResult<Box<dyn DeviceRun>> {
+        Ok(Box::new(DeviceTopK::<K>::new(gpu, &req, rows, len).py()?))
+    }));
     let (ka, va, ia) = (kv.addr as u64, vv.addr as u64, iv.addr as u64);
     py.detach(|| {
         let mut map = cached(key.clone(), make)?;

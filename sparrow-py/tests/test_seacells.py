@@ -78,6 +78,11 @@ def test_summarize_hard_equals_a_pandas_groupby(pbmc):
     pd.testing.assert_frame_equal(got.loc[want.index], want, check_names=False, check_column_type=False)
     raw = sparrow.summarize_by_metacell(ad, layer="raw")
     np.testing.assert_allclose(raw.X.toarray(), 2 * mc.X.toarray())
+    # Without a layer of that name, "raw" reads adata.raw (with its own var), as SEACells does.
+    bare = ad.copy()
+    del bare.layers["raw"]
+    bare.raw = anndata.AnnData(X=counts.multiply(3).tocsr(), obs=bare.obs.copy())
+    np.testing.assert_allclose(sparrow.summarize_by_metacell(bare, layer="raw").X.toarray(), 3 * mc.X.toarray())
     soft = sparrow.summarize_by_metacell(ad, soft=True)
     # Soft means: each cell's weights under 0.05 dropped and renormalised, then weighted means.
     W = ad.obsm["SEACell_soft"].toarray()

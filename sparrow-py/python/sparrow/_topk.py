@@ -8,14 +8,6 @@ from ._arrays import check_device, check_int, cuda_index, from_bytes, host_array
 _TIES = ("smaller-index", "larger-index", "fast")
 
 
-def _check_k(k, n, arg="k"):
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ValueError(f"invalid argument `{arg}`: {k!r} is not an integer")
-    if k < 0 or k > n:
-        raise ValueError(f"invalid argument `{arg}`: {k} is not in 0..={n} (the size of the selected dimension)")
-    return int(k)
-
-
 def _check_tie(tie_break):
     if tie_break not in _TIES:
         raise ValueError(f"invalid argument `tie_break`: {tie_break!r} is not one of {', '.join(_TIES)}")
@@ -66,11 +58,9 @@ def topk(x, k, dim=-1, largest=True, sorted=True, tie_break="smaller-index", dev
     a, bf16 = host_array(x, "x")
     if a.ndim == 0:
         raise ValueError("invalid argument `x`: a 0-dimensional array has no dimension to select along")
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not -a.ndim <= dim < a.ndim:
-        raise ValueError(f"invalid argument `dim`: {dim!r} is not in {-a.ndim}..{a.ndim - 1}")
-    dim = int(dim) % a.ndim
+    dim = check_int(dim, "dim", -a.ndim, a.ndim - 1) % a.ndim
     n = a.shape[dim]
-    k = _check_k(k, n)
+    k = check_int(k, "k", 0, n)
     moved = np.moveaxis(a, dim, -1)
     lead = moved.shape[:-1]
     rows = int(np.prod(lead, dtype=np.int64))

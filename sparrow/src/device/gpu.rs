@@ -358,12 +358,8 @@ impl Gpu {
         dst: &CudaSlice<U>,
         bytes: usize,
     ) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        let (s, d) = (self.ptr(src), self.ptr(dst));
-        unsafe { cudarc::driver::result::memcpy_dtod_async(d, s, bytes, self.stream.cu_stream()) }
-            .map_err(|e| Error::device("cuMemcpyDtoDAsync", e))
+        // SAFETY: `dst` is a live buffer of this GPU; the caller sizes `bytes` to both.
+        unsafe { self.copy_to_raw(src, self.ptr(dst), bytes) }
     }
 
     /// Copies `bytes` bytes from a device buffer to a device address the caller owns
