@@ -8,7 +8,8 @@ use half::bf16;
 use sparrow::device::Gpu;
 use sparrow::ops::topk::data::{keys, Pattern};
 use sparrow::ops::topk::key::Key;
-use sparrow::ops::topk::{GpuTopK, Segments, TieBreak, TopK};
+use sparrow::ops::topk::plan::cluster_ctas;
+use sparrow::ops::topk::{GpuPath, GpuTopK, Segments, TieBreak, TopK};
 use sparrow::{Device, Error, Result};
 
 /// (segment length, k, segments): the shapes of the top-k performance targets.
@@ -143,7 +144,9 @@ pub struct TopkRecord {
 }
 
 /// Times every shape in `shapes` for every case in `cases` on `gpu`; with `sweep`, a plan on
-/// the staged filter is timed again on the register filter (the crossover between them).
+/// the staged filter is timed again on the register filter (the crossover between them), and
+/// a shape the cluster path takes on the filter too (or on the cluster, where the plan picks
+/// another path).
 pub fn run(
     gpu: &std::sync::Arc<Gpu>,
     shapes: &[(usize, usize, usize)],
@@ -253,8 +256,18 @@ fn one<K: Key>(
     let layout = req.layout(data.len(), segs, None)?;
     let plan = req.plan::<K>(&device, &layout)?;
     let mut reqs = vec![req.clone()];
-    if sweep && plan.kernel.as_deref().unwrap_or("").contains("filter_tma") {
-        reqs.push(req.staging(false));
+    let kernels = plan.kernel.as_deref().unwrap_or("");
+    if sweep && kernels.contains("filter_tma") {
+        reqs.push(req.clone().staging(false));
+    }
+    // The cluster path against the filter, both ways round, where the cluster takes the shape.
+    if sweep && cluster_ctas(len, gpu.limits()).is_some() {
+        let other = if kernels.contains("cluster") {
+            GpuPath::Filter
+        } else {
+            GpuPath::Cluster
+        };
+        reqs.push(req.force_path(Some(other)));
     }
     reqs.iter()
         .map(|req| {

@@ -36,8 +36,8 @@ pub struct Args {
     #[arg(long)]
     cpu: bool,
     /// Also time every GPU path that computes each case (rows marked `sweep`; bench topk:
-    /// a row on the register filter after each row on the staged one, told apart by their
-    /// kernels).
+    /// a row on the register filter after each row on the staged one, and a row on the filter
+    /// or the cluster path after each row the other takes, told apart by their kernels).
     #[arg(long)]
     sweep: bool,
     /// Sweep only the paths whose kernel names contain one of these comma-separated strings

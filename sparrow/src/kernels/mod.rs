@@ -283,7 +283,7 @@ fn spmm_entry_points() -> Vec<String> {
 const TOPK_SRC: &str = include_str!("topk.cu");
 
 /// The headers topk.cu includes: one per path, and the radix and selection code they share.
-const TOPK_HEADERS: [(&str, &str); 10] = [
+const TOPK_HEADERS: [(&str, &str); 11] = [
     COMMON,
     ("topk/radix.cuh", include_str!("topk/radix.cuh")),
     ("topk/select.cuh", include_str!("topk/select.cuh")),
@@ -294,10 +294,12 @@ const TOPK_HEADERS: [(&str, &str); 10] = [
     ("topk/rblock.cuh", include_str!("topk/rblock.cuh")),
     ("topk/candidates.cuh", include_str!("topk/candidates.cuh")),
     ("topk/output.cuh", include_str!("topk/output.cuh")),
+    ("topk/cluster.cuh", include_str!("topk/cluster.cuh")),
 ];
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 30] = [
+pub const TOPK_KERNELS: [&str; 31] = [
+    "cluster",
     "init",
     "hist",
     "pick",

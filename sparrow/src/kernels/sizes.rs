@@ -68,6 +68,9 @@ pub const TOPK_FT_THREADS: u32 = 288;
 /// Most stages of the staged filter (`FT_MAX_STAGES`).
 pub const TOPK_FT_MAX_STAGES: usize = 8;
 
+/// Threads per block of the cluster path (`CL_THREADS`): sixteen warps share a slice's passes.
+pub const TOPK_CL_THREADS: u32 = 512;
+
 /// The `-D` definitions of top-k's sizes, under the names the kernels use.
 pub fn topk_defines() -> Vec<String> {
     vec![
@@ -77,5 +80,6 @@ pub fn topk_defines() -> Vec<String> {
         format!("-DWARP_KPL={TOPK_WARP_KPL}"),
         format!("-DFT_THREADS={TOPK_FT_THREADS}"),
         format!("-DFT_MAX_STAGES={TOPK_FT_MAX_STAGES}"),
+        format!("-DCL_THREADS={TOPK_CL_THREADS}"),
     ]
 }

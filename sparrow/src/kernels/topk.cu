@@ -60,3 +60,4 @@
 #include "topk/rblock.cuh"
 #include "topk/candidates.cuh"
 #include "topk/output.cuh"
+#include "topk/cluster.cuh"

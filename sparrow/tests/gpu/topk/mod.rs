@@ -4,6 +4,7 @@
 //! before every launch, so an unwritten slot fails the comparison; the repeat runs without the
 //! fill, as calls do by default, so no result may depend on it.
 
+mod cluster;
 mod filter;
 mod graph;
 #[macro_use]

@@ -6,8 +6,9 @@ use cudarc::driver::CudaSlice;
 
 use super::key::directed;
 use super::plan::{
-    cand_kernel, filter_blocks, filter_staging, gpu_path, needs_padding, radix_bytes, rblock_items,
-    split_stages, thresh_kernel, tile, tiles, FilterShape, GpuPath, FT_THREADS, SORT_MAX,
+    cand_kernel, cluster_launch, filter_blocks, filter_staging, gpu_path, needs_padding,
+    radix_bytes, rblock_items, split_stages, thresh_kernel, tile, tiles, FilterShape, GpuPath,
+    FT_THREADS, SORT_MAX,
 };
 use super::{padding, IndexType, Indices, Key, Layout, TieBreak, TopK, TopKOutput};
 use crate::device::{Args, Gpu, LaunchShape};
@@ -20,6 +21,7 @@ use shapes::{
 };
 
 mod arena;
+mod passes;
 mod shapes;
 
 struct Run<'a> {
@@ -572,14 +574,26 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
                         .i32(larger),
                 )?;
             }
-            GpuPath::OnChip => {
-                let (name, smem) = match rblock_items(b.max_len) {
-                    Some(items) => (format!("rblock_v{items}"), 0),
-                    None => ("block".to_string(), b.max_len.max(1) * radix_bytes::<K>()),
+            GpuPath::OnChip | GpuPath::Cluster => {
+                // One kernel, a block (or a cluster of blocks) per segment.
+                let (name, shape) = match (b.path, rblock_items(b.max_len)) {
+                    (GpuPath::Cluster, _) => (
+                        "cluster".to_string(),
+                        cluster_launch(n, b.max_len, ks, gpu.limits()).ok_or_else(|| {
+                            Error::unsupported(
+                                "the cluster top-k path does not take this layout here",
+                            )
+                        })?,
+                    ),
+                    (_, Some(items)) => (format!("rblock_v{items}"), per_segment(n, 0)?),
+                    (_, None) => (
+                        "block".to_string(),
+                        per_segment(n, b.max_len.max(1) * radix_bytes::<K>())?,
+                    ),
                 };
                 run.launch(
                     &name,
-                    per_segment(n, smem)?,
+                    shape,
                     Args::new()
                         .ptr(self.keys_ptr(b))
                         .ptr(gpu.ptr(&b.start))
@@ -601,192 +615,6 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             self.values(&run, (&b.vals, &b.start, &b.kk), ti, tv)?;
         }
         self.finish(&run, b)
-    }
-
-    /// The filter path: thresholds from samples, one filtering pass, selection among the
-    /// candidates (or from memory, per segment, when they cannot hold the answer).
-    fn filter(&self, run: &Run, b: &Buffers, tk: &CudaSlice<u8>, ti: &CudaSlice<u8>) -> Result<()> {
-        let gpu = self.gpu;
-        let (n, w) = (self.layout.count(), self.layout.width);
-        let (largest, idx64, larger) = flags(&self.req);
-        let ordered = ordered(&self.req);
-        let (thresh, threads) = thresh_kernel(n, gpu.limits());
-        // The three kernels launch as programmatic dependents (each waits for the one before
-        // it first thing), so each launch overlaps the previous kernel's last wave.
-        run.launch(
-            thresh,
-            per_segment_of(n, 0, threads)?.dependent(),
-            Args::new()
-                .ptr(self.keys_ptr(b))
-                .ptr(gpu.ptr(&b.start))
-                .ptr(gpu.ptr(&b.lens))
-                .ptr(gpu.ptr(&b.kk))
-                .ptr(gpu.ptr(&b.thresh))
-                .ptr(gpu.ptr(&b.count_eq))
-                .i32(largest),
-        )?;
-        if b.nt > 0 {
-            let staged = filter_staging::<K>(&self.req, b.nt, gpu.limits());
-            let (name, shape) = match staged {
-                Some(f) => (
-                    "filter_tma",
-                    LaunchShape::linear(f.blocks as u32, FT_THREADS).with_smem(f.smem() as u32),
-                ),
-                None => ("filter", tiles_shape(filter_blocks(b.nt, gpu.limits()))?),
-            };
-            let shape = shape.dependent();
-            let mut args = Args::new();
-            args.ptr(self.keys_ptr(b))
-                .ptr(gpu.ptr(&b.tseg))
-                .ptr(gpu.ptr(&b.tst))
-                .ptr(gpu.ptr(&b.ten))
-                .ptr(gpu.ptr(&b.thresh))
-                .i64(b.nt as i64)
-                .i32(b.filter.ct as i32)
-                .ptr(gpu.ptr(&b.count_eq))
-                .ptr(gpu.ptr(&b.cand_key))
-                .ptr(gpu.ptr(&b.cand_off))
-                .ptr(gpu.ptr(&b.tile_cnt))
-                .ptr(gpu.ptr(&b.tile_eq))
-                .i32(largest);
-            if let Some(f) = staged {
-                args.i32(f.stages as i32)
-                    .i32(f.stage_bytes as i32)
-                    .i32(ordered);
-            }
-            run.launch(name, shape, &mut args)?;
-        }
-        let (cand, cand_bytes) = cand_kernel::<K>(n, b.filter.cap, gpu.limits());
-        run.launch(
-            cand,
-            per_segment_of(n, b.filter.cap * cand_bytes, threads)?.dependent(),
-            Args::new()
-                .ptr(self.keys_ptr(b))
-                .ptr(gpu.ptr(&b.start))
-                .ptr(gpu.ptr(&b.lens))
-                .ptr(gpu.ptr(&b.kk))
-                .ptr(gpu.ptr(&b.tptr))
-                .ptr(gpu.ptr(&b.tst))
-                .ptr(gpu.ptr(&b.tile_cnt))
-                .ptr(gpu.ptr(&b.tile_eq))
-                .ptr(gpu.ptr(&b.thresh))
-                .ptr(gpu.ptr(&b.cand_key))
-                .ptr(gpu.ptr(&b.cand_off))
-                .i32(b.filter.ct as i32)
-                .i32(b.filter.cap as i32)
-                .ptr(gpu.ptr(tk))
-                .ptr(gpu.ptr(ti))
-                .i64(w as i64)
-                .i32(idx64)
-                .i32(largest)
-                .i32(larger)
-                .i32(ordered),
-        )
-    }
-
-    /// The tiled path: digit passes over memory, counts, bases, the ordered write.
-    fn tiled(&self, run: &Run, b: &Buffers, tk: &CudaSlice<u8>, ti: &CudaSlice<u8>) -> Result<()> {
-        let gpu = self.gpu;
-        let (n, w, nt) = (self.layout.count(), self.layout.width, b.nt);
-        let (largest, idx64, larger) = flags(&self.req);
-        run.launch(
-            "init",
-            grid(n)?,
-            Args::new()
-                .i64(n as i64)
-                .ptr(gpu.ptr(&b.lens))
-                .ptr(gpu.ptr(&b.kk))
-                .ptr(gpu.ptr(&b.prefix))
-                .ptr(gpu.ptr(&b.remaining))
-                .ptr(gpu.ptr(&b.ties))
-                .ptr(gpu.ptr(&b.shift))
-                .ptr(gpu.ptr(&b.done)),
-        )?;
-        let tiles_shape = tiles_shape(nt)?;
-        if nt > 0 {
-            for digit in (0..K::BITS as i32).step_by(8).rev() {
-                run.launch(
-                    "hist",
-                    tiles_shape,
-                    Args::new()
-                        .ptr(self.keys_ptr(b))
-                        .ptr(gpu.ptr(&b.tseg))
-                        .ptr(gpu.ptr(&b.tst))
-                        .ptr(gpu.ptr(&b.ten))
-                        .ptr(gpu.ptr(&b.prefix))
-                        .ptr(gpu.ptr(&b.done))
-                        .ptr(gpu.ptr(&b.ghist))
-                        .i32(digit)
-                        .i32(largest),
-                )?;
-                run.launch(
-                    "pick",
-                    grid(n)?,
-                    Args::new()
-                        .i64(n as i64)
-                        .ptr(gpu.ptr(&b.ghist))
-                        .ptr(gpu.ptr(&b.prefix))
-                        .ptr(gpu.ptr(&b.remaining))
-                        .ptr(gpu.ptr(&b.ties))
-                        .ptr(gpu.ptr(&b.shift))
-                        .ptr(gpu.ptr(&b.done))
-                        .i32(digit),
-                )?;
-            }
-            run.launch(
-                "count",
-                tiles_shape,
-                Args::new()
-                    .ptr(self.keys_ptr(b))
-                    .ptr(gpu.ptr(&b.tseg))
-                    .ptr(gpu.ptr(&b.tst))
-                    .ptr(gpu.ptr(&b.ten))
-                    .ptr(gpu.ptr(&b.prefix))
-                    .ptr(gpu.ptr(&b.shift))
-                    .ptr(gpu.ptr(&b.tile_gt))
-                    .ptr(gpu.ptr(&b.tile_tie))
-                    .i32(largest),
-            )?;
-        }
-        run.launch(
-            "scan",
-            grid(n)?,
-            Args::new()
-                .i64(n as i64)
-                .ptr(gpu.ptr(&b.tptr))
-                .ptr(gpu.ptr(&b.remaining))
-                .ptr(gpu.ptr(&b.ties))
-                .ptr(gpu.ptr(&b.tile_gt))
-                .ptr(gpu.ptr(&b.tile_tie))
-                .ptr(gpu.ptr(&b.tile_out))
-                .ptr(gpu.ptr(&b.tile_rank))
-                .ptr(gpu.ptr(&b.lo))
-                .i32(larger),
-        )?;
-        if nt > 0 {
-            run.launch(
-                "write",
-                tiles_shape,
-                Args::new()
-                    .ptr(self.keys_ptr(b))
-                    .ptr(gpu.ptr(&b.tseg))
-                    .ptr(gpu.ptr(&b.tst))
-                    .ptr(gpu.ptr(&b.ten))
-                    .ptr(gpu.ptr(&b.start))
-                    .ptr(gpu.ptr(&b.prefix))
-                    .ptr(gpu.ptr(&b.shift))
-                    .ptr(gpu.ptr(&b.remaining))
-                    .ptr(gpu.ptr(&b.lo))
-                    .ptr(gpu.ptr(&b.tile_out))
-                    .ptr(gpu.ptr(&b.tile_rank))
-                    .ptr(gpu.ptr(tk))
-                    .ptr(gpu.ptr(ti))
-                    .i64(w as i64)
-                    .i32(idx64)
-                    .i32(largest),
-            )?;
-        }
-        Ok(())
     }
 
     /// The sort and gather of sorted rows, and the padding: common to both paths.

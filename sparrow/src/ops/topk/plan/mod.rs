@@ -6,6 +6,11 @@
 //! - CUDA on-chip, every segment at most [`block_max`] keys: one block per segment does every
 //!   digit pass and the ordered compaction on chip, reading the keys once; the radixes sit in
 //!   registers up to [`RBLOCK_MAX`] keys ([`rblock_items`] per thread), in shared memory above.
+//! - CUDA cluster (sm_90), few segments too long for one block, up to [`cluster_max_len`]
+//!   keys: a thread-block cluster per segment, each block holding a slice in shared memory
+//!   (copied in by one bulk copy), the digit passes' histograms added over the cluster through
+//!   distributed shared memory, each block writing its winners at its offset. One kernel, so a
+//!   call's latency is one launch; [`TopkTuning::cluster_blocks_per_sm`] bounds the segments.
 //! - CUDA filter, longer segments whose winners are few: a threshold per segment from a
 //!   sample of [`SAMPLE`] keys, one streaming pass that keeps the keys above it (in position
 //!   order, [`FilterShape::ct`] slots per tile) and counts those equal to it, and an on-chip
@@ -22,15 +27,12 @@
 //!   compaction.
 //! - Sorted output: a bitonic sort per row in shared memory when the row fits ([`SORT_MAX`]);
 //!   wider sorted rows are sorted on the host after the GPU selection.
-//!
-//! Ready for the Hopper cluster backend: it becomes another [`GpuPath`] chosen from the same
-//! facts (segment lengths, k, compute capability).
 
 use super::{Key, Layout, TopK};
 use crate::device::LaunchShape;
 use crate::kernels::sizes::{
-    TOPK_FT_MAX_STAGES, TOPK_FT_THREADS, TOPK_SAMPLE, TOPK_TILE_NARROW, TOPK_TILE_WIDE,
-    TOPK_WARP_KPL,
+    TOPK_CL_THREADS, TOPK_FT_MAX_STAGES, TOPK_FT_THREADS, TOPK_SAMPLE, TOPK_TILE_NARROW,
+    TOPK_TILE_WIDE, TOPK_WARP_KPL,
 };
 use crate::ops::{Backend, Plan};
 use crate::{Device, Result};
@@ -76,6 +78,14 @@ pub struct TopkTuning {
     /// A split chunk holds at least this many times the row width, so the second stage reads
     /// that fraction of the keys or less.
     pub split_ratio: usize,
+    /// Keys a block of the cluster path aims to hold: a segment takes that many keys' worth of
+    /// blocks, at least two and at most the device's largest cluster.
+    pub cluster_slice: usize,
+    /// Most keys a block of the cluster path holds in shared memory (8 bytes each at most).
+    pub cluster_slice_max: usize,
+    /// The cluster path runs while its blocks (segments times blocks per cluster) are at most
+    /// this many per SM; more segments stream through the filter at bandwidth.
+    pub cluster_blocks_per_sm: usize,
 }
 
 /// sm_90 (H100, H200).
@@ -85,6 +95,9 @@ pub const SM90: TopkTuning = TopkTuning {
     filter_blocks_per_sm: 8,
     split_chunks: &SPLIT_CHUNKS,
     split_ratio: 8,
+    cluster_slice: 8192,
+    cluster_slice_max: 16_384,
+    cluster_blocks_per_sm: 8,
 };
 
 /// sm_80 and other architectures: sm_90's values, as no other GPU has been measured.
@@ -124,6 +137,10 @@ pub struct BaseFacts {
     pub block_max: usize,
     /// Whether the filter's expected candidates fit on chip with room for their spread.
     pub filter_fits: bool,
+    /// Whether the cluster path takes the layout: clusters exist, the longest segment fits one
+    /// ([`cluster_ctas`]) and the segments are few enough
+    /// ([`TopkTuning::cluster_blocks_per_sm`]).
+    pub cluster_fits: bool,
 }
 
 /// The base policy, first match wins; the split path refines `tiled` ([`gpu_path`]).
@@ -139,6 +156,11 @@ pub const TOPK_RULES: &[Rule] = &[
         path: GpuPath::OnChip,
     },
     Rule {
+        name: "cluster",
+        applies: |f| f.cluster_fits,
+        path: GpuPath::Cluster,
+    },
+    Rule {
         name: "filter",
         applies: |f| f.filter_fits,
         path: GpuPath::Filter,
@@ -149,6 +171,50 @@ pub const TOPK_RULES: &[Rule] = &[
         path: GpuPath::Tiled,
     },
 ];
+
+/// Threads per block of the cluster path (`CL_THREADS` in the kernels).
+pub const CL_THREADS: u32 = TOPK_CL_THREADS;
+
+/// Blocks per cluster of the cluster path for segments of at most `max_len` keys: enough for
+/// [`TopkTuning::cluster_slice`] keys each, at least two and at most the device's largest
+/// cluster; None without clusters (before sm_90) or where a slice would pass
+/// [`TopkTuning::cluster_slice_max`].
+pub fn cluster_ctas(max_len: usize, limits: &crate::device::Limits) -> Option<usize> {
+    let t = TopkTuning::for_arch(limits.compute_capability);
+    if limits.compute_capability.0 < 9 || limits.max_cluster < 2 {
+        return None;
+    }
+    let c = max_len
+        .div_ceil(t.cluster_slice)
+        .clamp(2, limits.max_cluster as usize);
+    (max_len.div_ceil(c) <= t.cluster_slice_max).then_some(c)
+}
+
+/// Longest segment the cluster path takes on this device (0 without clusters).
+pub fn cluster_max_len(limits: &crate::device::Limits) -> usize {
+    if cluster_ctas(2, limits).is_none() {
+        return 0;
+    }
+    limits.max_cluster as usize * TopkTuning::for_arch(limits.compute_capability).cluster_slice_max
+}
+
+/// The cluster path's launch for `n` segments of at most `max_len` keys of `key_bytes`:
+/// clusters of [`cluster_ctas`] blocks, a segment each, every block with its slice's keys and
+/// 16 bytes (the bulk copy's alignment) of dynamic shared memory.
+pub fn cluster_launch(
+    n: usize,
+    max_len: usize,
+    key_bytes: usize,
+    limits: &crate::device::Limits,
+) -> Option<LaunchShape> {
+    let c = cluster_ctas(max_len, limits)?;
+    let slice = max_len.div_ceil(c);
+    Some(
+        LaunchShape::linear((n * c) as u32, CL_THREADS)
+            .with_smem((slice * key_bytes + 16) as u32)
+            .with_cluster(c as u32),
+    )
+}
 
 /// Blocks of the filter pass: [`TopkTuning::filter_blocks_per_sm`] resident per SM, striding
 /// over the tiles.
@@ -366,6 +432,8 @@ pub enum GpuPath {
     Filter,
     /// Multi-pass radix select over tiles.
     Tiled,
+    /// A thread-block cluster per segment, one kernel (sm_90).
+    Cluster,
     /// Two stages for segments too long for the filter: every segment cut into chunks of
     /// `chunk` keys (the last one takes the remainder), the top `width` of every chunk, then
     /// the top k of each segment's chunk winners.
@@ -455,10 +523,14 @@ fn base_path(
 ) -> (GpuPath, FilterShape) {
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
     let (shape, fits) = filter_shape(layout, cand_cap(limits), tile);
+    let tuning = TopkTuning::for_arch(limits.compute_capability);
+    let cluster_fits = cluster_ctas(max_len, limits)
+        .is_some_and(|c| layout.count() * c <= limits.sms as usize * tuning.cluster_blocks_per_sm);
     let facts = BaseFacts {
         max_len,
         block_max: block_max(limits),
         filter_fits: fits,
+        cluster_fits,
     };
     let rule = TOPK_RULES
         .iter()
@@ -529,6 +601,14 @@ pub fn gpu_path(
             return Err(crate::Error::unsupported(format!(
                 "the warp top-k path takes segments of at most {WARP_MAX} keys; the longest is {max_len}"
             )))
+        }
+        Some(GpuPath::Cluster) if cluster_ctas(max_len, limits).is_none() => {
+            let most = cluster_max_len(limits);
+            return Err(crate::Error::unsupported(if most == 0 {
+                "the cluster top-k path needs thread-block clusters (compute capability 9.0 or later)".to_string()
+            } else {
+                format!("the cluster top-k path takes segments of at most {most} keys on this device; the longest is {max_len}")
+            }));
         }
         Some(GpuPath::Split { chunk }) if chunk < layout.width.max(1) => {
             return Err(crate::Error::invalid(
@@ -632,6 +712,14 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
                 "on-chip{forced}: every segment (longest {max_len}) fits one block's shared memory (up to {bmax} keys): one block per segment, digit passes on chip from the first bit the keys differ in, early stop, ordered compaction"
             ),
         },
+        GpuPath::Cluster => {
+            let c = cluster_ctas(max_len, gpu.limits()).unwrap_or(0);
+            format!(
+                "cluster{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}, cluster limit {}): one kernel, a cluster of {c} blocks per segment, each holding a slice of up to {} keys in shared memory (one bulk copy); digit passes over shared memory from the first bit the keys differ in, the cluster's histograms added through distributed shared memory, early stop; each block writes its winners in position order at the offset of the blocks before it",
+                cluster_max_len(gpu.limits()),
+                max_len.div_ceil(c.max(1))
+            )
+        }
         GpuPath::Filter => format!(
             "filter{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}); k is small beside the segments (at most {} candidates expected per segment, {} fit on chip): a threshold from {SAMPLE} sampled keys per segment, {pass} ({} slots per tile of {tile}), selection among the candidates on chip (tiles whose candidates overflow their slots filtered again from memory; the threshold's ties completing too few candidates); segments whose candidates still miss are selected from memory",
             fs.expected, fs.cap, fs.ct
@@ -678,6 +766,7 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             K::NAME
         ),
         GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write{pad}}}_{}", K::NAME),
+        GpuPath::Cluster => format!("topk_{{cluster{pad}}}_{}", K::NAME),
         GpuPath::Split { .. } => format!("two top-k stages + topk_{{remap{pad}}}_{}", K::NAME),
     };
     if req.is_sorted() {
@@ -709,6 +798,8 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
                 None => LaunchShape::linear(filter_blocks(ntiles, gpu.limits()) as u32, 256),
             },
             GpuPath::Tiled => LaunchShape::linear(ntiles.max(1) as u32, 256),
+            GpuPath::Cluster => cluster_launch(n, max_len, K::BITS as usize / 8, gpu.limits())
+                .expect("gpu_path checked that the cluster takes the layout"),
             GpuPath::Split { chunk } => {
                 LaunchShape::linear(split_stages(layout, chunk).first.count() as u32, 256)
             }

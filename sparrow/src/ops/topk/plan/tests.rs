@@ -130,7 +130,16 @@ fn split_path_choice() {
     let st = split_stages(&layout, 1 << 20);
     assert_eq!(st.first.count(), 256);
     assert_eq!(st.second.lens, vec![256 * 1024]);
-    assert_eq!(base_path(&st.second, &l, 4096).0, GpuPath::Filter);
+    // The second stage's one segment of 262,144 winners fits a cluster; without clusters the
+    // filter takes it.
+    assert_eq!(base_path(&st.second, &l, 4096).0, GpuPath::Cluster);
+    let old = Limits {
+        compute_capability: (8, 0),
+        max_cluster: 1,
+        max_cluster_portable: 1,
+        ..limits()
+    };
+    assert_eq!(base_path(&st.second, &old, 4096).0, GpuPath::Filter);
     // A width beyond an eighth of every chunk stays tiled.
     let req = TopK::largest(200_000);
     let layout = req
@@ -349,9 +358,75 @@ fn tiles_cut_segments_at_the_key_width_tile() {
     }
 }
 
+/// The cluster path's facts: blocks per cluster from the longest segment, its length limit,
+/// the segment count it stops at, and no clusters before sm_90.
+#[test]
+fn cluster_path_bound() {
+    let l = limits();
+    let t = &SM90;
+    assert_eq!(cluster_ctas(16_385, &l), Some(3));
+    assert_eq!(cluster_ctas(1, &l), Some(2));
+    assert_eq!(cluster_ctas(131_072, &l), Some(16));
+    let most = cluster_max_len(&l);
+    assert_eq!(most, 16 * t.cluster_slice_max);
+    assert_eq!(cluster_ctas(most, &l), Some(16));
+    assert_eq!(cluster_ctas(most + 1, &l), None);
+    let shape = cluster_launch(4, 163_840, 4, &l).unwrap();
+    assert_eq!(shape.grid[0], 64);
+    assert_eq!(shape.cluster, Some([16, 1, 1]));
+    assert_eq!(shape.smem as usize, 10_240 * 4 + 16);
+    let path = |count: usize, len: usize, l: &Limits| {
+        let req = TopK::largest(2048);
+        let layout = req
+            .layout(count * len, Segments::Fixed { count, len }, None)
+            .unwrap();
+        gpu_path(&req, &layout, l, 4).unwrap().0
+    };
+    // Blocks up to cluster_blocks_per_sm per SM: 66 segments of 16 blocks fit, 67 do not.
+    let segs = 132 * t.cluster_blocks_per_sm / 16;
+    assert_eq!(path(segs, 131_072, &l), GpuPath::Cluster);
+    assert_ne!(path(segs + 1, 131_072, &l), GpuPath::Cluster);
+    assert_eq!(path(1, most, &l), GpuPath::Cluster);
+    assert_ne!(path(1, most + 1, &l), GpuPath::Cluster);
+    assert_eq!(path(1, block_max(&l), &l), GpuPath::OnChip);
+    let old = Limits {
+        compute_capability: (8, 0),
+        max_cluster: 1,
+        max_cluster_portable: 1,
+        ..limits()
+    };
+    assert_eq!(cluster_ctas(20_000, &old), None);
+    assert_eq!(cluster_max_len(&old), 0);
+    assert_eq!(path(1, 131_072, &old), GpuPath::Filter);
+    // Forcing it where it cannot run is refused, naming the limit.
+    let req = TopK::largest(5).force_path(Some(GpuPath::Cluster));
+    let layout = req
+        .layout(
+            most + 1,
+            Segments::Fixed {
+                count: 1,
+                len: most + 1,
+            },
+            None,
+        )
+        .unwrap();
+    let e = gpu_path(&req, &layout, &l, 4).unwrap_err().to_string();
+    assert!(
+        e.contains("cluster") && e.contains(&format!("{most}")),
+        "{e}"
+    );
+    let e = gpu_path(&req, &layout, &old, 4).unwrap_err().to_string();
+    assert!(e.contains("9.0"), "{e}");
+}
+
 #[test]
 fn filter_path_bound() {
-    let l = limits();
+    // A GPU without clusters, so the few long segments here reach the filter.
+    let l = Limits {
+        max_cluster: 1,
+        max_cluster_portable: 1,
+        ..limits()
+    };
     let len = 262_144;
     let expected = |k: usize| filter_rank(len, k, SAMPLE) * len / SAMPLE;
     let last = (1..len)
@@ -408,21 +483,24 @@ fn filter_path_bound() {
 /// takes the warp path even where the filter would fit, and the last rule catches every fact.
 #[test]
 fn rules_pick_the_first_that_applies() {
-    let pick = |max_len, filter_fits| {
+    let pick = |max_len, filter_fits, cluster_fits| {
         let f = BaseFacts {
             max_len,
             block_max: 16_384,
             filter_fits,
+            cluster_fits,
         };
         TOPK_RULES.iter().find(|r| (r.applies)(&f)).unwrap().name
     };
-    assert_eq!(pick(WARP_MAX, true), "warp");
-    assert_eq!(pick(WARP_MAX + 1, true), "on-chip");
-    assert_eq!(pick(16_384, false), "on-chip");
-    assert_eq!(pick(16_385, true), "filter");
-    assert_eq!(pick(16_385, false), "tiled");
+    assert_eq!(pick(WARP_MAX, true, true), "warp");
+    assert_eq!(pick(WARP_MAX + 1, true, true), "on-chip");
+    assert_eq!(pick(16_384, false, true), "on-chip");
+    assert_eq!(pick(16_385, true, true), "cluster");
+    assert_eq!(pick(16_385, false, true), "cluster");
+    assert_eq!(pick(16_385, true, false), "filter");
+    assert_eq!(pick(16_385, false, false), "tiled");
     let names: Vec<_> = TOPK_RULES.iter().map(|r| r.name).collect();
-    assert_eq!(names, ["warp", "on-chip", "filter", "tiled"]);
+    assert_eq!(names, ["warp", "on-chip", "cluster", "filter", "tiled"]);
 }
 
 /// The tuning follows the architecture, and the on-chip cap comes from it.
