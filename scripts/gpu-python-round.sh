@@ -6,7 +6,9 @@
 # Python against the CLI; phase T runs the split every-pattern top-k tests and the sanitize_
 # tests under memcheck; phase G runs the graph-capture tests (Rust workspace plan, Python),
 # the products and formats GPU tests, the trajectories agreement test and the serving shapes
-# against torch.topk. Logs go to $OUT.
+# against torch.topk; phase C runs the cluster path's GPU tests and memcheck on it, phase D
+# racecheck and synccheck; phase B times the serving shapes (this build with --sweep, the build before the
+# cluster path as bundle/sparrow-base, torch.topk) and the target shapes. Logs go to $OUT.
 set -uo pipefail
 out=${OUT:-$PWD/py-round}
 mkdir -p "$out"
@@ -49,6 +51,32 @@ for phase in "$@"; do
       step trajectories 200 "$b/gpu-tests" --test-threads=1 --nocapture branching
       step serving-sparrow 60 "$b/sparrow" bench topk --reps 50 --set serving
       step serving-torch 60 python bench/torch_topk.py --set serving --reps 50
+      ;;
+    C)
+      step cluster-tests 300 "$b/gpu-tests" --test-threads=1 topk_cluster
+      step cluster-memcheck 200 "$sanitizer" --tool memcheck "$b/gpu-tests" --test-threads=1 sanitize_topk_cluster
+      ;;
+    D)
+      for tool in racecheck synccheck; do
+        step "cluster-$tool" 200 "$sanitizer" --tool "$tool" "$b/gpu-tests" --test-threads=1 sanitize_topk_cluster
+      done
+      ;;
+    B)
+      # The build before the cluster path travels compressed (bundle/sparrow-base.gz).
+      [ -f "$b/sparrow-base.gz" ] && gunzip -f "$b/sparrow-base.gz"
+      step serving-new 90 "$b/sparrow" bench topk --reps 50 --set serving --sweep --tie-break fast,smaller-index
+      step serving-base 60 "$b/sparrow-base" bench topk --reps 50 --set serving
+      step serving-torch 60 python bench/torch_topk.py --set serving --reps 50
+      step targets-new 200 "$b/sparrow" bench topk --reps 20 --sweep
+      ;;
+    N)
+      # ncu on one call of each shape whose fraction of copy is short of its target: every
+      # kernel of the call, with the sections that say what limits it.
+      sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats"
+      for shape in 163840x2048x4 131072x50x64 131072x2048x64 8192x256x4096 2097152x1024x16; do
+        step "ncu-$shape" 120 /usr/local/cuda/bin/ncu --clock-control none $sections -k regex:topk_ --launch-skip 12 --launch-count 6 \
+          "$b/sparrow" bench topk --reps 10 --shapes "$shape"
+      done
       ;;
   esac
 done
