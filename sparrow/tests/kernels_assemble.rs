@@ -33,6 +33,9 @@ const BUDGETS: &[(&str, u32, u32)] = &[
     ("topk_cand_rad_", 128, 0),
     // Its 512-thread build (`cand_wide`): capped at 128 by its launch bounds, the same code.
     ("topk_cand_wide_", 128, 0),
+    // The cluster kernel: 1,024 threads cap it at 64 registers; a spill would put the keys
+    // each pass reads in local memory.
+    ("topk_cluster_", 64, 0),
 ];
 
 /// The register filter of keys of 16 bits or fewer: 32 keys per thread in each of two tiles,

@@ -298,8 +298,10 @@ const TOPK_HEADERS: [(&str, &str); 11] = [
 ];
 
 /// Entry points of a top-k module, without the key-type suffix.
-pub const TOPK_KERNELS: [&str; 31] = [
-    "cluster",
+pub const TOPK_KERNELS: [&str; 33] = [
+    "cluster_v8",
+    "cluster_v12",
+    "cluster_v16",
     "init",
     "hist",
     "pick",

@@ -68,8 +68,9 @@ pub const TOPK_FT_THREADS: u32 = 288;
 /// Most stages of the staged filter (`FT_MAX_STAGES`).
 pub const TOPK_FT_MAX_STAGES: usize = 8;
 
-/// Threads per block of the cluster path (`CL_THREADS`): sixteen warps share a slice's passes.
-pub const TOPK_CL_THREADS: u32 = 512;
+/// Threads per block of the cluster path (`CL_THREADS`): a slice's keys spread over 32 warps, so
+/// each pass's latency is hidden on an SM that holds only this block.
+pub const TOPK_CL_THREADS: u32 = 1024;
 
 /// The `-D` definitions of top-k's sizes, under the names the kernels use.
 pub fn topk_defines() -> Vec<String> {

@@ -577,14 +577,15 @@ impl<'a, K: Key, V: Key> GpuTopK<'a, K, V> {
             GpuPath::OnChip | GpuPath::Cluster => {
                 // One kernel, a block (or a cluster of blocks) per segment.
                 let (name, shape) = match (b.path, rblock_items(b.max_len)) {
-                    (GpuPath::Cluster, _) => (
-                        "cluster".to_string(),
-                        cluster_launch(n, b.max_len, ks, gpu.limits()).ok_or_else(|| {
-                            Error::unsupported(
-                                "the cluster top-k path does not take this layout here",
-                            )
-                        })?,
-                    ),
+                    (GpuPath::Cluster, _) => {
+                        let (shape, items) = cluster_launch(n, b.max_len, gpu.limits())
+                            .ok_or_else(|| {
+                                Error::unsupported(
+                                    "the cluster top-k path does not take this layout here",
+                                )
+                            })?;
+                        (format!("cluster_v{items}"), shape)
+                    }
                     (_, Some(items)) => (format!("rblock_v{items}"), per_segment(n, 0)?),
                     (_, None) => (
                         "block".to_string(),

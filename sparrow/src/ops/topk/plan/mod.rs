@@ -7,9 +7,9 @@
 //!   digit pass and the ordered compaction on chip, reading the keys once; the radixes sit in
 //!   registers up to [`RBLOCK_MAX`] keys ([`rblock_items`] per thread), in shared memory above.
 //! - CUDA cluster (sm_90), few segments too long for one block, up to [`cluster_max_len`]
-//!   keys: a thread-block cluster per segment, each block holding a slice in shared memory
-//!   (copied in by one bulk copy), the digit passes' histograms added over the cluster through
-//!   distributed shared memory, each block writing its winners at its offset. One kernel, so a
+//!   keys: a thread-block cluster per segment, each block holding a slice in registers, the
+//!   digit passes' histograms added over the cluster through distributed shared memory, each
+//!   block writing its winners at its offset. One kernel, so a
 //!   call's latency is one launch; [`TopkTuning::cluster_blocks_per_sm`] bounds the segments.
 //! - CUDA filter, longer segments whose winners are few: a threshold per segment from a
 //!   sample of [`SAMPLE`] keys, one streaming pass that keeps the keys above it (in position
@@ -81,7 +81,7 @@ pub struct TopkTuning {
     /// Keys a block of the cluster path aims to hold: a segment takes that many keys' worth of
     /// blocks, at least two and at most the device's largest cluster.
     pub cluster_slice: usize,
-    /// Most keys a block of the cluster path holds in shared memory (8 bytes each at most).
+    /// Most keys a block of the cluster path holds in registers (16 a thread).
     pub cluster_slice_max: usize,
     /// The cluster path runs while its blocks (segments times blocks per cluster) are at most
     /// this many per SM; more segments stream through the filter at bandwidth.
@@ -198,22 +198,28 @@ pub fn cluster_max_len(limits: &crate::device::Limits) -> usize {
     limits.max_cluster as usize * TopkTuning::for_arch(limits.compute_capability).cluster_slice_max
 }
 
-/// The cluster path's launch for `n` segments of at most `max_len` keys of `key_bytes`:
-/// clusters of [`cluster_ctas`] blocks, a segment each, every block with its slice's keys and
-/// 16 bytes (the bulk copy's alignment) of dynamic shared memory.
+/// Keys per thread of the cluster kernel (`cluster_v{N}`) for slices of at most `slice` keys:
+/// the fewest of 8, 12 and 16 that hold them over [`CL_THREADS`] threads.
+pub fn cluster_items(slice: usize) -> Option<usize> {
+    [8, 12, 16]
+        .into_iter()
+        .find(|&n| slice <= CL_THREADS as usize * n)
+}
+
+/// The cluster path's launch for `n` segments of at most `max_len` keys: clusters of
+/// [`cluster_ctas`] blocks, a segment each, and the kernel's keys per thread
+/// ([`cluster_items`]).
 pub fn cluster_launch(
     n: usize,
     max_len: usize,
-    key_bytes: usize,
     limits: &crate::device::Limits,
-) -> Option<LaunchShape> {
+) -> Option<(LaunchShape, usize)> {
     let c = cluster_ctas(max_len, limits)?;
-    let slice = max_len.div_ceil(c);
-    Some(
-        LaunchShape::linear((n * c) as u32, CL_THREADS)
-            .with_smem((slice * key_bytes + 16) as u32)
-            .with_cluster(c as u32),
-    )
+    let items = cluster_items(max_len.div_ceil(c))?;
+    Some((
+        LaunchShape::linear((n * c) as u32, CL_THREADS).with_cluster(c as u32),
+        items,
+    ))
 }
 
 /// Blocks of the filter pass: [`TopkTuning::filter_blocks_per_sm`] resident per SM, striding
@@ -715,9 +721,10 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
         GpuPath::Cluster => {
             let c = cluster_ctas(max_len, gpu.limits()).unwrap_or(0);
             format!(
-                "cluster{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}, cluster limit {}): one kernel, a cluster of {c} blocks per segment, each holding a slice of up to {} keys in shared memory (one bulk copy); digit passes over shared memory from the first bit the keys differ in, the cluster's histograms added through distributed shared memory, early stop; each block writes its winners in position order at the offset of the blocks before it",
+                "cluster{forced}: {n} segment(s), longest {max_len} (on-chip limit {bmax}, cluster limit {}): one kernel, a cluster of {c} blocks per segment, each holding a slice of up to {} keys in registers ({} a thread); digit passes over registers from the first bit the keys differ in, the cluster's histograms added through distributed shared memory (with those of the blocks before, which place each block's winners), early stop; each block writes its winners in position order",
                 cluster_max_len(gpu.limits()),
-                max_len.div_ceil(c.max(1))
+                max_len.div_ceil(c.max(1)),
+                cluster_launch(n, max_len, gpu.limits()).map_or(0, |c| c.1)
             )
         }
         GpuPath::Filter => format!(
@@ -766,7 +773,11 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
             K::NAME
         ),
         GpuPath::Tiled => format!("topk_{{init,hist,pick,count,scan,write{pad}}}_{}", K::NAME),
-        GpuPath::Cluster => format!("topk_{{cluster{pad}}}_{}", K::NAME),
+        GpuPath::Cluster => format!(
+            "topk_{{cluster{pad}}}_{}_v{}",
+            K::NAME,
+            cluster_launch(n, max_len, gpu.limits()).map_or(0, |c| c.1)
+        ),
         GpuPath::Split { .. } => format!("two top-k stages + topk_{{remap{pad}}}_{}", K::NAME),
     };
     if req.is_sorted() {
@@ -798,8 +809,11 @@ pub fn plan<K: Key>(req: &TopK, device: &Device, layout: &Layout) -> Result<Plan
                 None => LaunchShape::linear(filter_blocks(ntiles, gpu.limits()) as u32, 256),
             },
             GpuPath::Tiled => LaunchShape::linear(ntiles.max(1) as u32, 256),
-            GpuPath::Cluster => cluster_launch(n, max_len, K::BITS as usize / 8, gpu.limits())
-                .expect("gpu_path checked that the cluster takes the layout"),
+            GpuPath::Cluster => {
+                cluster_launch(n, max_len, gpu.limits())
+                    .expect("gpu_path checked that the cluster takes the layout")
+                    .0
+            }
             GpuPath::Split { chunk } => {
                 LaunchShape::linear(split_stages(layout, chunk).first.count() as u32, 256)
             }

@@ -371,10 +371,13 @@ fn cluster_path_bound() {
     assert_eq!(most, 16 * t.cluster_slice_max);
     assert_eq!(cluster_ctas(most, &l), Some(16));
     assert_eq!(cluster_ctas(most + 1, &l), None);
-    let shape = cluster_launch(4, 163_840, 4, &l).unwrap();
+    let (shape, items) = cluster_launch(4, 163_840, &l).unwrap();
     assert_eq!(shape.grid[0], 64);
     assert_eq!(shape.cluster, Some([16, 1, 1]));
-    assert_eq!(shape.smem as usize, 10_240 * 4 + 16);
+    assert_eq!(items, 12);
+    assert_eq!(cluster_launch(1, 131_072, &l).unwrap().1, 8);
+    assert_eq!(cluster_launch(1, most, &l).unwrap().1, 16);
+    assert_eq!(cluster_items(16_385), None);
     let path = |count: usize, len: usize, l: &Limits| {
         let req = TopK::largest(2048);
         let layout = req
