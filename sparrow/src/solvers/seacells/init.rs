@@ -3,12 +3,9 @@
 //! random start), then greedy column-subset selection on K (SEACells' `_get_greedy_centers`)
 //! for N - waypoints + 10 more, the first N distinct cells kept.
 //!
-//! The greedy selection keeps one dense n-vector per selected centre and applies K through
-//! products with M, so its memory is O(n (N - waypoints + 10)), never n x n.
+//! The greedy selection ([`super::greedy`]) keeps its vectors sparse, local to their centres.
 
-use rayon::prelude::*;
-
-use super::sparse::{add_k_col, k_mul, Accum};
+pub use super::greedy::greedy_css;
 use crate::matrix::{Csr, Rng};
 
 /// Max-min (farthest point) sampling in one dimension per component: a random start, then
@@ -44,94 +41,6 @@ pub fn max_min(components: &[Vec<f64>], per_component: usize, rng: &mut Rng) -> 
         }
     }
     out
-}
-
-/// Entries per parallel task in the greedy selection's vector updates.
-const CHUNK: usize = 4096;
-
-/// Greedy column-subset selection on K = M M: `count` centres, each maximising the reduction of
-/// the residual ||K - C C^+ K|| (score f / g), never one already chosen or in `exclude`.
-pub fn greedy_css(m: &Csr<f64>, count: usize, exclude: &[usize]) -> Vec<usize> {
-    let n = m.nrows();
-    // f_j = ||K[:, j]||^2, g_j = K_jj.
-    let (mut f, mut g): (Vec<f64>, Vec<f64>) = (0..n)
-        .into_par_iter()
-        .map_init(
-            || Accum::new(n),
-            |acc, j| {
-                add_k_col(m, j, 1.0, acc);
-                let col = acc.take();
-                let f: f64 = col.iter().map(|(_, v)| v * v).sum();
-                let g = col
-                    .binary_search_by_key(&(j as u32), |e| e.0)
-                    .map_or(0.0, |p| col[p].1);
-                (f, g)
-            },
-        )
-        .unzip();
-    let mut taken = vec![false; n];
-    for &e in exclude {
-        if e < n {
-            taken[e] = true;
-        }
-    }
-    let mut omega: Vec<Vec<f64>> = Vec::new();
-    let mut centres = Vec::new();
-    let mut acc = Accum::new(n);
-    for _ in 0..count.min(n) {
-        let p = (0..n)
-            .filter(|&j| !taken[j])
-            .map(|j| (j, f[j] / g[j]))
-            .filter(|(_, s)| s.is_finite())
-            .fold(None, |best: Option<(usize, f64)>, (j, s)| match best {
-                Some((_, bs)) if bs >= s => best,
-                _ => Some((j, s)),
-            });
-        let Some((p, _)) = p else { break };
-        taken[p] = true;
-        centres.push(p);
-        // delta = K[:, p] - sum_r omega_r[p] omega_r; o = delta / sqrt(g_p).
-        let mut delta = vec![0.0; n];
-        add_k_col(m, p, 1.0, &mut acc);
-        for (i, v) in acc.take() {
-            delta[i as usize] = v;
-        }
-        // Every loop below runs in parallel over entries (or over omega's vectors for the
-        // dots), each entry's sum still taken over omega in order: the same arithmetic as a
-        // serial pass.
-        let cs: Vec<f64> = omega.iter().map(|w| w[p]).collect();
-        delta.par_chunks_mut(CHUNK).enumerate().for_each(|(b, d)| {
-            for (w, &c) in omega.iter().zip(&cs) {
-                let w = &w[b * CHUNK..b * CHUNK + d.len()];
-                d.iter_mut().zip(w).for_each(|(d, x)| *d -= c * x);
-            }
-        });
-        let sg = g[p].max(f64::MIN_POSITIVE).sqrt();
-        let o: Vec<f64> = delta.par_iter().map(|d| d / sg).collect();
-        let ko = k_mul(m, &o);
-        let dots: Vec<f64> = omega
-            .par_iter()
-            .map(|w| w.iter().zip(&o).map(|(a, b)| a * b).sum())
-            .collect();
-        let mut pl = vec![0.0; n];
-        pl.par_chunks_mut(CHUNK).enumerate().for_each(|(b, x)| {
-            for (w, &c) in omega.iter().zip(&dots) {
-                let w = &w[b * CHUNK..b * CHUNK + x.len()];
-                x.iter_mut().zip(w).for_each(|(x, y)| *x += c * y);
-            }
-        });
-        let onorm2: f64 = o.iter().map(|x| x * x).sum();
-        f.par_iter_mut()
-            .zip(g.par_iter_mut())
-            .enumerate()
-            .for_each(|(i, (fi, gi))| {
-                let oh = o[i] * o[i];
-                *fi += -2.0 * (o[i] * ko[i] - o[i] * pl[i]) + onorm2 * oh;
-                *gi -= oh;
-            });
-        omega.push(o);
-    }
-    centres
 }
 
 /// The initial archetypes: waypoints from the diffusion components, then greedy centres, the
