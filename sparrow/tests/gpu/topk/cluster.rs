@@ -1,4 +1,5 @@
-//! The cluster path (sm_90): a cluster of blocks per segment, one kernel. Oracle: the naive
+//! The cluster path (sm_90), forced, so the tests do not depend on the plan's rule: a cluster
+//! of blocks per segment, one kernel. Oracle: the naive
 //! sort per segment and, for the deterministic tie-breaks, the CPU backend byte for byte
 //! (`check`).
 
@@ -34,7 +35,10 @@ fn every_pattern_on_the_cluster<K: Key>(d: &Device) {
         for largest in [true, false] {
             for tie in TIES {
                 for (kk, sorted) in [(1usize, false), (2048, false), (37, true)] {
-                    let req = top_k(kk, largest).tie_break(tie).sorted(sorted);
+                    let req = top_k(kk, largest)
+                        .tie_break(tie)
+                        .sorted(sorted)
+                        .force_path(Some(GpuPath::Cluster));
                     let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                     assert!(plan.reason.starts_with("cluster"), "{plan}");
                     assert!(kernel_of(&plan).contains("cluster"), "{plan}");
@@ -79,8 +83,9 @@ fn topk_cluster_every_key_type_and_pattern() {
     every_key_type_here!(every_pattern_on_the_cluster, &d);
 }
 
-/// The longest segment the path takes, and one key more (the plan moves to another path);
-/// k at 1, at the whole segment, and past it (padding); per-segment k.
+/// The longest segment the path takes, and one key more (the plan takes another path; forcing
+/// the cluster there is refused, `topk_cluster_forced_past_its_limit_is_refused`); k at 1, at
+/// the whole segment, and past it (padding); per-segment k.
 fn bounds<K: Key>(d: &Device) {
     let limits = d.gpu().unwrap().limits();
     let max = cluster_max_len(limits);
@@ -92,14 +97,17 @@ fn bounds<K: Key>(d: &Device) {
         let k: Vec<K> = keys(n, Pattern::HeavyTies, len as u64);
         for kk in [1, len - 1, len, len + 1] {
             for tie in [TieBreak::Fast, TieBreak::LargerIndex] {
-                let req = TopK::largest(kk).tie_break(tie);
+                let req = TopK::largest(kk)
+                    .tie_break(tie)
+                    .force_path(on_cluster.then_some(GpuPath::Cluster));
                 let plan = check::<K, K>(d, &req, &k, Segments::Offsets(&o), None);
                 assert_eq!(plan.reason.starts_with("cluster"), on_cluster, "{plan}");
             }
         }
         let per = TopK::per_segment(vec![len as i64 - 3, 2000], false)
             .tie_break(TieBreak::SmallerIndex)
-            .sorted(true);
+            .sorted(true)
+            .force_path(on_cluster.then_some(GpuPath::Cluster));
         let plan = check::<K, K>(d, &per, &k, Segments::Offsets(&o), None);
         assert_eq!(plan.reason.starts_with("cluster"), on_cluster, "{plan}");
     }

@@ -190,6 +190,19 @@ pub fn cluster_ctas(max_len: usize, limits: &crate::device::Limits) -> Option<us
     (max_len.div_ceil(c) <= t.cluster_slice_max).then_some(c)
 }
 
+/// Whether the cluster rule takes `segments` segments of at most `max_len` keys under
+/// `tuning`: the cluster holds the longest ([`cluster_ctas`]) and the blocks are at most
+/// [`TopkTuning::cluster_blocks_per_sm`] per SM (0 turns the rule off).
+pub fn cluster_fits(
+    segments: usize,
+    max_len: usize,
+    limits: &crate::device::Limits,
+    tuning: &TopkTuning,
+) -> bool {
+    cluster_ctas(max_len, limits)
+        .is_some_and(|c| segments * c <= limits.sms as usize * tuning.cluster_blocks_per_sm)
+}
+
 /// Longest segment the cluster path takes on this device (0 without clusters).
 pub fn cluster_max_len(limits: &crate::device::Limits) -> usize {
     if cluster_ctas(2, limits).is_none() {
@@ -530,8 +543,7 @@ fn base_path(
     let max_len = layout.lens.iter().copied().max().unwrap_or(0) as usize;
     let (shape, fits) = filter_shape(layout, cand_cap(limits), tile);
     let tuning = TopkTuning::for_arch(limits.compute_capability);
-    let cluster_fits = cluster_ctas(max_len, limits)
-        .is_some_and(|c| layout.count() * c <= limits.sms as usize * tuning.cluster_blocks_per_sm);
+    let cluster_fits = cluster_fits(layout.count(), max_len, limits, tuning);
     let facts = BaseFacts {
         max_len,
         block_max: block_max(limits),

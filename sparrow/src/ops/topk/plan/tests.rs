@@ -130,9 +130,14 @@ fn split_path_choice() {
     let st = split_stages(&layout, 1 << 20);
     assert_eq!(st.first.count(), 256);
     assert_eq!(st.second.lens, vec![256 * 1024]);
-    // The second stage's one segment of 262,144 winners fits a cluster; without clusters the
-    // filter takes it.
-    assert_eq!(base_path(&st.second, &l, 4096).0, GpuPath::Cluster);
+    // The second stage's one segment of 262,144 winners: the cluster where its rule is on,
+    // else (and without clusters) the filter.
+    let want = if cluster_fits(1, 256 * 1024, &l, &SM90) {
+        GpuPath::Cluster
+    } else {
+        GpuPath::Filter
+    };
+    assert_eq!(base_path(&st.second, &l, 4096).0, want);
     let old = Limits {
         compute_capability: (8, 0),
         max_cluster: 1,
@@ -385,12 +390,32 @@ fn cluster_path_bound() {
             .unwrap();
         gpu_path(&req, &layout, l, 4).unwrap().0
     };
-    // Blocks up to cluster_blocks_per_sm per SM: 66 segments of 16 blocks fit, 67 do not.
-    let segs = 132 * t.cluster_blocks_per_sm / 16;
-    assert_eq!(path(segs, 131_072, &l), GpuPath::Cluster);
-    assert_ne!(path(segs + 1, 131_072, &l), GpuPath::Cluster);
-    assert_eq!(path(1, most, &l), GpuPath::Cluster);
-    assert_ne!(path(1, most + 1, &l), GpuPath::Cluster);
+    // With the rule on at 8 blocks per SM: 66 segments of 16 blocks fit, 67 do not.
+    let on = TopkTuning {
+        cluster_blocks_per_sm: 8,
+        ..SM90
+    };
+    let segs = 132 * 8 / 16;
+    assert!(cluster_fits(segs, 131_072, &l, &on));
+    assert!(!cluster_fits(segs + 1, 131_072, &l, &on));
+    assert!(cluster_fits(1, most, &l, &on));
+    assert!(!cluster_fits(1, most + 1, &l, &on));
+    assert!(!cluster_fits(
+        1,
+        131_072,
+        &l,
+        &TopkTuning {
+            cluster_blocks_per_sm: 0,
+            ..SM90
+        }
+    ));
+    // The plan follows the rule as sm_90's tuning sets it.
+    let want = if cluster_fits(4, 163_840, &l, t) {
+        GpuPath::Cluster
+    } else {
+        GpuPath::Filter
+    };
+    assert_eq!(path(4, 163_840, &l), want);
     assert_eq!(path(1, block_max(&l), &l), GpuPath::OnChip);
     let old = Limits {
         compute_capability: (8, 0),
