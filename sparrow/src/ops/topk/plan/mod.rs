@@ -97,7 +97,9 @@ pub const SM90: TopkTuning = TopkTuning {
     split_ratio: 8,
     cluster_slice: 8192,
     cluster_slice_max: 16_384,
-    cluster_blocks_per_sm: 8,
+    // Off: the first cluster kernel ran slower than the filter on every serving shape of the
+    // H100 (docs/tuning/topk.md#cluster-path-sm_90), and the register version is unmeasured.
+    cluster_blocks_per_sm: 0,
 };
 
 /// sm_80 and other architectures: sm_90's values, as no other GPU has been measured.
