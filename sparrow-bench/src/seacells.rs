@@ -2,8 +2,8 @@
 //! metacell, as the peer's benchmark sizes them) or on branching trajectories (a continuous
 //! manifold, the case SEACells is used for): the whole fit (kNN, kernel, diffusion,
 //! initialisation, iterations) with each stage's seconds, the iterations, mean purity against
-//! the generator's labels (clusters, or trajectory segments), and the process's peak resident
-//! memory.
+//! the generator's labels (clusters, or trajectory segments), the process's peak resident
+//! memory and, on the GPU, the fit's peak device memory.
 
 use std::time::Instant;
 
@@ -73,6 +73,36 @@ pub struct SeacellsRecord {
     pub purity_mean: f64,
     /// Peak resident memory of the process so far (VmHWM), MB, where the OS reports it.
     pub peak_mb: Option<f64>,
+    /// Peak GPU memory the fit added to what was in use before it, MB, sampled every
+    /// millisecond (a fit on the GPU only).
+    pub gpu_peak_mb: Option<f64>,
+}
+
+/// Runs `work` while a thread samples the GPU's memory in use every millisecond; returns its
+/// result and the highest sample above the first, in MB. cuMemGetInfo counts every process
+/// on the device, so the figure is the fit's on a GPU of its own.
+fn with_gpu_peak<T>(
+    gpu: &sparrow::device::Gpu,
+    work: impl FnOnce() -> Result<T>,
+) -> Result<(T, f64)> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let base = gpu.memory_in_use()?;
+    let (stop, peak) = (AtomicBool::new(false), AtomicU64::new(base));
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(used) = gpu.memory_in_use() {
+                    peak.fetch_max(used, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        let out = work();
+        stop.store(true, Ordering::Relaxed);
+        out
+    })?;
+    let added = peak.load(Ordering::Relaxed).saturating_sub(base);
+    Ok((out, added as f64 / (1024.0 * 1024.0)))
 }
 
 /// The process's peak resident set (Linux `VmHWM`), in MB.
@@ -110,7 +140,13 @@ pub fn run(
         cfg.max_iter = max_iter;
         cfg.min_iter = cfg.min_iter.min(max_iter);
         let t0 = Instant::now();
-        let f = fit_on(device, &x, &cfg, &mut |_| {})?;
+        let (f, gpu_peak_mb) = match device.gpu() {
+            Some(g) => {
+                let (f, mb) = with_gpu_peak(g, || fit_on(device, &x, &cfg, &mut |_| {}))?;
+                (f, Some(mb))
+            }
+            None => (fit_on(device, &x, &cfg, &mut |_| {})?, None),
+        };
         let seconds = t0.elapsed().as_secs_f64();
         let names: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
         let p = purity(&f.assignments, &names, metacells)?;
@@ -129,6 +165,7 @@ pub fn run(
             converged: f.converged,
             purity_mean: mean_purity(&p),
             peak_mb: peak_rss_mb(),
+            gpu_peak_mb,
         });
     }
     Ok(out)

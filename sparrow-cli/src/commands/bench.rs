@@ -501,7 +501,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             .map(|(n, s)| format!("{n} {s:.2}"))
             .collect();
         println!(
-            "{} x {}, {} metacells ({} labels): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; diffusion map {} subspace iterations), purity {:.4}, peak {}",
+            "{} x {}, {} metacells ({} labels): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; diffusion map {} subspace iterations), purity {:.4}, peak {}{}",
             r.cells,
             r.dims,
             r.metacells,
@@ -514,7 +514,9 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             parts.join(", "),
             r.diffusion_iterations,
             r.purity_mean,
-            r.peak_mb.map_or("n/a".into(), |m| format!("{m:.0} MB"))
+            r.peak_mb.map_or("n/a".into(), |m| format!("{m:.0} MB")),
+            r.gpu_peak_mb
+                .map_or(String::new(), |m| format!(", GPU peak {m:.0} MB"))
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -234,6 +234,15 @@ impl Gpu {
         Ok(())
     }
 
+    /// Bytes of the device's memory in use (by every process), for peak-memory measurements.
+    pub fn memory_in_use(&self) -> Result<u64> {
+        let (free, total) = self
+            .ctx
+            .mem_get_info()
+            .map_err(|e| Error::device("cuMemGetInfo", e))?;
+        Ok(total.saturating_sub(free) as u64)
+    }
+
     /// The device address of a buffer, for kernel arguments.
     pub fn ptr<T>(&self, s: &CudaSlice<T>) -> u64 {
         let (p, _sync) = s.device_ptr(&self.stream);
