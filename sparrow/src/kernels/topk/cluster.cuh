@@ -18,14 +18,14 @@
 __device__ __forceinline__ u32 cluster_u32(const u32* p, u32 rank) {
     u32 a, v;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem_addr(p)), "r"(rank));
-    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(a));
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
     return v;
 }
 __device__ __forceinline__ u64 cluster_u64(const u64* p, u32 rank) {
     u32 a;
     u64 v;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem_addr(p)), "r"(rank));
-    asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(a));
+    asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(a) : "memory");
     return v;
 }
 __device__ __forceinline__ u32 cluster_size() {
@@ -222,8 +222,11 @@ __device__ __forceinline__ void cluster_select(const K* __restrict__ keys, const
     u32 sel = gt, total;
     const u64 lo = larger_index ? ties - remaining : 0;
     const u64 hi_w = lo + remaining;
-    // Tied keys of the blocks before this one that fall in the window [lo, hi_w).
-    const u64 taken_before = (ties_before < hi_w ? ties_before : hi_w) - (ties_before < lo ? ties_before : lo);
+    // Tied keys of the blocks before this one that fall in the window [lo, hi_w) (all of them
+    // when every tied key is taken).
+    const u64 taken_before = remaining >= ties ? ties_before
+                                               : (ties_before < hi_w ? ties_before : hi_w) -
+                                                     (ties_before < lo ? ties_before : lo);
     if (remaining >= ties) {
         sel |= tie;
     } else {
