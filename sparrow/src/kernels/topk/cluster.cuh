@@ -36,6 +36,15 @@ __device__ __forceinline__ u32 cluster_size() {
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
+// The AND and the OR of the warp's (a, o), in every lane.
+__device__ __forceinline__ void warp_and_or(R& a, R& o) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        a &= __shfl_xor_sync(0xffffffffu, a, off);
+        o |= __shfl_xor_sync(0xffffffffu, o, off);
+    }
+}
+
 // Up to 16 blocks per cluster (the non-portable limit on sm_90).
 #define CL_MAX 16
 
@@ -101,11 +110,7 @@ __device__ __forceinline__ void cluster_select(const K* __restrict__ keys, const
                 o |= r[j];
             }
         }
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            a &= __shfl_xor_sync(0xffffffffu, a, off);
-            o |= __shfl_xor_sync(0xffffffffu, o, off);
-        }
+        warp_and_or(a, o);
         if (lane == 0) {
             red[w] = a;
             red[32 + w] = o;
@@ -114,11 +119,7 @@ __device__ __forceinline__ void cluster_select(const K* __restrict__ keys, const
         if (w == 0) {
             a = lane < nw ? red[lane] : ~(R)0;
             o = lane < nw ? red[32 + lane] : (R)0;
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) {
-                a &= __shfl_xor_sync(0xffffffffu, a, off);
-                o |= __shfl_xor_sync(0xffffffffu, o, off);
-            }
+            warp_and_or(a, o);
             if (lane == 0) {
                 share[0] = a;
                 share[1] = o;
@@ -132,11 +133,7 @@ __device__ __forceinline__ void cluster_select(const K* __restrict__ keys, const
                 a = (R)cluster_u64(share, lane);
                 o = (R)cluster_u64(share + 1, lane);
             }
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) {
-                a &= __shfl_xor_sync(0xffffffffu, a, off);
-                o |= __shfl_xor_sync(0xffffffffu, o, off);
-            }
+            warp_and_or(a, o);
             if (lane == 0) {
                 red[0] = a;
                 red[32] = o;

@@ -68,13 +68,10 @@ impl BestScore {
     }
 }
 
-/// Greedy column-subset selection on K = M M: `count` centres, each maximising the reduction of
-/// the residual ||K - C C^+ K|| (score f / g), never one already chosen or in `exclude`.
-pub fn greedy_css(m: &Csr<f64>, count: usize, exclude: &[usize]) -> Vec<usize> {
+/// f_j = ||K[:, j]||^2 and g_j = K_jj for every cell, the scores' starting terms.
+fn k_norms(m: &Csr<f64>) -> (Vec<f64>, Vec<f64>) {
     let n = m.nrows();
-    let (cols, vals) = (m.col_idx(), m.values());
-    // f_j = ||K[:, j]||^2, g_j = K_jj.
-    let (mut f, mut g): (Vec<f64>, Vec<f64>) = (0..n)
+    (0..n)
         .into_par_iter()
         .map_init(
             || Accum::new(n),
@@ -88,7 +85,15 @@ pub fn greedy_css(m: &Csr<f64>, count: usize, exclude: &[usize]) -> Vec<usize> {
                 (f, g)
             },
         )
-        .unzip();
+        .unzip()
+}
+
+/// Greedy column-subset selection on K = M M: `count` centres, each maximising the reduction of
+/// the residual ||K - C C^+ K|| (score f / g), never one already chosen or in `exclude`.
+pub fn greedy_css(m: &Csr<f64>, count: usize, exclude: &[usize]) -> Vec<usize> {
+    let n = m.nrows();
+    let (cols, vals) = (m.col_idx(), m.values());
+    let (mut f, mut g) = k_norms(m);
     let mut taken = vec![false; n];
     for &e in exclude {
         if e < n {
@@ -210,18 +215,7 @@ mod tests {
     /// The selection with every vector dense, as it ran before: the oracle.
     fn greedy_css_dense(m: &Csr<f64>, count: usize, exclude: &[usize]) -> Vec<usize> {
         let n = m.nrows();
-        let (mut f, mut g): (Vec<f64>, Vec<f64>) = (0..n)
-            .map(|j| {
-                let mut acc = Accum::new(n);
-                add_k_col(m, j, 1.0, &mut acc);
-                let col = acc.take();
-                let f: f64 = col.iter().map(|(_, v)| v * v).sum();
-                let g = col
-                    .binary_search_by_key(&(j as u32), |e| e.0)
-                    .map_or(0.0, |p| col[p].1);
-                (f, g)
-            })
-            .unzip();
+        let (mut f, mut g) = k_norms(m);
         let mut taken = vec![false; n];
         for &e in exclude {
             if e < n {

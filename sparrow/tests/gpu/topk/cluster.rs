@@ -57,30 +57,13 @@ fn every_pattern_on_the_cluster<K: Key>(d: &Device) {
     }
 }
 
-macro_rules! every_key_type_here {
-    ($f:ident, $d:expr) => {
-        $f::<f32>($d);
-        $f::<f64>($d);
-        $f::<f16>($d);
-        $f::<bf16>($d);
-        $f::<i8>($d);
-        $f::<u8>($d);
-        $f::<i16>($d);
-        $f::<u16>($d);
-        $f::<i32>($d);
-        $f::<u32>($d);
-        $f::<i64>($d);
-        $f::<u64>($d);
-    };
-}
-
 #[test]
 fn topk_cluster_every_key_type_and_pattern() {
     let d = dev();
     if !sm90(&d) {
         return;
     }
-    every_key_type_here!(every_pattern_on_the_cluster, &d);
+    every_key_type!(every_pattern_on_the_cluster, &d);
 }
 
 /// The longest segment the path takes, and one key more (the plan takes another path; forcing

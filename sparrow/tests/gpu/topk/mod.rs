@@ -4,7 +4,6 @@
 //! before every launch, so an unwritten slot fails the comparison; the repeat runs without the
 //! fill, as calls do by default, so no result may depend on it.
 
-mod cluster;
 mod filter;
 mod graph;
 #[macro_use]
@@ -68,6 +67,9 @@ macro_rules! every_key_type {
         $f::<u64>($d);
     };
 }
+
+// After the macro, which it uses.
+mod cluster;
 
 /// The kernels a GPU plan names ("" when it names none).
 fn kernel_of(plan: &Plan) -> &str {
