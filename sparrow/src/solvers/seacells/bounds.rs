@@ -14,10 +14,15 @@
 //! ones where G can be negative), and at every cell only when none of those is (or any column
 //! when T has a negative entry).
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
 use rayon::prelude::*;
 
 use super::rows::{Aat, Layout, RowBlock, BLOCK_ROWS};
 use super::sparse::SpVec;
+
+/// Columns of T per transpose task.
+const TILE: usize = 64;
 
 /// T = A A^T by columns (row c holds column c of T), and whether every entry is non-negative,
 /// which the bound needs. A column serves one G entry's dot product; T's rows ([`Aat`]) serve
@@ -29,18 +34,34 @@ pub struct TCols {
 }
 
 impl TCols {
-    /// From T as the B update holds it.
+    /// From T as the B update holds it: a transpose in tiles of [`TILE`] columns, one tile of
+    /// T's columns per task, each read a row segment at a time (N x N is 1.4 GB at 13,333
+    /// archetypes, too much for one thread on every B update).
     pub fn new(t: &Aat) -> Self {
         let nm = t.nm();
         let mut tt = vec![0.0f64; nm * nm];
-        let mut nonneg = true;
-        for r in 0..nm {
-            for (c, &x) in t.row(r).iter().enumerate() {
-                tt[c * nm + r] = x;
-                nonneg &= x >= 0.0;
-            }
+        let nonneg = AtomicBool::new(true);
+        tt.par_chunks_mut((nm * TILE).max(1))
+            .enumerate()
+            .for_each(|(k, out)| {
+                let c0 = k * TILE;
+                let mut neg = false;
+                for r in 0..nm {
+                    let seg = &t.row(r)[c0..c0 + out.len() / nm];
+                    for (d, &x) in seg.iter().enumerate() {
+                        out[d * nm + r] = x;
+                        neg |= x < 0.0 || x.is_nan();
+                    }
+                }
+                if neg {
+                    nonneg.store(false, Relaxed);
+                }
+            });
+        TCols {
+            t: tt,
+            nm,
+            nonneg: nonneg.into_inner(),
         }
-        TCols { t: tt, nm, nonneg }
     }
 
     fn col(&self, c: usize) -> &[f64] {
@@ -314,6 +335,22 @@ mod tests {
     use crate::solvers::seacells::rows::{blocks_of, kat_blocks};
     use crate::solvers::seacells::sparse::kb_cols;
     use crate::solvers::seacells::sparse::transpose;
+
+    #[test]
+    fn t_columns_are_the_transpose_across_tiles() {
+        for nm in [1, 63, 64, 65, 130] {
+            for nonneg in [true, false] {
+                let t = random_t(nm, nonneg, nm as u64);
+                let tc = TCols::new(&Aat::new(t.clone(), nm));
+                for r in 0..nm {
+                    for c in 0..nm {
+                        assert_eq!(tc.col(c)[r], t[r * nm + c], "N {nm}, ({r}, {c})");
+                    }
+                }
+                assert_eq!(tc.nonneg, t.iter().all(|&x| x >= 0.0), "N {nm}");
+            }
+        }
+    }
 
     /// A random T: non-negative (the bound reads it) or with negative entries (every column
     /// read at every cell), with zeros as A A^T has where archetypes share no cell.

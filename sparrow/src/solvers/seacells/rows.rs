@@ -8,6 +8,8 @@
 //! every sum keeps the order the column-wise products had, so the result is the same on any
 //! machine.
 
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
 use rayon::prelude::*;
 
 use super::sparse::{blend_runs, kb_cols, transpose, SpVec};
@@ -149,81 +151,129 @@ fn block_from(cells: &[u32], parts: &[Vec<(u32, u32, f64)>]) -> RowBlock {
     }
 }
 
-/// The transpose of sorted sparse columns, in the layout's row blocks. Each row's entries
-/// are counted, then placed column by column (so each row's columns ascend): the blocks are
-/// the only memory taken beside the columns.
+/// The transpose of sorted sparse columns, in the layout's row blocks, each row's columns
+/// ascending. Rows are counted, then filled from every column at once (each entry claims its
+/// own slot), then sorted: the passes run on every thread, which matters at atlas scale, where
+/// K B holds hundreds of millions of entries, and the blocks are the only memory taken beside
+/// the columns. A row holds at most one entry per column, so the sort gives one answer.
 pub fn blocks_of(cols: &[SpVec], lay: &Layout) -> Vec<RowBlock> {
-    let mut blocks = empty_blocks(lay);
-    for col in cols {
+    let fill = counters(lay.pos.len());
+    cols.par_iter().for_each(|col| {
         for &(i, _) in col {
-            count(&mut blocks, lay, i);
+            fill[lay.pos[i as usize] as usize].fetch_add(1, Relaxed);
         }
-    }
-    let mut next = size_blocks(&mut blocks);
-    for (c, col) in cols.iter().enumerate() {
+    });
+    let mut blocks: Vec<RowBlock> = (0..lay.blocks())
+        .into_par_iter()
+        .map(|b| {
+            let cells = lay.cells(b);
+            let mut ptr = vec![0usize; cells.len() + 1];
+            for r in 0..cells.len() {
+                // The count becomes the row's cursor for the fill below.
+                ptr[r + 1] = ptr[r] + fill[b * BLOCK_ROWS + r].swap(0, Relaxed) as usize;
+            }
+            let nnz = ptr[cells.len()];
+            RowBlock {
+                cells: cells.to_vec(),
+                ptr,
+                col: vec![0; nnz],
+                val: vec![0.0; nnz],
+            }
+        })
+        .collect();
+    let dst: Vec<(&[usize], Slots<u32>, Slots<f64>)> = blocks
+        .iter_mut()
+        .map(|RowBlock { ptr, col, val, .. }| (&ptr[..], Slots::of(col), Slots::of(val)))
+        .collect();
+    cols.par_iter().enumerate().for_each(|(c, col)| {
         for &(i, v) in col {
-            place(&mut blocks, &mut next, lay, i, c as u32, v);
+            let p = lay.pos[i as usize] as usize;
+            let (ptr, cs, vs) = &dst[p / BLOCK_ROWS];
+            let r = p % BLOCK_ROWS;
+            let at = ptr[r] + fill[p].fetch_add(1, Relaxed) as usize;
+            debug_assert!(at < ptr[r + 1]);
+            // SAFETY: the counting pass sized row r to its entries, so `at` is inside the
+            // row, and the cursor gives each entry its own slot.
+            unsafe {
+                cs.write(at, c as u32);
+                vs.write(at, v);
+            }
         }
-    }
+    });
+    drop(dst);
+    blocks.par_iter_mut().for_each(|blk| {
+        let mut row = Vec::new();
+        for r in 0..blk.rows() {
+            let (a, b) = (blk.ptr[r], blk.ptr[r + 1]);
+            if blk.col[a..b].windows(2).all(|w| w[0] < w[1]) {
+                continue;
+            }
+            row.clear();
+            row.extend(blk.col[a..b].iter().copied().zip(blk.val[a..b].iter().copied()));
+            row.sort_unstable_by_key(|e| e.0);
+            for (k, &(c, v)) in row.iter().enumerate() {
+                blk.col[a + k] = c;
+                blk.val[a + k] = v;
+            }
+        }
+    });
     blocks
 }
 
-/// The layout's blocks with no entries.
-fn empty_blocks(lay: &Layout) -> Vec<RowBlock> {
-    (0..lay.blocks())
-        .map(|b| RowBlock {
-            cells: lay.cells(b).to_vec(),
-            ptr: vec![0; lay.cells(b).len() + 1],
-            col: Vec::new(),
-            val: Vec::new(),
-        })
-        .collect()
+/// `n` counters at zero.
+fn counters(n: usize) -> Vec<AtomicU32> {
+    (0..n).into_par_iter().map(|_| AtomicU32::new(0)).collect()
 }
 
-/// Counts one entry of cell `i`'s row (in `ptr[row + 1]`, before [`size_blocks`]).
-#[inline]
-fn count(blocks: &mut [RowBlock], lay: &Layout, i: u32) {
-    let p = lay.pos[i as usize] as usize;
-    blocks[p / BLOCK_ROWS].ptr[p % BLOCK_ROWS + 1] += 1;
-}
+/// A buffer that threads fill at once, each slot claimed by one entry through a counter.
+struct Slots<T>(*mut T);
 
-/// Turns the counts into row offsets and allocates the entries; returns each row's next free
-/// slot, per block.
-fn size_blocks(blocks: &mut [RowBlock]) -> Vec<Vec<usize>> {
-    let mut next = Vec::with_capacity(blocks.len());
-    for blk in blocks {
-        for r in 0..blk.cells.len() {
-            blk.ptr[r + 1] += blk.ptr[r];
-        }
-        let nnz = blk.ptr[blk.cells.len()];
-        blk.col = vec![0; nnz];
-        blk.val = vec![0.0; nnz];
-        next.push(blk.ptr[..blk.cells.len()].to_vec());
+// SAFETY: the threads write disjoint slots of a buffer that outlives them (see `write`).
+unsafe impl<T: Send> Send for Slots<T> {}
+unsafe impl<T: Send> Sync for Slots<T> {}
+
+impl<T> Slots<T> {
+    fn of(buf: &mut [T]) -> Self {
+        Slots(buf.as_mut_ptr())
     }
-    next
+
+    /// # Safety
+    /// `at` is inside the buffer, the buffer outlives the write, and no other thread reads or
+    /// writes slot `at` meanwhile.
+    unsafe fn write(&self, at: usize, v: T) {
+        self.0.add(at).write(v)
+    }
 }
 
-/// Puts entry (cell `i`, column `c`) = `v` in the next free slot of the cell's row.
-#[inline]
-fn place(blocks: &mut [RowBlock], next: &mut [Vec<usize>], lay: &Layout, i: u32, c: u32, v: f64) {
-    let p = lay.pos[i as usize] as usize;
-    let (b, r) = (p / BLOCK_ROWS, p % BLOCK_ROWS);
-    let at = next[b][r];
-    blocks[b].col[at] = c;
-    blocks[b].val[at] = v;
-    next[b][r] += 1;
-}
-
-/// The columns (`ncols` of them, sorted by cell) of a matrix held in row blocks.
+/// The columns (`ncols` of them, sorted by cell) of a matrix held in row blocks, filled from
+/// every block at once as [`blocks_of`] fills rows.
 pub fn cols_of(blocks: &[RowBlock], lay: &Layout, ncols: usize) -> Vec<SpVec> {
-    let mut cols: Vec<SpVec> = vec![Vec::new(); ncols];
-    for (i, &p) in lay.pos.iter().enumerate() {
-        let (p, blk) = (p as usize, &blocks[p as usize / BLOCK_ROWS]);
-        let (c, v) = blk.row(p % BLOCK_ROWS);
-        for (&j, &x) in c.iter().zip(v) {
-            cols[j as usize].push((i as u32, x));
+    debug_assert_eq!(blocks.len(), lay.blocks());
+    let fill = counters(ncols);
+    blocks.par_iter().for_each(|blk| {
+        for &c in &blk.col {
+            fill[c as usize].fetch_add(1, Relaxed);
         }
-    }
+    });
+    let mut cols: Vec<SpVec> = fill
+        .par_iter()
+        .map(|f| vec![(0, 0.0); f.swap(0, Relaxed) as usize])
+        .collect();
+    let dst: Vec<Slots<(u32, f64)>> = cols.iter_mut().map(|c| Slots::of(c)).collect();
+    blocks.par_iter().for_each(|blk| {
+        for (r, &i) in blk.cells.iter().enumerate() {
+            let (c, v) = blk.row(r);
+            for (&j, &x) in c.iter().zip(v) {
+                let at = fill[j as usize].fetch_add(1, Relaxed) as usize;
+                // SAFETY: column j was sized to its entries, and the cursor gives each its own
+                // slot.
+                unsafe { dst[j as usize].write(at, (i, x)) };
+            }
+        }
+    });
+    drop(dst);
+    cols.par_iter_mut()
+        .for_each(|c| c.sort_unstable_by_key(|e| e.0));
     cols
 }
 
@@ -376,6 +426,23 @@ pub(crate) mod tests {
                 (best.0, dot - best.1)
             })
             .collect()
+    }
+
+    #[test]
+    fn blocks_hold_each_cells_row_in_column_order() {
+        let (n, nm) = (1300, 70);
+        let (m, a, b) = case(n, nm);
+        let lay = Layout::by_archetype(&a);
+        let kb = kb_cols(&m, &b);
+        let rows = transpose(&kb, n);
+        let blocks = blocks_of(&kb, &lay);
+        for (p, &i) in lay.order.iter().enumerate() {
+            let blk = &blocks[p / BLOCK_ROWS];
+            assert_eq!(blk.cells[p % BLOCK_ROWS], i);
+            let (c, v) = blk.row(p % BLOCK_ROWS);
+            let got: SpVec = c.iter().copied().zip(v.iter().copied()).collect();
+            assert_eq!(got, rows[i as usize], "cell {i}");
+        }
     }
 
     #[test]

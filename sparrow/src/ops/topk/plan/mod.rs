@@ -10,7 +10,7 @@
 //!   keys: a thread-block cluster per segment, each block holding a slice in registers, the
 //!   digit passes' histograms added over the cluster through distributed shared memory, each
 //!   block writing its winners at its offset. One kernel, so a
-//!   call's latency is one launch; [`TopkTuning::cluster_blocks_per_sm`] bounds the segments.
+//!   call's latency is one launch; [`TopkTuning::cluster_sm_percent`] bounds the segments.
 //! - CUDA filter, longer segments whose winners are few: a threshold per segment from a
 //!   sample of [`SAMPLE`] keys, one streaming pass that keeps the keys above it (in position
 //!   order, [`FilterShape::ct`] slots per tile) and counts those equal to it, and an on-chip
@@ -84,8 +84,9 @@ pub struct TopkTuning {
     /// Most keys a block of the cluster path holds in registers (16 a thread).
     pub cluster_slice_max: usize,
     /// The cluster path runs while its blocks (segments times blocks per cluster) are at most
-    /// this many per SM; more segments stream through the filter at bandwidth.
-    pub cluster_blocks_per_sm: usize,
+    /// this percentage of the SMs: one block of 1,024 threads fits an SM, so past one wave
+    /// the cluster's blocks queue while the filter streams more segments at bandwidth.
+    pub cluster_sm_percent: usize,
 }
 
 /// sm_90 (H100, H200).
@@ -97,9 +98,9 @@ pub const SM90: TopkTuning = TopkTuning {
     split_ratio: 8,
     cluster_slice: 8192,
     cluster_slice_max: 16_384,
-    // Off: the first cluster kernel ran slower than the filter on every serving shape of the
-    // H100 (docs/tuning/topk.md#cluster-path-sm_90), and the register version is unmeasured.
-    cluster_blocks_per_sm: 0,
+    // docs/tuning/topk.md#cluster-path-sm_90: on the H100 the cluster beat the filter with
+    // 16 and 64 blocks and lost fourfold with 1,024.
+    cluster_sm_percent: 50,
 };
 
 /// sm_80 and other architectures: sm_90's values, as no other GPU has been measured.
@@ -141,7 +142,7 @@ pub struct BaseFacts {
     pub filter_fits: bool,
     /// Whether the cluster path takes the layout: clusters exist, the longest segment fits one
     /// ([`cluster_ctas`]) and the segments are few enough
-    /// ([`TopkTuning::cluster_blocks_per_sm`]).
+    /// ([`TopkTuning::cluster_sm_percent`]).
     pub cluster_fits: bool,
 }
 
@@ -194,7 +195,7 @@ pub fn cluster_ctas(max_len: usize, limits: &crate::device::Limits) -> Option<us
 
 /// Whether the cluster rule takes `segments` segments of at most `max_len` keys under
 /// `tuning`: the cluster holds the longest ([`cluster_ctas`]) and the blocks are at most
-/// [`TopkTuning::cluster_blocks_per_sm`] per SM (0 turns the rule off).
+/// [`TopkTuning::cluster_sm_percent`] percent of the SMs (0 turns the rule off).
 pub fn cluster_fits(
     segments: usize,
     max_len: usize,
@@ -202,7 +203,9 @@ pub fn cluster_fits(
     tuning: &TopkTuning,
 ) -> bool {
     cluster_ctas(max_len, limits)
-        .is_some_and(|c| segments * c <= limits.sms as usize * tuning.cluster_blocks_per_sm)
+        .is_some_and(|c| {
+        segments.saturating_mul(c * 100) <= limits.sms as usize * tuning.cluster_sm_percent
+    })
 }
 
 /// Longest segment the cluster path takes on this device (0 without clusters).

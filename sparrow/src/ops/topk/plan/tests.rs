@@ -390,9 +390,9 @@ fn cluster_path_bound() {
             .unwrap();
         gpu_path(&req, &layout, l, 4).unwrap().0
     };
-    // With the rule on at 8 blocks per SM: 66 segments of 16 blocks fit, 67 do not.
+    // With the rule on at 800% of the SMs: 66 segments of 16 blocks fit, 67 do not.
     let on = TopkTuning {
-        cluster_blocks_per_sm: 8,
+        cluster_sm_percent: 800,
         ..SM90
     };
     let segs = 132 * 8 / 16;
@@ -405,7 +405,7 @@ fn cluster_path_bound() {
         131_072,
         &l,
         &TopkTuning {
-            cluster_blocks_per_sm: 0,
+            cluster_sm_percent: 0,
             ..SM90
         }
     ));

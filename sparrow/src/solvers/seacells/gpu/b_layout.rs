@@ -54,27 +54,40 @@ pub struct SegRows {
 }
 
 impl SegRows {
-    /// Rows of `t` for threads owning `w` columns each.
+    /// Rows of `t` for threads owning `w` columns each: every row's non-zeros found in
+    /// parallel (the scan reads all N x N entries), then laid end to end.
     pub fn new(t: &Aat, w: usize) -> Self {
         let nm = t.nm();
+        let rows: Vec<(Vec<i32>, Vec<f64>, Vec<i32>)> = (0..nm)
+            .into_par_iter()
+            .map(|m| {
+                let (mut col, mut val) = (Vec::new(), Vec::new());
+                for (c, &x) in t.row(m).iter().enumerate() {
+                    if x != 0.0 {
+                        col.push(c as i32);
+                        val.push(x);
+                    }
+                }
+                // Each thread's first entry, relative to the row.
+                let mut seg = Vec::with_capacity(THREADS + 1);
+                let mut k = 0;
+                for th in 0..=THREADS {
+                    while k < col.len() && (col[k] as usize) < th * w {
+                        k += 1;
+                    }
+                    seg.push(k as i32);
+                }
+                (col, val, seg)
+            })
+            .collect();
+        let nnz: usize = rows.iter().map(|r| r.0.len()).sum();
         let mut seg = Vec::with_capacity(nm * (THREADS + 1));
-        let (mut col, mut val) = (Vec::new(), Vec::new());
-        for m in 0..nm {
-            let start = col.len();
-            for (c, &x) in t.row(m).iter().enumerate() {
-                if x != 0.0 {
-                    col.push(c as i32);
-                    val.push(x);
-                }
-            }
-            let row = &col[start..];
-            let mut k = 0;
-            for th in 0..=THREADS {
-                while k < row.len() && (row[k] as usize) < th * w {
-                    k += 1;
-                }
-                seg.push((start + k) as i32);
-            }
+        let (mut col, mut val) = (Vec::with_capacity(nnz + 1), Vec::with_capacity(nnz + 1));
+        for (c, v, s) in rows {
+            let start = col.len() as i32;
+            seg.extend(s.iter().map(|&k| start + k));
+            col.extend(c);
+            val.extend(v);
         }
         // Every array holds an entry, so an all-zero T still has device addresses.
         col.push(0);
