@@ -423,25 +423,32 @@ fn small_topk_value_widths_and_per_segment_k() {
     );
 }
 
-/// The path bounds: segments of exactly the on-chip limit and one key more, rows of exactly
-/// the shared-memory sort width and one more (sorted on the host).
+/// The path bounds: segments of exactly the on-chip limit and one key more (as many segments
+/// as SMs, past the cluster rule; two such segments take the cluster instead of the
+/// shared-memory block), rows of exactly the shared-memory sort width and one more (sorted on
+/// the host).
 #[test]
 fn small_topk_path_bounds() {
     use sparrow::ops::topk::plan::{block_max, SORT_MAX};
     let d = dev();
-    let bmax = block_max(super::gpu().limits());
+    let gpu = super::gpu();
+    let bmax = block_max(gpu.limits());
+    let count = gpu.limits().sms as usize;
     for len in [bmax, bmax + 1] {
-        let k: Vec<f32> = keys(2 * len, Pattern::HeavyTies, len as u64);
+        let k: Vec<f32> = keys(count * len, Pattern::HeavyTies, len as u64);
         let req = TopK::largest(100).tie_break(TieBreak::LargerIndex);
-        let (_, plan) = req
-            .run_keys(&d, &k, Segments::Fixed { count: 2, len })
-            .unwrap();
+        let segs = Segments::Fixed { count, len };
+        let (_, plan) = req.run_keys(&d, &k, segs).unwrap();
         assert_eq!(
             plan.kernel.unwrap().contains("block"),
             len == bmax,
             "len {len}"
         );
-        check::<f32, f32>(&d, &req, &k, Segments::Fixed { count: 2, len }, None);
+        check::<f32, f32>(&d, &req, &k, segs, None);
+        let two = Segments::Fixed { count: 2, len };
+        let (_, plan) = req.run_keys(&d, &k[..2 * len], two).unwrap();
+        assert!(plan.kernel.unwrap().contains("cluster"), "len {len}");
+        check::<f32, f32>(&d, &req, &k[..2 * len], two, None);
     }
     let k: Vec<i32> = keys(3 * 10_000, Pattern::RandomBits, 3);
     for width in [SORT_MAX, SORT_MAX + 1] {

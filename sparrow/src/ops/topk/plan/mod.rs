@@ -153,6 +153,15 @@ pub const TOPK_RULES: &[Rule] = &[
         applies: |f| f.max_len <= WARP_MAX,
         path: GpuPath::Warp,
     },
+    // Past the register kernel's keys the on-chip path holds the segment in shared memory,
+    // which ran 2.7 times slower than a cluster of two blocks (docs/tuning/topk.md).
+    Rule {
+        name: "cluster-before-shared",
+        applies: |f| {
+            f.cluster_fits && rblock_items(f.max_len).is_none() && f.max_len <= f.block_max
+        },
+        path: GpuPath::Cluster,
+    },
     Rule {
         name: "on-chip",
         applies: |f| f.max_len <= f.block_max,
@@ -202,8 +211,7 @@ pub fn cluster_fits(
     limits: &crate::device::Limits,
     tuning: &TopkTuning,
 ) -> bool {
-    cluster_ctas(max_len, limits)
-        .is_some_and(|c| {
+    cluster_ctas(max_len, limits).is_some_and(|c| {
         segments.saturating_mul(c * 100) <= limits.sms as usize * tuning.cluster_sm_percent
     })
 }

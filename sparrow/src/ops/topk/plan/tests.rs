@@ -416,7 +416,14 @@ fn cluster_path_bound() {
         GpuPath::Filter
     };
     assert_eq!(path(4, 163_840, &l), want);
-    assert_eq!(path(1, block_max(&l), &l), GpuPath::OnChip);
+    assert_eq!(path(1, 8192, &l), GpuPath::OnChip);
+    // Past the register kernel's keys, a cluster rather than the shared-memory block.
+    let want = if cluster_fits(1, block_max(&l), &l, t) {
+        GpuPath::Cluster
+    } else {
+        GpuPath::OnChip
+    };
+    assert_eq!(path(1, block_max(&l), &l), want);
     let old = Limits {
         compute_capability: (8, 0),
         max_cluster: 1,
@@ -522,13 +529,27 @@ fn rules_pick_the_first_that_applies() {
     };
     assert_eq!(pick(WARP_MAX, true, true), "warp");
     assert_eq!(pick(WARP_MAX + 1, true, true), "on-chip");
-    assert_eq!(pick(16_384, false, true), "on-chip");
+    assert_eq!(pick(8192, true, true), "on-chip");
+    assert_eq!(pick(8193, true, true), "cluster-before-shared");
+    assert_eq!(pick(8193, true, false), "on-chip");
+    assert_eq!(pick(16_384, false, true), "cluster-before-shared");
+    assert_eq!(pick(16_384, false, false), "on-chip");
     assert_eq!(pick(16_385, true, true), "cluster");
     assert_eq!(pick(16_385, false, true), "cluster");
     assert_eq!(pick(16_385, true, false), "filter");
     assert_eq!(pick(16_385, false, false), "tiled");
     let names: Vec<_> = TOPK_RULES.iter().map(|r| r.name).collect();
-    assert_eq!(names, ["warp", "on-chip", "cluster", "filter", "tiled"]);
+    assert_eq!(
+        names,
+        [
+            "warp",
+            "cluster-before-shared",
+            "on-chip",
+            "cluster",
+            "filter",
+            "tiled"
+        ]
+    );
 }
 
 /// The tuning follows the architecture, and the on-chip cap comes from it.
