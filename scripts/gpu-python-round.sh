@@ -7,7 +7,9 @@
 # tests under memcheck; phase G runs the graph-capture tests (Rust workspace plan, Python),
 # the products and formats GPU tests, the trajectories agreement test and the serving shapes
 # against torch.topk; phase C runs the cluster path's GPU tests and memcheck on it, phase D
-# racecheck and synccheck; phase B times the serving shapes (this build with --sweep, the build before the
+# racecheck and synccheck; phase K runs the on-chip/cluster path bounds test; phase O times the
+# serving shapes on this build and on bundle/sparrow-old; phase Q runs bench seacells on the GPU
+# at $SEACELLS_SIZES (100,000 and 200,000 cells by default); phase B times the serving shapes (this build with --sweep, the build before the
 # cluster path as bundle/sparrow-base, torch.topk) and the target shapes. Logs go to $OUT.
 set -uo pipefail
 out=${OUT:-$PWD/py-round}
@@ -68,6 +70,19 @@ for phase in "$@"; do
       step serving-base 60 "$b/sparrow-base" bench topk --reps 50 --set serving
       step serving-torch 60 python bench/torch_topk.py --set serving --reps 50
       step targets-new 200 "$b/sparrow" bench topk --reps 20 --sweep
+      ;;
+    K)
+      step path-bounds 200 "$b/gpu-tests" --test-threads=1 small_topk_path_bounds
+      ;;
+    O)
+      # The build before a kernel change travels compressed as bundle/sparrow-old.gz: its
+      # forced paths beside this build's, on the same machine.
+      [ -f "$b/sparrow-old.gz" ] && gunzip -f "$b/sparrow-old.gz"
+      step serving-old 60 "$b/sparrow-old" bench topk --reps 50 --set serving --sweep
+      step serving-this 60 "$b/sparrow" bench topk --reps 50 --set serving --sweep
+      ;;
+    Q)
+      step seacells-scale 400 "$b/sparrow" bench seacells --device cuda --sizes "${SEACELLS_SIZES:-100000x50x1333,200000x50x2666}"
       ;;
     N)
       # ncu on one call of each shape whose fraction of copy is short of its target: every

@@ -245,30 +245,46 @@ impl<T> Slots<T> {
     }
 }
 
-/// The columns (`ncols` of them, sorted by cell) of a matrix held in row blocks, filled from
-/// every block at once as [`blocks_of`] fills rows.
+/// The columns (`ncols` of them, sorted by cell) of a matrix held in row blocks.
 pub fn cols_of(blocks: &[RowBlock], lay: &Layout, ncols: usize) -> Vec<SpVec> {
     debug_assert_eq!(blocks.len(), lay.blocks());
-    let fill = counters(ncols);
-    blocks.par_iter().for_each(|blk| {
-        for &c in &blk.col {
-            fill[c as usize].fetch_add(1, Relaxed);
+    cols_from_rows(lay.pos.len(), ncols, |p, f| {
+        let (blk, r) = (&blocks[p / BLOCK_ROWS], p % BLOCK_ROWS);
+        let (c, v) = blk.row(r);
+        for (&j, &x) in c.iter().zip(v) {
+            f(j, x);
         }
+        blk.cells[r]
+    })
+}
+
+/// The columns (`ncols` of them, each sorted by cell) of a matrix given row by row: `row(r, f)`
+/// calls `f(column, value)` for each entry of row r and returns the row's cell. The entries
+/// are counted, then placed from every row at once (each claims its own slot), then each
+/// column is sorted: as [`blocks_of`], on every thread. Columns must be below `ncols`.
+pub fn cols_from_rows<F>(nrows: usize, ncols: usize, row: F) -> Vec<SpVec>
+where
+    F: Fn(usize, &mut dyn FnMut(u32, f64)) -> u32 + Sync,
+{
+    let fill = counters(ncols);
+    (0..nrows).into_par_iter().for_each(|r| {
+        row(r, &mut |c, _| {
+            fill[c as usize].fetch_add(1, Relaxed);
+        });
     });
     let mut cols: Vec<SpVec> = fill
         .par_iter()
         .map(|f| vec![(0, 0.0); f.swap(0, Relaxed) as usize])
         .collect();
     let dst: Vec<Slots<(u32, f64)>> = cols.iter_mut().map(|c| Slots::of(c)).collect();
-    blocks.par_iter().for_each(|blk| {
-        for (r, &i) in blk.cells.iter().enumerate() {
-            let (c, v) = blk.row(r);
-            for (&j, &x) in c.iter().zip(v) {
-                let at = fill[j as usize].fetch_add(1, Relaxed) as usize;
-                // SAFETY: column j was sized to its entries, and the cursor gives each its own
-                // slot.
-                unsafe { dst[j as usize].write(at, (i, x)) };
-            }
+    (0..nrows).into_par_iter().for_each_init(Vec::new, |at, r| {
+        at.clear();
+        let cell = row(r, &mut |c, v| at.push((c, v)));
+        for &(c, v) in at.iter() {
+            let slot = fill[c as usize].fetch_add(1, Relaxed) as usize;
+            // SAFETY: column c was sized to its entries by the same rows, and the cursor gives
+            // each entry its own slot.
+            unsafe { dst[c as usize].write(slot, (cell, v)) };
         }
     });
     drop(dst);

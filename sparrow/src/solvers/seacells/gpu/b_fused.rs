@@ -18,10 +18,11 @@
 use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
+use rayon::prelude::*;
 
 use super::super::bounds::TCols;
 use super::super::fw::BSteps;
-use super::super::rows::{kat_blocks, Aat, Layout, RowBlock};
+use super::super::rows::{cols_from_rows, kat_blocks, Aat, Layout, RowBlock};
 use super::super::sparse::SpVec;
 use super::b_layout::{
     expansion_fits, flatten, hash_slots, max_metacells, tier, BRows, KatSource, NegKat, SegRows,
@@ -678,20 +679,19 @@ impl BSteps for GpuSteps<'_, '_> {
         let nnz = ptr[n] as usize;
         let col: Vec<i32> = gpu.download(&st.kb.col, nnz)?;
         let val: Vec<f64> = gpu.download(&st.kb.val, nnz)?;
-        let mut cols: Vec<SpVec> = vec![Vec::new(); nm];
-        for (i, &p) in lay.pos.iter().enumerate() {
-            let p = p as usize;
-            for q in ptr[p] as usize..ptr[p + 1] as usize {
-                let c = col[q] as usize;
-                if c >= nm {
-                    return Err(Error::device(
-                        "K B on the device",
-                        format!("row {p} names archetype {c} of {nm}"),
-                    ));
-                }
-                cols[c].push((i as u32, val[q]));
-            }
+        if let Some(q) = col.par_iter().position_any(|&c| c < 0 || c as usize >= nm) {
+            let p = ptr.partition_point(|&x| x as usize <= q) - 1;
+            return Err(Error::device(
+                "K B on the device",
+                format!("row {p} names archetype {} of {nm}", col[q]),
+            ));
         }
+        let cols = cols_from_rows(n, nm, |p, f| {
+            for q in ptr[p] as usize..ptr[p + 1] as usize {
+                f(col[q] as u32, val[q]);
+            }
+            lay.order[p]
+        });
         self.secs[4] += clock.elapsed().as_secs_f64();
         Ok(cols)
     }
