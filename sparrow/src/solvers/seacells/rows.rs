@@ -157,6 +157,8 @@ fn block_from(cells: &[u32], parts: &[Vec<(u32, u32, f64)>]) -> RowBlock {
 /// K B holds hundreds of millions of entries, and the blocks are the only memory taken beside
 /// the columns. A row holds at most one entry per column, so the sort gives one answer.
 pub fn blocks_of(cols: &[SpVec], lay: &Layout) -> Vec<RowBlock> {
+    // The fill below writes through raw pointers, so the layout is checked, not assumed.
+    assert_eq!(lay.pos.len(), lay.order.len(), "a layout's cells and places");
     let fill = counters(lay.pos.len());
     cols.par_iter().for_each(|col| {
         for &(i, _) in col {
@@ -191,7 +193,7 @@ pub fn blocks_of(cols: &[SpVec], lay: &Layout) -> Vec<RowBlock> {
             let (ptr, cs, vs) = &dst[p / BLOCK_ROWS];
             let r = p % BLOCK_ROWS;
             let at = ptr[r] + fill[p].fetch_add(1, Relaxed) as usize;
-            debug_assert!(at < ptr[r + 1]);
+            assert!(at < ptr[r + 1], "cell {i} has more entries than counted");
             // SAFETY: the counting pass sized row r to its entries, so `at` is inside the
             // row, and the cursor gives each entry its own slot.
             unsafe {
@@ -276,20 +278,25 @@ where
         .par_iter()
         .map(|f| vec![(0, 0.0); f.swap(0, Relaxed) as usize])
         .collect();
+    let lens: Vec<usize> = cols.iter().map(Vec::len).collect();
     let dst: Vec<Slots<(u32, f64)>> = cols.iter_mut().map(|c| Slots::of(c)).collect();
     (0..nrows).into_par_iter().for_each_init(Vec::new, |at, r| {
         at.clear();
         let cell = row(r, &mut |c, v| at.push((c, v)));
         for &(c, v) in at.iter() {
             let slot = fill[c as usize].fetch_add(1, Relaxed) as usize;
+            // A row that gives more entries the second time would write past its column.
+            assert!(slot < lens[c as usize], "row {r} gave entries it did not count");
             // SAFETY: column c was sized to its entries by the same rows, and the cursor gives
             // each entry its own slot.
             unsafe { dst[c as usize].write(slot, (cell, v)) };
         }
     });
     drop(dst);
+    // By cell, then value: a column that holds a cell twice (a malformed source) still comes
+    // out the same on every run.
     cols.par_iter_mut()
-        .for_each(|c| c.sort_unstable_by_key(|e| e.0));
+        .for_each(|c| c.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))));
     cols
 }
 
