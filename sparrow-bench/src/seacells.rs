@@ -63,7 +63,7 @@ pub struct SeacellsRecord {
     pub iterations: usize,
     /// Frank-Wolfe steps of each B update.
     pub b_steps: Vec<usize>,
-    /// Subspace iterations of the diffusion map.
+    /// Products of the diffusion operator with the eigensolver's block.
     pub diffusion_iterations: usize,
     /// The B updates' seconds by part.
     pub b_parts: Vec<(&'static str, f64)>,

@@ -501,7 +501,7 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             .map(|(n, s)| format!("{n} {s:.2}"))
             .collect();
         println!(
-            "{} x {}, {} metacells ({} labels): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; diffusion map {} subspace iterations), purity {:.4}, peak {}{}",
+            "{} x {}, {} metacells ({} labels): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; diffusion map {} operator products), purity {:.4}, peak {}{}",
             r.cells,
             r.dims,
             r.metacells,

@@ -6,7 +6,8 @@
 //! per connected component ([`multiscale_by_piece`], where the reason is given).
 //!
 //! T's eigenvectors come from the symmetric S = D^-1/2 (W + W^T) D^-1/2 (v = D^-1/2 u) by
-//! subspace iteration with Rayleigh-Ritz steps; only n x (a few more than the wanted count)
+//! subspace iteration with Rayleigh-Ritz steps, each step's block passed through a Chebyshev filter
+//! that damps the unwanted end of the spectrum; only n x (a few more than the wanted count)
 //! dense vectors are held.
 
 use faer::{Mat, Side};
@@ -23,7 +24,7 @@ pub struct Diffusion {
     pub values: Vec<f64>,
     /// Unit-norm eigenvectors, one per eigenvalue, each of length n.
     pub vectors: Vec<Vec<f64>>,
-    /// Subspace iterations taken.
+    /// Products of the operator with the block of vectors, over all steps.
     pub iterations: usize,
 }
 
@@ -101,7 +102,28 @@ fn gram_self(q: &[f64], b: usize) -> Vec<f64> {
         .par_chunks(PIECE * b)
         .map(|qc| {
             let mut g = vec![0.0; b * b];
-            for qr in qc.chunks_exact(b) {
+            // Four rows per sweep of the triangle: an entry takes their products one after
+            // another in row order, as row by row, but is loaded and stored once.
+            let mut groups = qc.chunks_exact(4 * b);
+            for q4 in &mut groups {
+                let (r0, rest) = q4.split_at(b);
+                let (r1, rest) = rest.split_at(b);
+                let (r2, r3) = rest.split_at(b);
+                for i in 0..b {
+                    let (a0, a1, a2, a3) = (r0[i], r1[i], r2[i], r3[i]);
+                    let row = &mut g[i * b + i..(i + 1) * b];
+                    for (jj, x) in row.iter_mut().enumerate() {
+                        let j = i + jj;
+                        let mut s = *x;
+                        s += a0 * r0[j];
+                        s += a1 * r1[j];
+                        s += a2 * r2[j];
+                        s += a3 * r3[j];
+                        *x = s;
+                    }
+                }
+            }
+            for qr in groups.remainder().chunks_exact(b) {
                 for i in 0..b {
                     let qi = qr[i];
                     let row = &mut g[i * b + i..(i + 1) * b];
@@ -136,6 +158,54 @@ fn times(x: &[f64], c: &[f64], b: usize) -> Vec<f64> {
                     for j in 0..b {
                         yr[j] += xi * c[i * b + j];
                     }
+                }
+            }
+        });
+    y
+}
+
+/// Columns of the block that [`half_s_plus_i`] sums at once, held in registers across a row's
+/// entries instead of read and written back per entry.
+const COLS: usize = 8;
+
+/// (S + I) X / 2 for the row-major n x b block X, S = D^-1/2 W D^-1/2 with `dis` = D^-1/2.
+/// Each output entry sums its row's entries of W in their stored order from 0.0, so the result
+/// does not depend on how the columns are grouped into [`COLS`]-wide register blocks.
+fn half_s_plus_i(w: &Csr<f64>, dis: &[f64], x: &[f64], b: usize) -> Vec<f64> {
+    let (cols, vals) = (w.col_idx(), w.values());
+    let mut y = vec![0.0; x.len()];
+    y.par_chunks_mut(PIECE * b)
+        .enumerate()
+        .for_each(|(piece, yc)| {
+            for (r, yr) in yc.chunks_exact_mut(b).enumerate() {
+                let i = piece * PIECE + r;
+                let range = w.row_range(i);
+                let mut j0 = 0;
+                while j0 < b {
+                    let width = COLS.min(b - j0);
+                    let mut acc = [0.0; COLS];
+                    if width == COLS {
+                        for p in range.clone() {
+                            // S's entry without the row factor, applied below.
+                            let c = cols[p] as usize;
+                            let v = vals[p] * dis[c];
+                            let xr = &x[c * b + j0..c * b + j0 + COLS];
+                            acc.iter_mut().zip(xr).for_each(|(s, &xv)| *s += v * xv);
+                        }
+                    } else {
+                        for p in range.clone() {
+                            let c = cols[p] as usize;
+                            let v = vals[p] * dis[c];
+                            let xr = &x[c * b + j0..c * b + j0 + width];
+                            acc.iter_mut().zip(xr).for_each(|(s, &xv)| *s += v * xv);
+                        }
+                    }
+                    let xi = &x[i * b + j0..i * b + j0 + width];
+                    yr[j0..j0 + width]
+                        .iter_mut()
+                        .zip(acc.iter().zip(xi))
+                        .for_each(|(o, (&s, &xv))| *o = 0.5 * (dis[i] * s + xv));
+                    j0 += width;
                 }
             }
         });
@@ -182,23 +252,36 @@ const LANES: usize = 4;
 /// it in lockstep and the core overlaps their chains; each row's arithmetic and its order are
 /// those of a row alone.
 fn solve_rows(q: &mut [f64], r: &[f64], b: usize) {
+    // R by columns, so a column's multipliers are read in order.
+    let rt: Vec<f64> = (0..b * b).map(|x| r[(x % b) * b + x / b]).collect();
     q.par_chunks_mut(PIECE * b).for_each(|qc| {
+        // A group's rows interleaved (entry k of lane t at k LANES + t), so the lanes of one
+        // column sit side by side.
+        let mut lanes = vec![0.0; LANES * b];
         let mut groups = qc.chunks_exact_mut(LANES * b);
         for g in &mut groups {
-            for j in 0..b {
-                let mut v = [0.0; LANES];
-                for (t, x) in v.iter_mut().enumerate() {
-                    *x = g[t * b + j];
+            for (t, row) in g.chunks_exact(b).enumerate() {
+                for (k, &x) in row.iter().enumerate() {
+                    lanes[k * LANES + t] = x;
                 }
-                for k in 0..j {
-                    let rk = r[k * b + j];
-                    for (t, x) in v.iter_mut().enumerate() {
-                        *x -= g[t * b + k] * rk;
+            }
+            for j in 0..b {
+                let (done, rest) = lanes.split_at_mut(j * LANES);
+                let mut v = [0.0; LANES];
+                v.copy_from_slice(&rest[..LANES]);
+                for (xk, &rk) in done.chunks_exact(LANES).zip(&rt[j * b..j * b + j]) {
+                    for (x, &y) in v.iter_mut().zip(xk) {
+                        *x -= y * rk;
                     }
                 }
-                let d = r[j * b + j];
-                for (t, x) in v.iter().enumerate() {
-                    g[t * b + j] = x / d;
+                let d = rt[j * b + j];
+                for (o, x) in rest[..LANES].iter_mut().zip(v) {
+                    *o = x / d;
+                }
+            }
+            for (t, row) in g.chunks_exact_mut(b).enumerate() {
+                for (k, x) in row.iter_mut().enumerate() {
+                    *x = lanes[k * LANES + t];
                 }
             }
         }
@@ -206,9 +289,9 @@ fn solve_rows(q: &mut [f64], r: &[f64], b: usize) {
             for j in 0..b {
                 let mut v = row[j];
                 for k in 0..j {
-                    v -= row[k] * r[k * b + j];
+                    v -= row[k] * rt[j * b + k];
                 }
-                row[j] = v / r[j * b + j];
+                row[j] = v / rt[j * b + j];
             }
         }
     });
@@ -257,6 +340,66 @@ fn orthonormalize(q: &mut [f64], b: usize, rng: &mut Rng) {
     }
 }
 
+/// Ritz residual (unit vectors) under which the wanted pairs count as converged.
+const RESIDUAL: f64 = 1e-6;
+
+/// Operator products after which the eigensolver stops with the pairs it has.
+const MAX_PRODUCTS: usize = 2000;
+
+/// Highest degree of one filter, and the most it may raise the top of the spectrum over the
+/// damped interval's edge: a larger gain would leave the filtered block too ill-conditioned
+/// for the Cholesky QR that follows.
+const MAX_DEGREE: usize = 24;
+const MAX_GAIN: f64 = 1e4;
+
+/// The filter's degree for the damped interval [0, `cut`] of an operator whose top eigenvalue
+/// is 1: the highest whose gain at 1, T_m(2 / cut - 1), stays under [`MAX_GAIN`]; 1 (a plain
+/// shifted product) when the cut leaves nothing to damp or nothing to gain.
+fn filter_degree(cut: f64) -> usize {
+    if !(cut > 1e-3 && cut < 1.0 - 1e-9) {
+        return 1;
+    }
+    let per_degree = (2.0 / cut - 1.0).acosh();
+    ((MAX_GAIN.acosh() / per_degree) as usize).clamp(1, MAX_DEGREE)
+}
+
+/// p(A) X for the Chebyshev polynomial of degree `degree` that stays within its value at the
+/// edge on [0, `cut`] and is 1 at A's top eigenvalue 1, so the eigenvectors above the cut grow
+/// against those below by T_degree(2 / cut - 1) per filter where plain products would gain
+/// only (1 / cut)^degree. The scaled three-term recurrence of Zhou and Saad (J. Comput. Phys.
+/// 2007) keeps every term near unit size. `ax` is A X, which the Rayleigh-Ritz step has.
+fn chebyshev(
+    apply: &dyn Fn(&[f64]) -> Vec<f64>,
+    x: Vec<f64>,
+    ax: Vec<f64>,
+    degree: usize,
+    cut: f64,
+) -> Vec<f64> {
+    if !(cut > 1e-3 && cut < 1.0 - 1e-9) {
+        return ax;
+    }
+    // [0, cut] is c +- e.
+    let (c, e) = (cut / 2.0, cut / 2.0);
+    let mut sigma = e / (1.0 - c);
+    let tau = 2.0 / sigma;
+    let mut y = ax;
+    y.par_iter_mut()
+        .zip(x.par_iter())
+        .for_each(|(a, &xv)| *a = (*a - c * xv) * (sigma / e));
+    let mut prev = x;
+    for _ in 1..degree {
+        let next_sigma = 1.0 / (tau - sigma);
+        let mut ay = apply(&y);
+        let (f, g) = (2.0 * next_sigma / e, sigma * next_sigma);
+        ay.par_iter_mut()
+            .zip(y.par_iter().zip(prev.par_iter()))
+            .for_each(|(a, (&yv, &pv))| *a = (*a - c * yv) * f - g * pv);
+        prev = std::mem::replace(&mut y, ay);
+        sigma = next_sigma;
+    }
+    y
+}
+
 /// The `count` leading eigenpairs of D^-1 W for a symmetric non-negative W, eigenvectors of
 /// unit norm; deterministic for a seed (whatever the thread count).
 ///
@@ -277,31 +420,9 @@ pub fn diffusion_map(w: &Csr<f64>, count: usize, seed: u64) -> Result<Diffusion>
         .iter()
         .map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 })
         .collect();
-    let (cols, vals) = (w.col_idx(), w.values());
     let b = (count + 8).min(n);
     // (S + I) / 2: the same eigenvectors, eigenvalues in [0, 1], so the wanted ones lead.
-    let apply = |x: &[f64]| -> Vec<f64> {
-        let mut y = vec![0.0; n * b];
-        y.par_chunks_mut(PIECE * b)
-            .enumerate()
-            .for_each(|(piece, yc)| {
-                for (r, yr) in yc.chunks_exact_mut(b).enumerate() {
-                    let i = piece * PIECE + r;
-                    for p in w.row_range(i) {
-                        // S's entry without the row factor, applied below.
-                        let c = cols[p] as usize;
-                        let v = vals[p] * dis[c];
-                        let xr = &x[c * b..(c + 1) * b];
-                        yr.iter_mut().zip(xr).for_each(|(s, &xv)| *s += v * xv);
-                    }
-                    let xi = &x[i * b..(i + 1) * b];
-                    yr.iter_mut()
-                        .zip(xi)
-                        .for_each(|(s, &xv)| *s = 0.5 * (dis[i] * *s + xv));
-                }
-            });
-        y
-    };
+    let apply = |x: &[f64]| half_s_plus_i(w, &dis, x, b);
     let mut rng = Rng::new(seed ^ 0x5EAC_E115);
     // Column by column, as the random start has always been drawn.
     let mut q = vec![0.0; n * b];
@@ -311,41 +432,43 @@ pub fn diffusion_map(w: &Csr<f64>, count: usize, seed: u64) -> Result<Diffusion>
         }
     }
     orthonormalize(&mut q, b, &mut rng);
-    let (mut theta, mut ritz) = (Vec::new(), Vec::new());
-    let mut iterations = 0;
-    for it in 1..=2000 {
+    let (mut theta, mut ritz);
+    let mut products = 0;
+    loop {
         let aq = apply(&q);
-        if it % 10 == 0 || it == 2000 {
-            // Rayleigh-Ritz on span(Q), and the residuals of the wanted Ritz pairs.
-            let g = gram(&q, &aq, b);
-            let h = Mat::<f64>::from_fn(b, b, |i, j| 0.5 * (g[i * b + j] + g[j * b + i]));
-            let e = h
-                .self_adjoint_eigen(Side::Lower)
-                .map_err(|e| Error::device("eigendecomposition (faer)", format!("{e:?}")))?;
-            // Eigenvalues descending: column k of U (b x b, row-major) is pair b - 1 - k.
-            theta = (0..b).rev().map(|k| e.S()[k]).collect();
-            let u = e.U();
-            let ud: Vec<f64> = (0..b * b).map(|x| u[(x / b, b - 1 - x % b)]).collect();
-            ritz = times(&q, &ud, b);
-            let av = times(&aq, &ud, b);
-            let worst = (0..count)
-                .map(|j| {
-                    (0..n)
-                        .map(|i| (av[i * b + j] - theta[j] * ritz[i * b + j]).powi(2))
-                        .sum::<f64>()
-                        .sqrt()
-                })
-                .fold(0.0, f64::max);
-            iterations = it;
-            if worst < 1e-6 {
-                break;
-            }
-            q = apply(&ritz);
-        } else {
-            q = aq;
+        products += 1;
+        // Rayleigh-Ritz on span(Q), and the residuals of the wanted Ritz pairs.
+        let g = gram(&q, &aq, b);
+        let h = Mat::<f64>::from_fn(b, b, |i, j| 0.5 * (g[i * b + j] + g[j * b + i]));
+        let e = h
+            .self_adjoint_eigen(Side::Lower)
+            .map_err(|e| Error::device("eigendecomposition (faer)", format!("{e:?}")))?;
+        // Eigenvalues descending: column k of U (b x b, row-major) is pair b - 1 - k.
+        theta = (0..b).rev().map(|k| e.S()[k]).collect::<Vec<f64>>();
+        let u = e.U();
+        let ud: Vec<f64> = (0..b * b).map(|x| u[(x / b, b - 1 - x % b)]).collect();
+        ritz = times(&q, &ud, b);
+        let av = times(&aq, &ud, b);
+        let worst = (0..count)
+            .map(|j| {
+                (0..n)
+                    .map(|i| (av[i * b + j] - theta[j] * ritz[i * b + j]).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .fold(0.0, f64::max);
+        if worst < RESIDUAL || products >= MAX_PRODUCTS {
+            break;
         }
+        // Damp everything at or below the block's smallest Ritz value, which bounds the
+        // eigenvalues the block has not caught from below.
+        let cut = theta[b - 1];
+        let degree = filter_degree(cut).min(MAX_PRODUCTS - products);
+        q = chebyshev(&apply, ritz, av, degree, cut);
+        products += degree - 1;
         orthonormalize(&mut q, b, &mut rng);
     }
+    let iterations = products;
     let mut values = Vec::with_capacity(count);
     let mut vectors = Vec::with_capacity(count);
     for j in 0..count {
@@ -559,11 +682,42 @@ mod tests {
         }
     }
 
+    /// The operator in register blocks of columns is the entry-by-entry product bit for bit,
+    /// at widths below, at and between whole blocks, across row pieces.
+    #[test]
+    fn operator_blocks_are_the_plain_product() {
+        let mut rng = Rng::new(7);
+        for (n, b) in [(40, 1), (300, COLS), (PIECE + 5, 18), (50, 2 * COLS + 3)] {
+            let w = graph(n, 9);
+            let dis: Vec<f64> = (0..n).map(|_| rng.uniform()).collect();
+            let x: Vec<f64> = (0..n * b).map(|_| rng.uniform() - 0.5).collect();
+            let got = half_s_plus_i(&w, &dis, &x, b);
+            let mut want = vec![0.0; n * b];
+            for i in 0..n {
+                let yr = &mut want[i * b..(i + 1) * b];
+                for p in w.row_range(i) {
+                    let c = w.col_idx()[p] as usize;
+                    let v = w.values()[p] * dis[c];
+                    for j in 0..b {
+                        yr[j] += v * x[c * b + j];
+                    }
+                }
+                for j in 0..b {
+                    yr[j] = 0.5 * (dis[i] * yr[j] + x[i * b + j]);
+                }
+            }
+            assert!(
+                got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "n {n}, b {b}"
+            );
+        }
+    }
+
     /// The symmetric Gram sum is the general one bit for bit, across row pieces.
     #[test]
     fn gram_self_is_gram_bit_for_bit() {
         let mut rng = Rng::new(5);
-        for (n, b) in [(1, 1), (7, 18), (PIECE + 3, 18), (3 * PIECE - 1, 5)] {
+        for (n, b) in [(1, 1), (7, 18), (8, 3), (PIECE + 3, 18), (3 * PIECE - 1, 5)] {
             let q: Vec<f64> = (0..n * b).map(|_| rng.uniform() - 0.5).collect();
             let (a, g) = (gram_self(&q, b), gram(&q, &q, b));
             assert!(

@@ -171,7 +171,7 @@ pub struct Fit {
     pub diffusion_labels: Vec<u32>,
     /// Frank-Wolfe steps of each B update.
     pub b_steps: Vec<usize>,
-    /// Subspace iterations of the diffusion map's eigensolver.
+    /// Products of the diffusion operator with the eigensolver's block, summed over the pieces.
     pub diffusion_iterations: usize,
     /// The B updates' seconds by part, summed over the updates (see `super::fw::BUpdate`).
     pub b_parts: Vec<(&'static str, f64)>,
