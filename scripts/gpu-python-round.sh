@@ -8,8 +8,9 @@
 # the products and formats GPU tests, the trajectories agreement test and the serving shapes
 # against torch.topk; phase C runs the cluster path's GPU tests and memcheck on it, phase D
 # racecheck and synccheck; phase K runs the on-chip/cluster path bounds test; phase O times the
-# serving shapes on this build and on bundle/sparrow-old; phase Q runs bench seacells on the GPU
-# at $SEACELLS_SIZES (100,000 and 200,000 cells by default); phase B times the serving shapes (this build with --sweep, the build before the
+# serving shapes on this build and on bundle/sparrow-old; phase Y runs the SEACells GPU tests;
+# phase W runs bench seacells on bundle/sparrow-old at $SEACELLS_OLD_SIZES; phase Q runs bench
+# seacells on the GPU at $SEACELLS_SIZES (100,000 and 200,000 cells by default); phase B times the serving shapes (this build with --sweep, the build before the
 # cluster path as bundle/sparrow-base, torch.topk) and the target shapes. Logs go to $OUT.
 set -uo pipefail
 out=${OUT:-$PWD/py-round}
@@ -77,9 +78,19 @@ for phase in "$@"; do
     O)
       # The build before a kernel change travels compressed as bundle/sparrow-old.gz: its
       # forced paths beside this build's, on the same machine.
-      [ -f "$b/sparrow-old.gz" ] && gunzip -f "$b/sparrow-old.gz"
+      [ -f "$b/sparrow-old.gz" ] && gunzip -f "$b/sparrow-old.gz" && chmod +x "$b/sparrow-old"
       step serving-old 60 "$b/sparrow-old" bench topk --reps 50 --set serving --sweep
       step serving-this 60 "$b/sparrow" bench topk --reps 50 --set serving --sweep
+      ;;
+    Y)
+      # The SEACells GPU tests: every kernel against its CPU function, the CPU/GPU identity
+      # fits, the trajectories agreement.
+      step seacells-gpu-tests 400 "$b/gpu-tests" --test-threads=1 seacells
+      ;;
+    W)
+      # bench seacells on bundle/sparrow-old, the build before a change, at $SEACELLS_OLD_SIZES.
+      [ -f "$b/sparrow-old.gz" ] && gunzip -f "$b/sparrow-old.gz" && chmod +x "$b/sparrow-old"
+      step seacells-old 300 "$b/sparrow-old" bench seacells --device cuda --sizes "${SEACELLS_OLD_SIZES:-100000x50x1333}"
       ;;
     Q)
       step seacells-scale 400 "$b/sparrow" bench seacells --device cuda --sizes "${SEACELLS_SIZES:-100000x50x1333,200000x50x2666}"
