@@ -713,6 +713,41 @@ mod tests {
         }
     }
 
+    /// On a diagonal operator the filter multiplies each entry by T_m(2 lambda / cut - 1) /
+    /// T_m(2 / cut - 1): 1 at the top eigenvalue, at most the inverse gain on [0, cut], and the
+    /// degree picked keeps that gain under MAX_GAIN.
+    #[test]
+    fn chebyshev_filter_is_the_scaled_polynomial() {
+        let cheb = |m: usize, x: f64| {
+            if x.abs() <= 1.0 {
+                (m as f64 * x.acos()).cos()
+            } else {
+                (m as f64 * x.acosh()).cosh()
+            }
+        };
+        let lam: Vec<f64> = (0..=50).map(|i| i as f64 / 50.0).collect();
+        for cut in [0.3, 0.9, 0.98] {
+            let degree = filter_degree(cut);
+            assert!((1..=MAX_DEGREE).contains(&degree));
+            assert!(cheb(degree, 2.0 / cut - 1.0) <= MAX_GAIN * (1.0 + 1e-12));
+            let apply = |x: &[f64]| -> Vec<f64> { x.iter().zip(&lam).map(|(v, l)| v * l).collect() };
+            let x: Vec<f64> = lam.iter().map(|_| 1.0).collect();
+            let y = chebyshev(&apply, x.clone(), apply(&x), degree, cut);
+            let top = cheb(degree, 2.0 / cut - 1.0);
+            for (l, got) in lam.iter().zip(&y) {
+                let want = cheb(degree, 2.0 * l / cut - 1.0) / top;
+                assert!((got - want).abs() < 1e-9 * want.abs().max(1.0), "cut {cut}, lambda {l}: {got} vs {want}");
+                if *l <= cut {
+                    assert!(got.abs() <= 1.0 / top + 1e-12);
+                }
+            }
+            assert!((y[50] - 1.0).abs() < 1e-12);
+        }
+        // Nothing to damp, or nothing left to gain: a plain product.
+        assert_eq!(filter_degree(0.0), 1);
+        assert_eq!(filter_degree(1.0), 1);
+    }
+
     /// The symmetric Gram sum is the general one bit for bit, across row pieces.
     #[test]
     fn gram_self_is_gram_bit_for_bit() {
