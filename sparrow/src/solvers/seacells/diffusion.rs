@@ -184,6 +184,8 @@ fn half_s_plus_i(w: &Csr<f64>, dis: &[f64], x: &[f64], b: usize) -> Vec<f64> {
                 while j0 < b {
                     let width = COLS.min(b - j0);
                     let mut acc = [0.0; COLS];
+                    // The full-width loop is written apart so its width is a constant and the
+                    // accumulators stay in registers; the tail's arithmetic is the same.
                     if width == COLS {
                         for p in range.clone() {
                             // S's entry without the row factor, applied below.
@@ -352,11 +354,17 @@ const MAX_PRODUCTS: usize = 2000;
 const MAX_DEGREE: usize = 24;
 const MAX_GAIN: f64 = 1e4;
 
+/// Whether [0, `cut`] leaves something to damp below the top eigenvalue 1 and something to
+/// gain there (a cut at 0, at 1 or NaN does not, and the step is a plain product).
+fn filters(cut: f64) -> bool {
+    cut > 1e-3 && cut < 1.0 - 1e-9
+}
+
 /// The filter's degree for the damped interval [0, `cut`] of an operator whose top eigenvalue
 /// is 1: the highest whose gain at 1, T_m(2 / cut - 1), stays under [`MAX_GAIN`]; 1 (a plain
 /// shifted product) when the cut leaves nothing to damp or nothing to gain.
 fn filter_degree(cut: f64) -> usize {
-    if !(cut > 1e-3 && cut < 1.0 - 1e-9) {
+    if !filters(cut) {
         return 1;
     }
     let per_degree = (2.0 / cut - 1.0).acosh();
@@ -375,7 +383,7 @@ fn chebyshev(
     degree: usize,
     cut: f64,
 ) -> Vec<f64> {
-    if !(cut > 1e-3 && cut < 1.0 - 1e-9) {
+    if !filters(cut) {
         return ax;
     }
     // [0, cut] is c +- e.
