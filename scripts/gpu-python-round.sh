@@ -10,7 +10,8 @@
 # racecheck and synccheck; phase K runs the on-chip/cluster path bounds test; phase O times the
 # serving shapes on this build and on bundle/sparrow-old; phase Y runs the SEACells GPU tests;
 # phase W runs bench seacells on bundle/sparrow-old at $SEACELLS_OLD_SIZES; phase Q runs bench
-# seacells on the GPU at $SEACELLS_SIZES (100,000 and 200,000 cells by default); phase B times the serving shapes (this build with --sweep, the build before the
+# seacells on the GPU at $SEACELLS_SIZES (100,000 and 200,000 cells by default); phase Z runs
+# compute-sanitizer on the SEACells GPU tests $SEACELLS_SAN_FILTER names; phase B times the serving shapes (this build with --sweep, the build before the
 # cluster path as bundle/sparrow-base, torch.topk) and the target shapes. Logs go to $OUT.
 set -uo pipefail
 out=${OUT:-$PWD/py-round}
@@ -86,6 +87,14 @@ for phase in "$@"; do
       # The SEACells GPU tests: every kernel against its CPU function, the CPU/GPU identity
       # fits, the trajectories agreement.
       step seacells-gpu-tests 400 "$b/gpu-tests" --test-threads=1 seacells
+      ;;
+    Z)
+      # compute-sanitizer (memcheck, racecheck, synccheck) on the SEACells GPU tests that
+      # $SEACELLS_SAN_FILTER names (the row products by default).
+      for tool in memcheck racecheck synccheck; do
+        step "seacells-san-$tool" 240 "$sanitizer" --tool "$tool" --error-exitcode 9 \
+          "$b/gpu-tests" --test-threads=1 "${SEACELLS_SAN_FILTER:-seacells_row_products}"
+      done
       ;;
     W)
       # bench seacells on bundle/sparrow-old, the build before a change, at $SEACELLS_OLD_SIZES.

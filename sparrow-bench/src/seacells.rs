@@ -67,6 +67,8 @@ pub struct SeacellsRecord {
     pub diffusion_iterations: usize,
     /// The B updates' seconds by part.
     pub b_parts: Vec<(&'static str, f64)>,
+    /// The A updates' and the products' seconds by part.
+    pub fit_parts: Vec<(&'static str, f64)>,
     /// Whether the RSS converged.
     pub converged: bool,
     /// Mean purity of the metacells against the mixture's labels.
@@ -162,6 +164,7 @@ pub fn run(
             b_steps: f.b_steps.clone(),
             diffusion_iterations: f.diffusion_iterations,
             b_parts: f.b_parts.clone(),
+            fit_parts: f.fit_parts.clone(),
             converged: f.converged,
             purity_mean: mean_purity(&p),
             peak_mb: peak_rss_mb(),

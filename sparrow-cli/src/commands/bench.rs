@@ -495,13 +495,14 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             .iter()
             .map(|(n, s)| format!("{n} {s:.2}"))
             .collect();
-        let parts: Vec<String> = r
-            .b_parts
-            .iter()
-            .map(|(n, s)| format!("{n} {s:.2}"))
-            .collect();
+        let timed = |v: &[(&'static str, f64)]| -> String {
+            v.iter()
+                .map(|(n, s)| format!("{n} {s:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         println!(
-            "{} x {}, {} metacells ({} labels): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; diffusion map {} operator products), purity {:.4}, peak {}{}",
+            "{} x {}, {} metacells ({} labels): {:.2} s [{}], {} iterations{} (B steps {:?}; B update by part [{}]; A update and products by part [{}]; diffusion map {} operator products), purity {:.4}, peak {}{}",
             r.cells,
             r.dims,
             r.metacells,
@@ -511,7 +512,8 @@ fn seacells(ctx: &super::Ctx, args: &Args) -> Result<ExitCode> {
             r.iterations,
             if r.converged { " (converged)" } else { "" },
             r.b_steps,
-            parts.join(", "),
+            timed(&r.b_parts),
+            timed(&r.fit_parts),
             r.diffusion_iterations,
             r.purity_mean,
             r.peak_mb.map_or("n/a".into(), |m| format!("{m:.0} MB")),

@@ -5,7 +5,7 @@ use sparrow::matrix::Csr;
 use sparrow::matrix::Rng;
 use sparrow::matrix::{io, Dense};
 use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
-use sparrow::solvers::seacells::fw::{update_a, update_b, update_b_with};
+use sparrow::solvers::seacells::fw::{kb_cols, update_a, update_b, update_b_with};
 use sparrow::solvers::seacells::gpu::GpuSteps;
 use sparrow::solvers::seacells::gpu::{knn_tiled, BPath, KatSource, Solver, B_CHUNK};
 use sparrow::solvers::seacells::kernel::{kernel_from_knn, knn, Symmetrize};
@@ -113,11 +113,102 @@ fn b_problem(n: usize, nm: usize, cells: &[usize]) -> (Vec<SpVec>, Vec<SpVec>) {
     (a, b)
 }
 
-/// The fused B update with the CPU's K A^T is the CPU's update bit for bit: two columns
-/// a thread with many blocks of cells (3,000 cells, 300 archetypes) and eight columns a
-/// thread (300 cells, 1,100 archetypes), B drawn from one cluster so many cells have no
-/// K B entries, with and without the early stop. With K A^T built on the device the
-/// picks agree on at least 99% of archetypes, as does the chunked SpMM path.
+/// Random rows over `ncols` columns, `per_row` draws each (ascending, duplicates merged), some
+/// rows empty.
+fn random_rows(n: usize, ncols: usize, per_row: usize, seed: u64) -> Vec<SpVec> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|i| {
+            if i % 11 == 5 {
+                return Vec::new();
+            }
+            let mut r: SpVec = (0..per_row)
+                .map(|_| (rng.below(ncols as u64) as u32, 0.05 + rng.uniform()))
+                .collect();
+            r.sort_by_key(|e| e.0);
+            r.dedup_by_key(|e| e.0);
+            r
+        })
+        .collect()
+}
+
+/// The CPU's M (M X) for X by rows (`kb_cols` over X's columns), as rows, negated by `sign`
+/// and in `order` where given.
+fn cpu_m_m_times(
+    m: &Csr<f64>,
+    x: &[SpVec],
+    ncols: usize,
+    order: Option<&[u32]>,
+    sign: f64,
+) -> Vec<SpVec> {
+    let n = x.len();
+    let rows = transpose(&kb_cols(m, &transpose(x, ncols)), n);
+    let signed = |r: &SpVec| -> SpVec { r.iter().map(|&(c, v)| (c, sign * v)).collect() };
+    match order {
+        Some(o) => o.iter().map(|&i| signed(&rows[i as usize])).collect(),
+        None => rows.iter().map(signed).collect(),
+    }
+}
+
+fn assert_bits(got: &[SpVec], want: &[SpVec], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: rows");
+    for (r, (g, w)) in got.iter().zip(want).enumerate() {
+        let bits =
+            |v: &SpVec| -> Vec<(u32, u64)> { v.iter().map(|&(c, x)| (c, x.to_bits())).collect() };
+        assert_eq!(bits(g), bits(w), "{what}: row {r}");
+    }
+}
+
+/// The B update's products on the device, M (M X) by rows, are the CPU's kb_cols bit for
+/// bit: B-like and A-like operands over a mixture's kernel (n not a multiple of the block's
+/// four warps, rows in a permuted order and in cell order, negated and not), rows long enough
+/// that some outgrow the hash set and take the dense row (1,500 columns), and an error, not
+/// a wrong answer, past the most columns a dense row holds.
+#[test]
+fn seacells_row_products_are_the_cpus() {
+    let g = gpu();
+    let n = 3_001;
+    let (x, _) = gaussian_mixture(n, 10, 20, 2);
+    let nb = knn(&x, 15).unwrap();
+    let m = kernel_from_knn(&nb, 15, Symmetrize::Union).unwrap();
+    let solver = Solver::new(&g, &m).unwrap();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let mut rng = Rng::new(9);
+    for i in (1..n).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    for (ncols, per_row, what) in [
+        (300usize, 3usize, "A-like"),
+        (40, 1, "B-like"),
+        (1_500, 60, "long rows"),
+    ] {
+        let xr = random_rows(n, ncols, per_row, ncols as u64);
+        for (ord, sign) in [(None, -1.0), (Some(&order[..]), 1.0)] {
+            let got = solver.m_m_times_rows(&xr, ncols, ord, sign).unwrap();
+            let want = cpu_m_m_times(&m, &xr, ncols, ord, sign);
+            assert_bits(&got, &want, what);
+        }
+        if what == "long rows" {
+            // Some rows outgrew the hash set's 768 columns.
+            let want = cpu_m_m_times(&m, &xr, ncols, None, 1.0);
+            assert!(
+                want.iter().any(|r| r.len() > 768),
+                "no row took the dense path"
+            );
+        }
+    }
+    let wide = random_rows(n, 30_000, 60, 4);
+    match solver.m_m_times_rows(&wide, 30_000, None, 1.0) {
+        Err(sparrow::Error::Unsupported { .. }) => {}
+        other => panic!("30,000 columns: {:?}", other.map(|r| r.len())),
+    }
+}
+
+/// The fused B update is the CPU's update bit for bit, with the CPU's K A^T and K B and with
+/// the device's: two columns a thread with many blocks of cells (3,000 cells, 300
+/// archetypes) and eight columns a thread (300 cells, 1,100 archetypes), B drawn from one
+/// cluster so many cells have no K B entries, with and without the early stop. The chunked
+/// SpMM path's picks agree on at least 99% of archetypes.
 #[test]
 fn seacells_fused_b_update_is_the_cpus() {
     let g = gpu();
@@ -141,7 +232,23 @@ fn seacells_fused_b_update_is_the_cpus() {
             assert_eq!(host.steps, cpu.steps, "n {n} nm {nm}");
             assert_eq!(host.b, cpu.b, "n {n} nm {nm} steps {steps}");
             assert_eq!(host.kb, cpu.kb, "n {n} nm {nm} steps {steps}");
-            for path in [BPath::Fused(KatSource::Device), BPath::Chunked] {
+            // The device's K A^T and K B sum in the CPU's order: the same update bit for bit.
+            let dev = solver
+                .update_b_on(
+                    BPath::Fused(KatSource::Device),
+                    &m,
+                    &a,
+                    &b,
+                    steps,
+                    min_steps,
+                    tol,
+                )
+                .unwrap();
+            assert_eq!(dev.steps, cpu.steps, "device n {n} nm {nm}");
+            assert_eq!(dev.b, cpu.b, "device n {n} nm {nm} steps {steps}");
+            assert_eq!(dev.kb, cpu.kb, "device n {n} nm {nm} steps {steps}");
+            {
+                let path = BPath::Chunked;
                 let got = solver
                     .update_b_on(path, &m, &a, &b, steps, min_steps, tol)
                     .unwrap();

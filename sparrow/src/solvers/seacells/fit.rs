@@ -175,6 +175,17 @@ pub struct Fit {
     pub diffusion_iterations: usize,
     /// The B updates' seconds by part, summed over the updates (see `super::fw::BUpdate`).
     pub b_parts: Vec<(&'static str, f64)>,
+    /// The GPU A updates' seconds by part (see `super::gpu::Solver::update_a_timed`; none on
+    /// the CPU), then the products between the updates: "t1" (B^T K B) and "rss".
+    pub fit_parts: Vec<(&'static str, f64)>,
+}
+
+/// Adds `s` seconds to the part `name`, appended where it is new.
+pub fn add_part(parts: &mut Vec<(&'static str, f64)>, name: &'static str, s: f64) {
+    match parts.iter_mut().find(|p| p.0 == name) {
+        Some(p) => p.1 += s,
+        None => parts.push((name, s)),
+    }
 }
 
 /// What a fit reports as it goes: the stage it starts, and each outer iteration with its RSS.
@@ -307,23 +318,28 @@ pub fn fit_on<T: Scalar>(
     // The fit's time split into its A updates, B updates and the products between them.
     let (mut t_a, mut t_b) = (0.0, 0.0);
     // The CPU's A update reads K B by cell; the GPU's transposes it on upload.
-    let run_a = |kb: &[SpVec], t1: &[f64], prev: Option<&[SpVec]>, t: &mut f64| {
+    let mut fit_parts: Vec<(&'static str, f64)> = Vec::new();
+    let run_a = |kb: &[SpVec],
+                 t1: &[f64],
+                 prev: Option<&[SpVec]>,
+                 t: &mut f64,
+                 parts: &mut Vec<(&'static str, f64)>| {
         let c = Instant::now();
         let r = match &solver {
-            Some(sv) => sv.update_a(kb, t1, prev, cfg.fw_steps),
+            Some(sv) => sv.update_a_timed(kb, t1, prev, cfg.fw_steps, parts),
             None => Ok(update_a(&transpose(kb, n), t1, nm, prev, cfg.fw_steps)),
         };
         *t += c.elapsed().as_secs_f64();
         r
     };
-    let mut a = run_a(&kb, &t1, None, &mut t_a)?;
+    let mut a = run_a(&kb, &t1, None, &mut t_a, &mut fit_parts)?;
     let mut rss_hist = vec![rss(tr_k, &kb, &a, &t1)];
     let mut b_steps = Vec::new();
     let mut b_parts: Vec<(&'static str, f64)> = Vec::new();
     let mut converged = false;
     let mut iterations = 0;
     while iterations < cfg.max_iter {
-        a = run_a(&kb, &t1, Some(&a), &mut t_a)?;
+        a = run_a(&kb, &t1, Some(&a), &mut t_a, &mut fit_parts)?;
         // The B update builds K B afresh from B; the old one is not held beside it.
         drop(std::mem::take(&mut kb));
         let c = Instant::now();
@@ -336,13 +352,14 @@ pub fn fit_on<T: Scalar>(
         kb = up.kb;
         b_steps.push(up.steps);
         for (name, s) in &up.parts {
-            match b_parts.iter_mut().find(|p| p.0 == *name) {
-                Some(p) => p.1 += s,
-                None => b_parts.push((name, *s)),
-            }
+            add_part(&mut b_parts, name, *s);
         }
+        let c = Instant::now();
         t1 = btkb(&kb, &transpose(&b, n));
+        add_part(&mut fit_parts, "t1", c.elapsed().as_secs_f64());
+        let c = Instant::now();
         let r = rss(tr_k, &kb, &a, &t1);
+        add_part(&mut fit_parts, "rss", c.elapsed().as_secs_f64());
         rss_hist.push(r);
         iterations += 1;
         announce(progress, cfg, Progress::Iteration(iterations, r))?;
@@ -391,6 +408,7 @@ pub fn fit_on<T: Scalar>(
         b_steps,
         diffusion_iterations,
         b_parts,
+        fit_parts,
     })
 }
 
@@ -436,6 +454,7 @@ impl Fit {
             "seconds_total": total,
             "b_update_steps": self.b_steps,
             "b_update_seconds": times(&self.b_parts),
+            "fit_seconds_by_part": times(&self.fit_parts),
             "diffusion_iterations": self.diffusion_iterations,
             "initial_archetypes": self.initial_archetypes,
             "compactness": self.compactness(),

@@ -225,15 +225,15 @@ pub fn update_b(
 /// cells' columns of K. B itself and the stop rule stay with [`update_b_with`], the same on
 /// every backend.
 pub trait BSteps {
-    /// Called before the first step of every B update with A, A A^T, the cell layout and
-    /// K B for the starting B in the layout's row blocks.
+    /// Called before the first step of every B update with A, the starting B, A A^T and the
+    /// cell layout; it builds K A^T and the starting K B where its steps read them.
     fn begin(
         &mut self,
         m: &Csr<f64>,
         a: &[SpVec],
+        b: &[SpVec],
         aat: &Aat,
         lay: &Layout,
-        kb: Vec<RowBlock>,
     ) -> Result<()>;
     /// One step's picks for B (sorted columns).
     fn pick(&mut self, b: &[SpVec], aat: &Aat, lay: &Layout) -> Result<Vec<(u32, f64)>>;
@@ -248,8 +248,8 @@ pub trait BSteps {
     /// K B's columns after the last step.
     fn finish(&mut self, lay: &Layout, nm: usize) -> Result<Vec<SpVec>>;
     /// Seconds by part since this was made; by default none, and the update reports "begin",
-    /// "gradient", "kb-blend" and "finish" as it timed them (after its own "prepare", the
-    /// layout and starting K B, and "b-blend").
+    /// "gradient", "kb-blend" and "finish" as it timed them (after its own "prepare-aat",
+    /// "prepare-layout" and "b-blend").
     fn parts(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
@@ -280,13 +280,13 @@ impl BSteps for CpuSteps {
         &mut self,
         m: &Csr<f64>,
         a: &[SpVec],
+        b: &[SpVec],
         aat: &Aat,
         lay: &Layout,
-        kb: Vec<RowBlock>,
     ) -> Result<()> {
         self.kat = kat_blocks(m, a, aat.nm(), lay);
         self.t = Some(TCols::new(aat));
-        self.kb = kb;
+        self.kb = blocks_of(&kb_cols(m, b), lay);
         self.spare = Vec::new();
         self.kcols.clear();
         let mut top = vec![(f64::NEG_INFINITY, u32::MAX); aat.nm()];
@@ -379,13 +379,14 @@ pub fn update_b_with(
     let nm = b_prev.len();
     let clock = Instant::now();
     let aat = Aat::new(a_at(a, nm), nm);
+    let t_aat = clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
     // K B and K A^T by cells, the cells laid out by their heaviest archetype.
     let lay = Layout::by_archetype(a);
+    let t_layout = clock.elapsed().as_secs_f64();
     let mut b: Vec<SpVec> = b_prev.to_vec();
-    let kb0 = blocks_of(&kb_cols(m, &b), &lay);
-    let t_prepare = clock.elapsed().as_secs_f64();
     let clock = Instant::now();
-    steps_on.begin(m, a, &aat, &lay, kb0)?;
+    steps_on.begin(m, a, &b, &aat, &lay)?;
     let t_begin = clock.elapsed().as_secs_f64();
     let mut gap0 = 0.0;
     let mut taken = 0;
@@ -418,9 +419,14 @@ pub fn update_b_with(
     let clock = Instant::now();
     let kb = steps_on.finish(&lay, nm)?;
     let t_finish = clock.elapsed().as_secs_f64();
-    let mut parts = vec![("prepare", t_prepare), ("b-blend", t_bblend)];
+    let mut parts = vec![
+        ("prepare-aat", t_aat),
+        ("prepare-layout", t_layout),
+        ("b-blend", t_bblend),
+    ];
+    let own = parts.len();
     parts.extend(steps_on.parts());
-    if parts.len() == 2 {
+    if parts.len() == own {
         parts.extend([
             ("begin", t_begin),
             ("gradient", t_pick),

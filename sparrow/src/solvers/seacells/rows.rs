@@ -54,6 +54,15 @@ impl Layout {
         Layout { order, pos }
     }
 
+    /// Cells in index order.
+    pub fn identity(n: usize) -> Self {
+        let order: Vec<u32> = (0..n as u32).collect();
+        Layout {
+            pos: order.clone(),
+            order,
+        }
+    }
+
     fn blocks(&self) -> usize {
         self.order.len().div_ceil(BLOCK_ROWS)
     }

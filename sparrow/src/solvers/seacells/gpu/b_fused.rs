@@ -8,12 +8,13 @@
 //! not negative is read at every cell by a block of its own; a step where more than one column
 //! in eight is so (or where A A^T has a negative entry) goes to the fused kernel.
 //!
-//! K B goes up once per update as one CSR in the layout's row order and is blended on the
-//! device at every step (the picked cells' K columns expanded there), then comes back after
-//! the last step. A A^T goes up once
-//! per update as sparse rows with a segment table per thread, and K A^T is built on the device
-//! once per update and packed by cells. With the CPU's K A^T ([`KatSource::Host`]) every
-//! pick is the CPU's bit for bit.
+//! K B and -K A^T are built on the device once per update, as M (M X) by rows (see
+//! [`super::rowprod`]), K B in the layout's row order; K B is blended on the device at every
+//! step (the picked cells' K columns expanded there) and comes back after the last step. A A^T
+//! goes up once per update as sparse rows with a segment table per thread. The device's
+//! products sum in the CPU's order, so every pick is the CPU's bit for bit;
+//! [`KatSource::Host`] uploads the CPU's own products instead, the reference the GPU tests
+//! hold the device's to.
 
 use std::time::Instant;
 
@@ -22,13 +23,15 @@ use rayon::prelude::*;
 
 use super::super::bounds::TCols;
 use super::super::fw::BSteps;
-use super::super::rows::{cols_from_rows, kat_blocks, Aat, Layout, RowBlock};
+use super::super::rows::{blocks_of, cols_from_rows, kat_blocks, Aat, Layout};
+use super::super::sparse::kb_cols;
 use super::super::sparse::SpVec;
 use super::b_layout::{
     expansion_fits, flatten, hash_slots, max_metacells, tier, BRows, KatSource, NegKat, SegRows,
-    MAX_HASH, MIN_SPAN, OPEN_SHARE, THREADS,
+    MAX_HASH, MIN_SPAN, OPEN_SHARE,
 };
 use super::solver::{Cols, Solver};
+use super::{scan_counts, SCAN_TILE};
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::SEACELLS;
 use crate::matrix::Csr;
@@ -44,9 +47,9 @@ pub struct GpuSteps<'s, 'a> {
     cap: usize,
     hs: usize,
     state: Option<Update>,
-    /// Seconds: setup per update, B's upload per step, gradient kernels, K B's blend, K B's
-    /// download.
-    secs: [f64; 5],
+    /// Seconds: setup per update (less K A^T), B's upload per step, gradient kernels, K B's
+    /// blend, K B's download, K A^T.
+    secs: [f64; 6],
     /// Steps read by the bound, and by the fused kernel over every cell.
     steps_by: [usize; 2],
     /// The last step's picks (-1 before the first), the bound's seeds.
@@ -93,6 +96,8 @@ struct Update {
     row_off: CudaSlice<i64>,
     new_cnt: CudaSlice<i32>,
     total: CudaSlice<i64>,
+    /// The prefix sums' tile sums.
+    part: CudaSlice<i64>,
     seg_row: CudaSlice<i32>,
     seg_val: CudaSlice<f64>,
     add_n: CudaSlice<i32>,
@@ -131,7 +136,7 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
             cap,
             hs,
             state: None,
-            secs: [0.0; 5],
+            secs: [0.0; 6],
             steps_by: [0; 2],
             last: Vec::new(),
         })
@@ -256,72 +261,33 @@ impl<'s, 'a> GpuSteps<'s, 'a> {
         read_picks(gpu, st, n, nm, "the bounded B kernels").map(Some)
     }
 
-    /// -K A^T on the device: M (M (-A^T)) a chunk of columns at a time, packed by cells in two
-    /// passes (count, then fill), each row's columns ascending.
+    /// -K A^T on the device, by cells: -(M (M A^T)) by rows (see [`super::rowprod`]).
     fn device_kat(&self, a: &[SpVec], nm: usize) -> Result<NegKat> {
         let sv = self.sv;
-        let (gpu, n, ch) = (sv.gpu, sv.n, sv.chunk);
-        let a_d = Cols::upload(gpu, a)?;
-        let count = gpu.kernel(&SEACELLS, "seacells_nz_count")?;
-        let fill = gpu.kernel(&SEACELLS, "seacells_nz_fill")?;
-        let grid = LaunchShape::linear(n.div_ceil(THREADS).clamp(1, 132 * 16) as u32, 256);
-        let cnt = gpu.alloc_zeroed::<i64>(n)?;
-        let mut packed: Option<(NegKat, CudaSlice<i64>)> = None;
-        for pass in 0..2 {
-            for c0 in (0..nm).step_by(ch) {
-                let nc = ch.min(nm - c0);
-                gpu.fill_bytes(&sv.v, 0, n * ch * 8)?;
-                sv.minus_a_then_mm(&a_d, c0, nc)?;
-                let gp = gpu.ptr(&sv.g);
-                match &packed {
-                    None => unsafe {
-                        gpu.launch(
-                            &count,
-                            grid,
-                            Args::new()
-                                .ptr(gp)
-                                .i64(n as i64)
-                                .i64(ch as i64)
-                                .i64(nc as i64)
-                                .ptr(gpu.ptr(&cnt)),
-                        )
-                    }?,
-                    Some((k, next)) => unsafe {
-                        gpu.launch(
-                            &fill,
-                            grid,
-                            Args::new()
-                                .ptr(gp)
-                                .i64(n as i64)
-                                .i64(ch as i64)
-                                .i64(c0 as i64)
-                                .i64(nc as i64)
-                                .ptr(gpu.ptr(next))
-                                .ptr(gpu.ptr(&k.col))
-                                .ptr(gpu.ptr(&k.val)),
-                        )
-                    }?,
-                }
-            }
-            if pass == 0 {
-                let counts: Vec<i64> = gpu.download(&cnt, n)?;
-                let mut ptr = Vec::with_capacity(n + 1);
-                ptr.push(0i64);
-                for c in counts {
-                    ptr.push(ptr.last().unwrap() + c);
-                }
-                let nnz = ptr[n] as usize;
-                gpu.ensure_fits((nnz * 12) as u64, "K A^T by cells")?;
-                let k = NegKat {
-                    ptr: gpu.upload(&ptr)?,
-                    col: gpu.alloc_zeroed(nnz)?,
-                    val: gpu.alloc_zeroed(nnz)?,
-                };
-                let next = gpu.upload(&ptr[..n])?;
-                packed = Some((k, next));
-            }
-        }
-        Ok(packed.expect("packed after the first pass").0)
+        let a_d = Cols::upload(sv.gpu, a)?;
+        let one = sv.m_times((&a_d.ptr, &a_d.cell, &a_d.w), nm, None, 1.0)?;
+        drop(a_d);
+        let k = sv.m_times(one.as_ref(), nm, None, -1.0)?;
+        Ok(NegKat {
+            ptr: k.ptr,
+            col: k.col,
+            val: k.val,
+        })
+    }
+
+    /// K B on the device in the layout's row order (`cells`): M (M B) by rows.
+    fn device_kb(&self, b: &[SpVec], cells: &CudaSlice<u32>) -> Result<DevKb> {
+        let sv = self.sv;
+        let bt = Cols::upload_transposed(sv.gpu, b, sv.n)?;
+        let one = sv.m_times((&bt.ptr, &bt.cell, &bt.w), b.len(), None, 1.0)?;
+        drop(bt);
+        let k = sv.m_times(one.as_ref(), b.len(), Some(cells), 1.0)?;
+        Ok(DevKb {
+            ptr: k.ptr,
+            col: k.col,
+            val: k.val,
+            room: k.nnz,
+        })
     }
 
     /// -K A^T from the CPU's row blocks, by cells.
@@ -359,9 +325,9 @@ impl BSteps for GpuSteps<'_, '_> {
         &mut self,
         m: &Csr<f64>,
         a: &[SpVec],
+        b: &[SpVec],
         aat: &Aat,
         lay: &Layout,
-        kb: Vec<RowBlock>,
     ) -> Result<()> {
         let clock = Instant::now();
         let (gpu, n) = (self.sv.gpu, self.sv.n);
@@ -375,22 +341,21 @@ impl BSteps for GpuSteps<'_, '_> {
         // The old state goes first, so two updates' buffers never coexist.
         self.state = None;
         let t = SegRows::new(aat, self.w);
-        let kat = match self.kat_source {
-            KatSource::Device => self.device_kat(a, nm)?,
-            KatSource::Host => self.host_kat(m, a, nm, lay)?,
+        let cells = gpu.upload(&lay.order)?;
+        // K A^T and the starting K B: on the device, or the CPU's (their arithmetic is the
+        // same; the host's are the reference the GPU tests hold the device's to).
+        let kat_clock = Instant::now();
+        let (kat, kb) = match self.kat_source {
+            KatSource::Device => (self.device_kat(a, nm)?, self.device_kb(b, &cells)?),
+            KatSource::Host => (self.host_kat(m, a, nm, lay)?, host_kb(gpu, m, b, lay, n)?),
         };
-        let (ptr, col, val) = flatten(&kb);
-        drop(kb);
-        if ptr.len() != n + 1 {
-            return Err(Error::invalid(
-                "kb",
-                format!("{} rows for {n} cells", ptr.len() - 1),
-            ));
-        }
+        gpu.synchronize()?;
+        let t_kat = kat_clock.elapsed().as_secs_f64();
+        self.secs[5] += t_kat;
         let slots = nm * self.cap;
         gpu.ensure_fits(
-            (slots * 24 + (col.len() * 2 + slots) * 12) as u64,
-            "the B update's K B and its blend",
+            (slots * 24 + (kb.room + slots) * 12) as u64,
+            "the B update's K B blend",
         )?;
         // t1 by columns for the bound, where every entry is non-negative.
         let tt = TCols::new(aat);
@@ -415,14 +380,9 @@ impl BSteps for GpuSteps<'_, '_> {
             t_col: gpu.upload(&t.col)?,
             t_val: gpu.upload(&t.val)?,
             kat,
-            cells: gpu.upload(&lay.order)?,
+            cells,
             pos: gpu.upload(&lay.pos)?,
-            kb: DevKb {
-                ptr: gpu.upload(&ptr)?,
-                col: gpu.upload(&col)?,
-                val: gpu.upload(&val)?,
-                room: col.len(),
-            },
+            kb,
             spare: None,
             pick: gpu.alloc_zeroed(nm)?,
             share: gpu.alloc_zeroed(nm)?,
@@ -431,6 +391,7 @@ impl BSteps for GpuSteps<'_, '_> {
             row_off: gpu.alloc_zeroed(n + 1)?,
             new_cnt: gpu.alloc_zeroed(n)?,
             total: gpu.alloc_zeroed(1)?,
+            part: gpu.alloc_zeroed(n / SCAN_TILE + 1)?,
             seg_row: gpu.alloc_zeroed(slots)?,
             seg_val: gpu.alloc_zeroed(slots)?,
             add_n: gpu.alloc_zeroed(nm)?,
@@ -438,7 +399,7 @@ impl BSteps for GpuSteps<'_, '_> {
             add_val: gpu.alloc_zeroed(slots)?,
         });
         gpu.synchronize()?;
-        self.secs[0] += clock.elapsed().as_secs_f64();
+        self.secs[0] += clock.elapsed().as_secs_f64() - t_kat;
         Ok(())
     }
 
@@ -574,18 +535,7 @@ impl BSteps for GpuSteps<'_, '_> {
                     .ptr(gpu.ptr(&st.row_cnt)),
             )
         }?;
-        let scan = k("seacells_scan")?;
-        unsafe {
-            gpu.launch(
-                &scan,
-                LaunchShape::linear(1, 1024),
-                Args::new()
-                    .ptr(gpu.ptr(&st.row_cnt))
-                    .i64(n as i64)
-                    .ptr(gpu.ptr(&st.row_off))
-                    .ptr(gpu.ptr(&st.total)),
-            )
-        }?;
+        scan_counts(gpu, &st.row_cnt, n, &st.part, &st.row_off, &st.total)?;
         unsafe {
             gpu.launch(
                 &k("seacells_kb_scatter")?,
@@ -625,17 +575,7 @@ impl BSteps for GpuSteps<'_, '_> {
                 room: st.kb.room,
             },
         };
-        unsafe {
-            gpu.launch(
-                &scan,
-                LaunchShape::linear(1, 1024),
-                Args::new()
-                    .ptr(gpu.ptr(&st.new_cnt))
-                    .i64(n as i64)
-                    .ptr(gpu.ptr(&spare.ptr))
-                    .ptr(gpu.ptr(&st.total)),
-            )
-        }?;
+        scan_counts(gpu, &st.new_cnt, n, &st.part, &spare.ptr, &st.total)?;
         let total = gpu.download(&st.total, 1)?[0] as usize;
         if total > spare.room {
             let room = total + total / 4;
@@ -698,6 +638,7 @@ impl BSteps for GpuSteps<'_, '_> {
 
     fn parts(&self) -> Vec<(&'static str, f64)> {
         vec![
+            ("begin-kat", self.secs[5]),
             ("begin", self.secs[0]),
             ("b-upload", self.secs[1]),
             ("gradient", self.secs[2]),
@@ -705,6 +646,23 @@ impl BSteps for GpuSteps<'_, '_> {
             ("kb-download", self.secs[4]),
         ]
     }
+}
+
+/// K B from the CPU's row blocks, uploaded in the layout's row order.
+fn host_kb(gpu: &Gpu, m: &Csr<f64>, b: &[SpVec], lay: &Layout, n: usize) -> Result<DevKb> {
+    let (ptr, col, val) = flatten(&blocks_of(&kb_cols(m, b), lay));
+    if ptr.len() != n + 1 {
+        return Err(Error::invalid(
+            "kb",
+            format!("{} rows for {n} cells", ptr.len() - 1),
+        ));
+    }
+    Ok(DevKb {
+        ptr: gpu.upload(&ptr)?,
+        col: gpu.upload(&col)?,
+        val: gpu.upload(&val)?,
+        room: col.len(),
+    })
 }
 
 /// The step's picks and gap shares the kernels left in `st`, each pick checked to be a cell:

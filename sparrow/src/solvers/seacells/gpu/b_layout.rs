@@ -31,12 +31,12 @@ pub fn max_metacells() -> usize {
     SEACELLS_B_TIERS[SEACELLS_B_TIERS.len() - 1] * THREADS
 }
 
-/// Where the fused kernel's K A^T comes from.
+/// Where the fused kernel's K A^T and starting K B come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KatSource {
-    /// Built on the GPU (M (M A^T) in SpMM chunks) and packed by cells there.
+    /// Built on the GPU, M (M X) by rows with the CPU's order of sums.
     Device,
-    /// The CPU's row blocks, uploaded: the same sums as the CPU, so the same picks.
+    /// The CPU's row blocks, uploaded: the reference for the device's.
     Host,
 }
 
