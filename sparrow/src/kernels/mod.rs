@@ -458,7 +458,7 @@ pub const SEACELLS: KernelModule = KernelModule {
 };
 
 /// Every entry point of [`SEACELLS`].
-pub const SEACELLS_KERNELS: [&str; 20] = [
+pub const SEACELLS_KERNELS: [&str; 27] = [
     "seacells_knn_dist",
     "seacells_b_rhs",
     "seacells_b_asub",
@@ -472,10 +472,17 @@ pub const SEACELLS_KERNELS: [&str; 20] = [
     "seacells_b_grad_w16",
     "seacells_b_grad_w32",
     "seacells_b_final",
-    "seacells_nz_count",
-    "seacells_nz_fill",
+    "seacells_bb_seed",
+    "seacells_bb_scan",
+    "seacells_bb_final",
+    "seacells_bb_open",
+    "seacells_bb_open_final",
+    "seacells_rowcomb",
+    "seacells_rowcomb_big",
     "seacells_kb_expand",
-    "seacells_scan",
+    "seacells_scan_parts",
+    "seacells_scan_tops",
+    "seacells_scan_fill",
     "seacells_kb_scatter",
     "seacells_kb_count",
     "seacells_kb_merge",
