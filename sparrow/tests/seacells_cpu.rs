@@ -213,7 +213,8 @@ mod fit {
     use sparrow::solvers::seacells::fw::{btkb, kb_cols, rss, trace_k, update_a, update_b};
     use sparrow::solvers::seacells::init::max_min;
     use sparrow::solvers::seacells::kernel::{kernel, Symmetrize};
-    use sparrow::solvers::seacells::sparse::{transpose, SpVec};
+    use sparrow::solvers::seacells::rows::transpose;
+    use sparrow::solvers::seacells::sparse::SpVec;
 
     fn dense(m: &Csr<f64>) -> Vec<Vec<f64>> {
         let mut d = vec![vec![0.0; m.ncols()]; m.nrows()];

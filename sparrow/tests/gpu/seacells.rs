@@ -9,7 +9,8 @@ use sparrow::solvers::seacells::fw::{kb_cols, update_a, update_b, update_b_with}
 use sparrow::solvers::seacells::gpu::GpuSteps;
 use sparrow::solvers::seacells::gpu::{knn_tiled, BPath, KatSource, Solver, B_CHUNK};
 use sparrow::solvers::seacells::kernel::{kernel_from_knn, knn, Symmetrize};
-use sparrow::solvers::seacells::sparse::{transpose, SpVec};
+use sparrow::solvers::seacells::rows::transpose;
+use sparrow::solvers::seacells::sparse::SpVec;
 use sparrow::Device;
 
 use super::gpu;

@@ -334,7 +334,7 @@ mod tests {
     use crate::solvers::seacells::rows::tests::{case, columnwise};
     use crate::solvers::seacells::rows::{blocks_of, kat_blocks};
     use crate::solvers::seacells::sparse::kb_cols;
-    use crate::solvers::seacells::sparse::transpose;
+    use crate::solvers::seacells::rows::transpose;
 
     #[test]
     fn t_columns_are_the_transpose_across_tiles() {

@@ -13,7 +13,8 @@ use rayon::prelude::*;
 use super::bounds::{pick_bounded, TCols};
 use super::rows::{blend_blocks, blocks_of, cols_of, kat_blocks, Aat, Layout, RowBlock};
 pub use super::sparse::kb_cols;
-use super::sparse::{add_k_col, blend, lookup, transpose, Accum, SpVec};
+use super::rows::transpose;
+use super::sparse::{add_k_col, blend, lookup, Accum, SpVec};
 use crate::matrix::Csr;
 use crate::Result;
 

@@ -3,7 +3,6 @@
 
 use rayon::prelude::*;
 
-use super::rows::{blocks_of, Layout};
 use crate::matrix::Csr;
 
 /// A sparse vector: (index, value) pairs in ascending index.
@@ -159,21 +158,6 @@ pub fn blend_runs(
     }
 }
 
-/// Rows of a matrix held as sparse columns (n rows): the transpose, each row's entries in
-/// ascending column. Built by [`blocks_of`]'s parallel passes: the fit transposes K B and B
-/// (millions of entries) at every iteration.
-pub fn transpose(cols: &[SpVec], n: usize) -> Vec<SpVec> {
-    blocks_of(cols, &Layout::identity(n))
-        .par_iter()
-        .flat_map_iter(|blk| {
-            (0..blk.rows()).map(|r| {
-                let (c, v) = blk.row(r);
-                c.iter().copied().zip(v.iter().copied()).collect::<SpVec>()
-            })
-        })
-        .collect()
-}
-
 /// K B as sparse columns, from B's columns: M (M b) for each column b, two sparse products,
 /// so cells that share neighbours are expanded once (summing K's columns one by one costs
 /// nnz(b) x (entries per row of M)^2, which dominated the B update for K A^T).
@@ -201,43 +185,4 @@ pub fn kb_cols(m: &Csr<f64>, b: &[SpVec]) -> Vec<SpVec> {
             },
         )
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{transpose, SpVec};
-    use crate::matrix::Rng;
-
-    /// The parallel transpose is the serial one: every column's entries appended to their
-    /// rows in column order, for columns in any order within, empty columns and rows, and more
-    /// rows than one block holds.
-    #[test]
-    fn transpose_is_the_serial_pass() {
-        let mut rng = Rng::new(3);
-        for (n, ncols) in [(0usize, 3usize), (5, 0), (7, 4), (9_000, 300)] {
-            let cols: Vec<SpVec> = (0..ncols)
-                .map(|c| {
-                    if n == 0 || c % 7 == 3 {
-                        return Vec::new();
-                    }
-                    let mut cells: Vec<u32> =
-                        (0..1 + c % 40).map(|_| rng.below(n as u64) as u32).collect();
-                    cells.sort_unstable();
-                    cells.dedup();
-                    // Some columns out of order: the transpose must not assume sorted columns.
-                    if c % 2 == 1 {
-                        cells.reverse();
-                    }
-                    cells.into_iter().map(|i| (i, rng.uniform() - 0.5)).collect()
-                })
-                .collect();
-            let mut want: Vec<SpVec> = vec![Vec::new(); n];
-            for (c, col) in cols.iter().enumerate() {
-                for &(i, v) in col {
-                    want[i as usize].push((c as u32, v));
-                }
-            }
-            assert_eq!(transpose(&cols, n), want, "n {n} columns {ncols}");
-        }
-    }
 }

@@ -49,7 +49,7 @@ impl<'a> Solver<'a> {
         let clock = Instant::now();
         let (gpu, n, nm) = (self.gpu, self.n, kb.len());
         if nm > A_MAX_METACELLS || n == 0 {
-            let rows = super::super::sparse::transpose(kb, n);
+            let rows = super::super::rows::transpose(kb, n);
             return Ok(super::super::fw::update_a(&rows, t1, nm, prev, steps));
         }
         // Each step adds at most one atom, and there are nm archetypes.

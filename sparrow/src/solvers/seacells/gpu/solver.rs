@@ -102,7 +102,7 @@ impl HostCols {
     }
 
     /// The transpose of `cols` (n rows): row i lists (column, value) in ascending column, as
-    /// `sparse::transpose` would, by the parallel passes of `blocks_of` and `flatten`.
+    /// `rows::transpose` would, by the parallel passes of `blocks_of` and `flatten`.
     fn transposed(cols: &[SpVec], n: usize) -> Self {
         let (ptr, cell, w) = flatten(&blocks_of(cols, &Layout::identity(n)));
         HostCols { ptr, cell, w }
@@ -182,7 +182,7 @@ impl<'a> Solver<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solvers::seacells::sparse::transpose;
+    use crate::solvers::seacells::rows::transpose;
 
     /// The counting-sort transpose the GPU A and B updates upload is the library's transpose
     /// in CSR form, empty rows and columns included.
