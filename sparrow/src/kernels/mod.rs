@@ -458,7 +458,7 @@ pub const SEACELLS: KernelModule = KernelModule {
 };
 
 /// Every entry point of [`SEACELLS`].
-pub const SEACELLS_KERNELS: [&str; 27] = [
+pub const SEACELLS_KERNELS: [&str; 25] = [
     "seacells_knn_dist",
     "seacells_b_rhs",
     "seacells_b_asub",
@@ -480,9 +480,7 @@ pub const SEACELLS_KERNELS: [&str; 27] = [
     "seacells_rowcomb",
     "seacells_rowcomb_big",
     "seacells_kb_expand",
-    "seacells_scan_parts",
-    "seacells_scan_tops",
-    "seacells_scan_fill",
+    "seacells_scan",
     "seacells_kb_scatter",
     "seacells_kb_count",
     "seacells_kb_merge",

@@ -647,86 +647,32 @@ extern "C" __global__ void __launch_bounds__(256)
     if (t == 0) add_n[c] = s_n < cap ? s_n : (int)cap;
 }
 
-// Exclusive prefix sums of n counts into off[0..n] (off[n] the total, also written to *total)
-// in three launches over tiles of SCAN_TILE counts: each tile's sum (scan_parts), the sums'
-// exclusive scan by one block (scan_tops), then each tile's scan from its offset (scan_fill).
-#define SCAN_ITEMS 8
-#define SCAN_TILE (256 * SCAN_ITEMS)
-
-// Exclusive scan of one i64 per thread over a block of 256; `ws` is 8 entries of shared
-// scratch. Holds two __syncthreads, so every thread calls it.
-__device__ __forceinline__ i64 block_scan_i64(i64 v, i64* ws, i64* total) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    i64 x = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const i64 y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
-    if (lane == 31) ws[warp] = x;
-    __syncthreads();
-    i64 before = 0, all = 0;
-    for (int k = 0; k < 8; k++) {
-        if (k < warp) before += ws[k];
-        all += ws[k];
-    }
-    __syncthreads();
-    *total = all;
-    return before + x - v;
-}
-
-extern "C" __global__ void __launch_bounds__(256)
-    seacells_scan_parts(const int* __restrict__ cnt, i64 n, i64* __restrict__ part) {
-    __shared__ i64 ws[8];
-    const i64 base = (i64)blockIdx.x * SCAN_TILE;
+// Exclusive prefix sums of n counts into off[0..n] (off[n] the total, also written to *total),
+// by one block of 1024 threads, each summing a contiguous run.
+extern "C" __global__ void __launch_bounds__(1024)
+    seacells_scan(const int* __restrict__ cnt, i64 n, i64* __restrict__ off, i64* __restrict__ total) {
+    __shared__ i64 part[1024];
+    const int t = threadIdx.x;
+    const i64 per = (n + 1023) / 1024;
+    const i64 lo = t * per < n ? t * per : n, hi = lo + per < n ? lo + per : n;
     i64 s = 0;
-    for (int k = 0; k < SCAN_ITEMS; k++) {
-        const i64 i = base + k * 256 + threadIdx.x;
-        if (i < n) s += cnt[i];
+    for (i64 i = lo; i < hi; i++) s += cnt[i];
+    part[t] = s;
+    __syncthreads();
+    for (int d = 1; d < 1024; d <<= 1) {
+        const i64 x = t >= d ? part[t - d] : 0;
+        __syncthreads();
+        part[t] += x;
+        __syncthreads();
     }
-    i64 total;
-    block_scan_i64(s, ws, &total);
-    if (threadIdx.x == 0) part[blockIdx.x] = total;
-}
-
-// One block of 256: part[0..parts] becomes its exclusive scan, in runs of 256 with a carry;
-// off[n] and *total get the sum.
-extern "C" __global__ void __launch_bounds__(256)
-    seacells_scan_tops(i64* __restrict__ part, i64 parts, i64 n, i64* __restrict__ off, i64* __restrict__ total) {
-    __shared__ i64 ws[8];
-    i64 carry = 0;
-    for (i64 b0 = 0; b0 < parts; b0 += 256) {
-        const i64 b = b0 + threadIdx.x;
-        const i64 v = b < parts ? part[b] : 0;
-        i64 run;
-        const i64 before = block_scan_i64(v, ws, &run);
-        if (b < parts) part[b] = carry + before;
-        carry += run;
+    i64 run = part[t] - s;
+    for (i64 i = lo; i < hi; i++) {
+        off[i] = run;
+        run += cnt[i];
     }
-    if (threadIdx.x == 0) {
-        off[n] = carry;
-        *total = carry;
-    }
-}
-
-// Block b: its tile's exclusive scan from part[b], each thread SCAN_ITEMS counts in a row.
-extern "C" __global__ void __launch_bounds__(256)
-    seacells_scan_fill(const int* __restrict__ cnt, i64 n, const i64* __restrict__ part, i64* __restrict__ off) {
-    __shared__ i64 ws[8];
-    const i64 lo = (i64)blockIdx.x * SCAN_TILE + (i64)threadIdx.x * SCAN_ITEMS;
-    i64 c[SCAN_ITEMS];
-    i64 s = 0;
-#pragma unroll
-    for (int k = 0; k < SCAN_ITEMS; k++) {
-        c[k] = lo + k < n ? cnt[lo + k] : 0;
-        s += c[k];
-    }
-    i64 total;
-    i64 run = part[blockIdx.x] + block_scan_i64(s, ws, &total);
-#pragma unroll
-    for (int k = 0; k < SCAN_ITEMS; k++) {
-        if (lo + k < n) off[lo + k] = run;
-        run += c[k];
+    if (t == 1023) {
+        off[n] = part[1023];
+        *total = part[1023];
     }
 }
 
@@ -828,78 +774,57 @@ extern "C" __global__ void __launch_bounds__(256)
 
 __device__ __forceinline__ int rc_slot(int c) { return (int)(((unsigned)c * 2654435761u) & (unsigned)(RC_HS - 1)); }
 
-// One warp per row, its sums in a shared-memory hash set of RC_HS slots and its columns in a
-// bitmap of ncols bits: lanes take row j's entries of X (distinct columns, so no two lanes add
-// to one sum at a time), rows j in order, and each new column sets its bit. The fill pass
-// walks the bitmap, each lane a run of words, so the columns come out ascending. Row i's j,
-// M[i, j] and X's row bounds are loaded 32 at a time, one per lane, and passed round by
-// shuffles, so the loop over j waits on one load at a time. A row that could pass RC_LOAD
-// distinct columns stops (the same way in both passes): the count pass lists it in big[] (its
-// count comes from rowcomb_big) and the fill pass leaves it. Dynamic shared memory: RC_WARPS x
-// (RC_HS x 12 + 4 ceil(ncols / 32)) bytes.
+// One warp per row, its sums in a shared-memory hash set of RC_HS slots: lanes take row j's
+// entries of X (distinct columns, so no two lanes add to one sum at a time), rows j in order.
+// A row that could pass RC_LOAD distinct columns stops (the same way in both passes): the count
+// pass lists it in big[] (its count comes from rowcomb_big) and the fill pass leaves it.
 extern "C" __global__ void __launch_bounds__(RC_WARPS * 32)
     seacells_rowcomb(const i64* __restrict__ m_ptr, const int* __restrict__ m_col, const double* __restrict__ m_val,
                      const i64* __restrict__ x_ptr, const int* __restrict__ x_col, const double* __restrict__ x_val,
-                     const unsigned* __restrict__ order, i64 rows, i64 ncols, double sign, int fill,
-                     int* __restrict__ cnt, int* __restrict__ big, int* __restrict__ nbig,
-                     const i64* __restrict__ out_ptr, int* __restrict__ out_col, double* __restrict__ out_val) {
-    extern __shared__ double rc_smem[];
+                     const unsigned* __restrict__ order, i64 rows, double sign, int fill, int* __restrict__ cnt,
+                     int* __restrict__ big, int* __restrict__ nbig, const i64* __restrict__ out_ptr,
+                     int* __restrict__ out_col, double* __restrict__ out_val) {
+    __shared__ int keys[RC_WARPS][RC_HS];
+    __shared__ double sums[RC_WARPS][RC_HS];
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int words = (int)((ncols + 31) >> 5);
-    double* sum = rc_smem + (i64)w * RC_HS;
-    int* key = (int*)(rc_smem + RC_WARPS * RC_HS) + w * RC_HS;
-    u32* bits = (u32*)((int*)(rc_smem + RC_WARPS * RC_HS) + RC_WARPS * RC_HS) + (i64)w * words;
+    int* key = keys[w];
+    double* sum = sums[w];
     for (i64 p = (i64)blockIdx.x * RC_WARPS + w; p < rows; p += (i64)gridDim.x * RC_WARPS) {
         const i64 i = order ? (i64)order[p] : p;
         for (int h = lane; h < RC_HS; h += 32) {
             key[h] = -1;
             sum[h] = 0.0;
         }
-        for (int q = lane; q < words; q += 32) bits[q] = 0u;
         __syncwarp();
         int distinct = 0;
         bool over = false;
-        const i64 e0 = m_ptr[i], e1 = m_ptr[i + 1];
-        for (i64 eb = e0; eb < e1 && !over; eb += 32) {
-            // This lane's entry of the batch: j, M[i, j] and X's row j bounds.
-            const int nb = (int)(e1 - eb < 32 ? e1 - eb : 32);
-            int my_j = 0;
-            double my_mv = 0.0;
-            i64 my_q0 = 0, my_q1 = 0;
-            if (lane < nb) {
-                my_j = m_col[eb + lane];
-                my_mv = m_val[eb + lane];
-                my_q0 = x_ptr[my_j];
-                my_q1 = x_ptr[my_j + 1];
+        for (i64 e = m_ptr[i]; e < m_ptr[i + 1]; e++) {
+            const int j = m_col[e];
+            const double mv = m_val[e];
+            const i64 q0 = x_ptr[j], q1 = x_ptr[j + 1];
+            if (distinct + (q1 - q0) > RC_LOAD) {
+                over = true;
+                break;
             }
-            for (int k = 0; k < nb; k++) {
-                const double mv = __shfl_sync(0xffffffffu, my_mv, k);
-                const i64 q0 = __shfl_sync(0xffffffffu, my_q0, k), q1 = __shfl_sync(0xffffffffu, my_q1, k);
-                if (distinct + (q1 - q0) > RC_LOAD) {
-                    over = true;
-                    break;
-                }
-                int added = 0;
-                for (i64 q = q0 + lane; q < q1; q += 32) {
-                    const int c = x_col[q];
-                    const double v = __dmul_rn(mv, x_val[q]);
-                    int h = rc_slot(c);
-                    while (true) {
-                        const int old = atomicCAS(&key[h], -1, c);
-                        if (old == -1) {
-                            added++;
-                            atomicOr(&bits[c >> 5], 1u << (c & 31));
-                            break;
-                        }
-                        if (old == c) break;
-                        h = (h + 1) & (RC_HS - 1);
+            int added = 0;
+            for (i64 q = q0 + lane; q < q1; q += 32) {
+                const int c = x_col[q];
+                const double v = __dmul_rn(mv, x_val[q]);
+                int h = rc_slot(c);
+                while (true) {
+                    const int old = atomicCAS(&key[h], -1, c);
+                    if (old == -1) {
+                        added++;
+                        break;
                     }
-                    sum[h] = __dadd_rn(sum[h], v);
+                    if (old == c) break;
+                    h = (h + 1) & (RC_HS - 1);
                 }
-                for (int o = 16; o > 0; o >>= 1) added += __shfl_xor_sync(0xffffffffu, added, o);
-                distinct += added;
-                __syncwarp();
+                sum[h] = __dadd_rn(sum[h], v);
             }
+            for (int o = 16; o > 0; o >>= 1) added += __shfl_xor_sync(0xffffffffu, added, o);
+            distinct += added;
+            __syncwarp();
         }
         if (!fill) {
             if (lane == 0) {
@@ -911,29 +836,15 @@ extern "C" __global__ void __launch_bounds__(RC_WARPS * 32)
                 }
             }
         } else if (!over) {
-            // Lane l walks words [l per, (l + 1) per), after the columns of the lanes below.
-            const int per = (words + 31) >> 5;
-            const int w0 = lane * per < words ? lane * per : words;
-            const int w1 = w0 + per < words ? w0 + per : words;
-            int mine = 0;
-            for (int q = w0; q < w1; q++) mine += __popc(bits[q]);
-            int before = mine;
-            for (int o = 1; o < 32; o <<= 1) {
-                const int y = __shfl_up_sync(0xffffffffu, before, o);
-                if (lane >= o) before += y;
-            }
-            i64 at = out_ptr[p] + before - mine;
-            for (int q = w0; q < w1; q++) {
-                u32 m = bits[q];
-                while (m) {
-                    const int c = (q << 5) + __ffs(m) - 1;
-                    m &= m - 1;
-                    int h = rc_slot(c);
-                    while (key[h] != c) h = (h + 1) & (RC_HS - 1);
-                    out_col[at] = c;
-                    out_val[at] = sign * sum[h];
-                    at++;
-                }
+            // Each column's place among the row's columns (-1, unsigned, is above them all).
+            const i64 base = out_ptr[p];
+            for (int h = lane; h < RC_HS; h += 32) {
+                const int c = key[h];
+                if (c < 0) continue;
+                int r = 0;
+                for (int g = 0; g < RC_HS; g++) r += (unsigned)key[g] < (unsigned)c;
+                out_col[base + r] = c;
+                out_val[base + r] = sign * sum[h];
             }
         }
         __syncwarp();

@@ -2,8 +2,6 @@
 
 use std::time::Instant;
 
-use rayon::prelude::*;
-
 use super::super::fit::add_part;
 use super::super::sparse::SpVec;
 use super::solver::{Cols, Solver};
@@ -15,12 +13,9 @@ use crate::{Error, Result};
 /// Largest archetype count whose A update runs on the GPU (two f64 vectors of it per block in
 /// shared memory).
 pub const A_MAX_METACELLS: usize = 12_000;
-/// Cells per piece of the A update's download: an eighth of the cells, at least 1,024 (so the
-/// GPU tests' 3,000 cells come back in three pieces, the last one short) and at most 32,768
-/// (20 MB at 50 atoms).
-fn download_cells(n: usize) -> usize {
-    (n / 8).clamp(1024, 32_768)
-}
+/// Cells per piece of the A update's download (0.6 MB at 50 atoms): small enough that the
+/// GPU tests' 3,000 cells come back in three pieces, the last one short.
+const A_DOWNLOAD_CELLS: usize = 1024;
 
 impl<'a> Solver<'a> {
     /// The A update of [`super::super::fw::update_a`] on the GPU, one block per cell with the CPU's
@@ -99,30 +94,24 @@ impl<'a> Solver<'a> {
         // The atoms come back a slice of cells at a time: the host holds one slice of the
         // n x cap output beside A, not all of it (30 MB at 50,000 cells).
         let mut a = Vec::with_capacity(n);
-        let piece = download_cells(n);
-        for c0 in (0..n).step_by(piece) {
-            let cn = piece.min(n - c0);
+        for c0 in (0..n).step_by(A_DOWNLOAD_CELLS) {
+            let cn = A_DOWNLOAD_CELLS.min(n - c0);
             let cs: Vec<i32> = gpu.download_range(&out_c, c0 * cap, cn * cap)?;
             let ws: Vec<f64> = gpu.download_range(&out_w, c0 * cap, cn * cap)?;
-            let got: Vec<SpVec> = (0..cn)
-                .into_par_iter()
-                .map(|i| {
-                    // Counted first, so each cell's atoms are allocated at their size.
-                    let row = &cs[i * cap..(i + 1) * cap];
-                    let len = row.iter().take_while(|&&c| c >= 0).count();
-                    if len == 0 && steps > 0 {
-                        return Err(Error::device(
-                            "the GPU A update",
-                            format!("cell {} came back without atoms", c0 + i),
-                        ));
-                    }
-                    let mut atoms: SpVec =
-                        (0..len).map(|j| (row[j] as u32, ws[i * cap + j])).collect();
-                    atoms.sort_unstable_by_key(|a| a.0);
-                    Ok(atoms)
-                })
-                .collect::<Result<_>>()?;
-            a.extend(got);
+            for i in 0..cn {
+                // Counted first, so each cell's atoms are allocated at their size.
+                let row = &cs[i * cap..(i + 1) * cap];
+                let len = row.iter().take_while(|&&c| c >= 0).count();
+                if len == 0 && steps > 0 {
+                    return Err(Error::device(
+                        "the GPU A update",
+                        format!("cell {} came back without atoms", c0 + i),
+                    ));
+                }
+                let mut atoms: SpVec = (0..len).map(|j| (row[j] as u32, ws[i * cap + j])).collect();
+                atoms.sort_unstable_by_key(|a| a.0);
+                a.push(atoms);
+            }
         }
         add_part(parts, "a-atoms", clock.elapsed().as_secs_f64());
         Ok(a)

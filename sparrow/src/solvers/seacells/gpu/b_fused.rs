@@ -31,7 +31,6 @@ use super::b_layout::{
     MAX_HASH, MIN_SPAN, OPEN_SHARE,
 };
 use super::solver::{Cols, Solver};
-use super::{scan_counts, SCAN_TILE};
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::SEACELLS;
 use crate::matrix::Csr;
@@ -96,8 +95,6 @@ struct Update {
     row_off: CudaSlice<i64>,
     new_cnt: CudaSlice<i32>,
     total: CudaSlice<i64>,
-    /// The prefix sums' tile sums.
-    part: CudaSlice<i64>,
     seg_row: CudaSlice<i32>,
     seg_val: CudaSlice<f64>,
     add_n: CudaSlice<i32>,
@@ -391,7 +388,6 @@ impl BSteps for GpuSteps<'_, '_> {
             row_off: gpu.alloc_zeroed(n + 1)?,
             new_cnt: gpu.alloc_zeroed(n)?,
             total: gpu.alloc_zeroed(1)?,
-            part: gpu.alloc_zeroed(n / SCAN_TILE + 1)?,
             seg_row: gpu.alloc_zeroed(slots)?,
             seg_val: gpu.alloc_zeroed(slots)?,
             add_n: gpu.alloc_zeroed(nm)?,
@@ -535,7 +531,18 @@ impl BSteps for GpuSteps<'_, '_> {
                     .ptr(gpu.ptr(&st.row_cnt)),
             )
         }?;
-        scan_counts(gpu, &st.row_cnt, n, &st.part, &st.row_off, &st.total)?;
+        let scan = k("seacells_scan")?;
+        unsafe {
+            gpu.launch(
+                &scan,
+                LaunchShape::linear(1, 1024),
+                Args::new()
+                    .ptr(gpu.ptr(&st.row_cnt))
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&st.row_off))
+                    .ptr(gpu.ptr(&st.total)),
+            )
+        }?;
         unsafe {
             gpu.launch(
                 &k("seacells_kb_scatter")?,
@@ -575,7 +582,17 @@ impl BSteps for GpuSteps<'_, '_> {
                 room: st.kb.room,
             },
         };
-        scan_counts(gpu, &st.new_cnt, n, &st.part, &spare.ptr, &st.total)?;
+        unsafe {
+            gpu.launch(
+                &scan,
+                LaunchShape::linear(1, 1024),
+                Args::new()
+                    .ptr(gpu.ptr(&st.new_cnt))
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&spare.ptr))
+                    .ptr(gpu.ptr(&st.total)),
+            )
+        }?;
         let total = gpu.download(&st.total, 1)?[0] as usize;
         if total > spare.room {
             let room = total + total / 4;

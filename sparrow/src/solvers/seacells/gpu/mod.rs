@@ -9,11 +9,7 @@
 //! `a_update` and `b_update` are its two Frank-Wolfe updates, the B update either by SpMM
 //! chunks or by the fused kernel of `b_fused` over the host layout of `b_layout`.
 
-use cudarc::driver::CudaSlice;
-
-use crate::device::{Args, Gpu, LaunchShape};
-use crate::kernels::SEACELLS;
-use crate::Result;
+use crate::device::LaunchShape;
 
 mod a_update;
 mod b_fused;
@@ -32,51 +28,6 @@ pub use solver::{b_chunk, kernel_products, BPath, Solver, B_CHUNK};
 
 pub(super) const BLOCK: u32 = 256;
 
-/// Counts per tile of the prefix-sum kernels (SCAN_TILE in seacells.cu).
-pub(super) const SCAN_TILE: usize = 2048;
-
-/// off[0..n] = the exclusive prefix sums of cnt[0..n], off[n] and total[0] their sum, in three
-/// launches (see `seacells_scan_*`); `part` holds at least n / [`SCAN_TILE`] + 1 entries.
-pub(super) fn scan_counts(
-    gpu: &Gpu,
-    cnt: &CudaSlice<i32>,
-    n: usize,
-    part: &CudaSlice<i64>,
-    off: &CudaSlice<i64>,
-    total: &CudaSlice<i64>,
-) -> Result<()> {
-    let parts = n.div_ceil(SCAN_TILE).max(1);
-    let tiles = LaunchShape::linear(parts as u32, 256);
-    unsafe {
-        gpu.launch(
-            &gpu.kernel(&SEACELLS, "seacells_scan_parts")?,
-            tiles,
-            Args::new()
-                .ptr(gpu.ptr(cnt))
-                .i64(n as i64)
-                .ptr(gpu.ptr(part)),
-        )?;
-        gpu.launch(
-            &gpu.kernel(&SEACELLS, "seacells_scan_tops")?,
-            LaunchShape::linear(1, 256),
-            Args::new()
-                .ptr(gpu.ptr(part))
-                .i64(parts as i64)
-                .i64(n as i64)
-                .ptr(gpu.ptr(off))
-                .ptr(gpu.ptr(total)),
-        )?;
-        gpu.launch(
-            &gpu.kernel(&SEACELLS, "seacells_scan_fill")?,
-            tiles,
-            Args::new()
-                .ptr(gpu.ptr(cnt))
-                .i64(n as i64)
-                .ptr(gpu.ptr(part))
-                .ptr(gpu.ptr(off)),
-        )
-    }
-}
 
 pub(super) fn grid_for(items: usize) -> LaunchShape {
     LaunchShape::linear(

@@ -8,19 +8,15 @@ use cudarc::driver::CudaSlice;
 
 use super::super::sparse::SpVec;
 use super::solver::{Cols, Solver};
-use super::{scan_counts, SCAN_TILE};
 use crate::device::{Args, LaunchShape};
 use crate::kernels::SEACELLS;
 use crate::{Error, Result};
 
-/// Warps per block of `seacells_rowcomb` and slots of each warp's hash set (RC_WARPS and
-/// RC_HS in seacells.cu).
+/// Warps per block of `seacells_rowcomb` (RC_WARPS in seacells.cu).
 const WARPS: usize = 4;
-const HASH_SLOTS: usize = 1024;
 
 /// Most columns of a product: a row past the hash set's load takes a dense row of 9 bytes a
-/// column in the 227 KiB of shared memory a block may opt into (and each warp's column bitmap
-/// stays small beside its hash set).
+/// column in the 227 KiB of shared memory a block may opt into.
 pub const ROW_MAX_COLS: usize = 25_000;
 
 /// A sparse matrix by rows on the device (CSR; every array holds at least one entry).
@@ -67,13 +63,10 @@ impl Solver<'_> {
         let order_ptr = order.map_or(0, |o| gpu.ptr(o));
         let rc = gpu.kernel(&SEACELLS, "seacells_rowcomb")?;
         let rc_big = gpu.kernel(&SEACELLS, "seacells_rowcomb_big")?;
-        // Each warp's hash set (a sum and a key per slot) and column bitmap.
-        let smem = WARPS * (HASH_SLOTS * 12 + ncols.div_ceil(32) * 4);
         let grid = LaunchShape::linear(
             n.div_ceil(WARPS).clamp(1, 132 * 32) as u32,
             (WARPS * 32) as u32,
-        )
-        .with_smem(smem as u32);
+        );
         let small = |fill: i32, out: (u64, u64, u64)| {
             unsafe {
                 gpu.launch(
@@ -88,7 +81,6 @@ impl Solver<'_> {
                         .ptr(gpu.ptr(x.2))
                         .ptr(order_ptr)
                         .i64(n as i64)
-                        .i64(ncols as i64)
                         .f64(sign)
                         .i32(fill)
                         .ptr(gpu.ptr(&cnt))
@@ -129,8 +121,17 @@ impl Solver<'_> {
         if nb > 0 {
             dense(0, (0, 0, 0))?;
         }
-        let part = gpu.alloc_zeroed::<i64>(n / SCAN_TILE + 1)?;
-        scan_counts(gpu, &cnt, n, &part, &off, &total)?;
+        unsafe {
+            gpu.launch(
+                &gpu.kernel(&SEACELLS, "seacells_scan")?,
+                LaunchShape::linear(1, 1024),
+                Args::new()
+                    .ptr(gpu.ptr(&cnt))
+                    .i64(n as i64)
+                    .ptr(gpu.ptr(&off))
+                    .ptr(gpu.ptr(&total)),
+            )
+        }?;
         let nnz = gpu.download(&total, 1)?[0] as usize;
         gpu.ensure_fits((nnz * 12) as u64, "a sparse product with M")?;
         let col = gpu.alloc_zeroed::<i32>(nnz + 1)?;

@@ -2,11 +2,8 @@
 
 use cudarc::driver::CudaSlice;
 
-use rayon::prelude::*;
-
-use super::super::rows::{blocks_of, Layout};
 use super::super::sparse::SpVec;
-use super::b_layout::{flatten, two_hop_bound, KatSource};
+use super::b_layout::{two_hop_bound, KatSource};
 use super::grid_for;
 use crate::device::{Args, Gpu};
 use crate::kernels::SEACELLS;
@@ -73,38 +70,46 @@ struct HostCols {
 }
 
 impl HostCols {
-    /// `cols` as they are: column c lists its (index, value) pairs; the columns are copied
-    /// in parallel (A by cell has a column per cell).
+    /// `cols` as they are: column c lists its (index, value) pairs.
     fn of(cols: &[SpVec]) -> Self {
         let mut ptr = Vec::with_capacity(cols.len() + 1);
+        let (mut cell, mut w) = (Vec::new(), Vec::new());
         ptr.push(0i64);
         for col in cols {
-            ptr.push(ptr[ptr.len() - 1] + col.len() as i64);
-        }
-        let nnz = ptr[cols.len()] as usize;
-        let (mut cell, mut w) = (vec![0i32; nnz + 1], vec![0.0f64; nnz + 1]);
-        let mut parts: Vec<(&mut [i32], &mut [f64], &SpVec)> = Vec::with_capacity(cols.len());
-        let (mut cr, mut wr) = (&mut cell[..nnz], &mut w[..nnz]);
-        for col in cols {
-            let (c, rest) = std::mem::take(&mut cr).split_at_mut(col.len());
-            let (v, vrest) = std::mem::take(&mut wr).split_at_mut(col.len());
-            parts.push((c, v, col));
-            cr = rest;
-            wr = vrest;
-        }
-        parts.into_par_iter().for_each(|(c, v, col)| {
-            for (k, &(i, x)) in col.iter().enumerate() {
-                c[k] = i as i32;
-                v[k] = x;
+            for &(i, v) in col {
+                cell.push(i as i32);
+                w.push(v);
             }
-        });
+            ptr.push(cell.len() as i64);
+        }
+        cell.push(0);
+        w.push(0.0);
         HostCols { ptr, cell, w }
     }
 
-    /// The transpose of `cols` (n rows): row i lists (column, value) in ascending column, as
-    /// `rows::transpose` would, by the parallel passes of `blocks_of` and `flatten`.
+    /// The transpose of `cols` (n rows) by counting sort: row i lists (column, value) in
+    /// ascending column, as `sparse::transpose` would, without a vector per row.
     fn transposed(cols: &[SpVec], n: usize) -> Self {
-        let (ptr, cell, w) = flatten(&blocks_of(cols, &Layout::identity(n)));
+        let mut ptr = vec![0i64; n + 1];
+        for col in cols {
+            for &(i, _) in col {
+                ptr[i as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            ptr[i + 1] += ptr[i];
+        }
+        let nnz = ptr[n] as usize;
+        let mut next: Vec<i64> = ptr[..n].to_vec();
+        let (mut cell, mut w) = (vec![0i32; nnz + 1], vec![0.0f64; nnz + 1]);
+        for (c, col) in cols.iter().enumerate() {
+            for &(i, v) in col {
+                let p = next[i as usize] as usize;
+                cell[p] = c as i32;
+                w[p] = v;
+                next[i as usize] += 1;
+            }
+        }
         HostCols { ptr, cell, w }
     }
 }
