@@ -67,19 +67,24 @@ impl Solver<'_> {
             n.div_ceil(WARPS).clamp(1, 132 * 32) as u32,
             (WARPS * 32) as u32,
         );
+        // What both kernels read first: M, X and the row order.
+        let mx_args = || -> Args {
+            let mut a = Args::new();
+            a.ptr(gpu.ptr(&dm.row_ptr))
+                .ptr(gpu.ptr(&dm.col_idx))
+                .ptr(gpu.ptr(&dm.values))
+                .ptr(gpu.ptr(x.0))
+                .ptr(gpu.ptr(x.1))
+                .ptr(gpu.ptr(x.2))
+                .ptr(order_ptr);
+            a
+        };
         let small = |fill: i32, out: (u64, u64, u64)| {
             unsafe {
                 gpu.launch(
                     &rc,
                     grid,
-                    Args::new()
-                        .ptr(gpu.ptr(&dm.row_ptr))
-                        .ptr(gpu.ptr(&dm.col_idx))
-                        .ptr(gpu.ptr(&dm.values))
-                        .ptr(gpu.ptr(x.0))
-                        .ptr(gpu.ptr(x.1))
-                        .ptr(gpu.ptr(x.2))
-                        .ptr(order_ptr)
+                    mx_args()
                         .i64(n as i64)
                         .f64(sign)
                         .i32(fill)
@@ -99,14 +104,7 @@ impl Solver<'_> {
                 gpu.launch(
                     &rc_big,
                     LaunchShape::linear(nb as u32, 256).with_smem((ncols * 9).next_multiple_of(8) as u32),
-                    Args::new()
-                        .ptr(gpu.ptr(&dm.row_ptr))
-                        .ptr(gpu.ptr(&dm.col_idx))
-                        .ptr(gpu.ptr(&dm.values))
-                        .ptr(gpu.ptr(x.0))
-                        .ptr(gpu.ptr(x.1))
-                        .ptr(gpu.ptr(x.2))
-                        .ptr(order_ptr)
+                    mx_args()
                         .ptr(gpu.ptr(&big))
                         .i64(ncols as i64)
                         .f64(sign)
