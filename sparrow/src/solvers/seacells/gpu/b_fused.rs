@@ -30,6 +30,7 @@ use super::b_layout::{
     expansion_fits, flatten, hash_slots, max_metacells, tier, BRows, KatSource, NegKat, SegRows,
     MAX_HASH, MIN_SPAN, OPEN_SHARE,
 };
+use super::scan_counts;
 use super::solver::{Cols, Solver};
 use crate::device::{Args, Gpu, LaunchShape};
 use crate::kernels::SEACELLS;
@@ -531,18 +532,7 @@ impl BSteps for GpuSteps<'_, '_> {
                     .ptr(gpu.ptr(&st.row_cnt)),
             )
         }?;
-        let scan = k("seacells_scan")?;
-        unsafe {
-            gpu.launch(
-                &scan,
-                LaunchShape::linear(1, 1024),
-                Args::new()
-                    .ptr(gpu.ptr(&st.row_cnt))
-                    .i64(n as i64)
-                    .ptr(gpu.ptr(&st.row_off))
-                    .ptr(gpu.ptr(&st.total)),
-            )
-        }?;
+        scan_counts(gpu, &st.row_cnt, n, &st.row_off, &st.total)?;
         unsafe {
             gpu.launch(
                 &k("seacells_kb_scatter")?,
@@ -582,17 +572,7 @@ impl BSteps for GpuSteps<'_, '_> {
                 room: st.kb.room,
             },
         };
-        unsafe {
-            gpu.launch(
-                &scan,
-                LaunchShape::linear(1, 1024),
-                Args::new()
-                    .ptr(gpu.ptr(&st.new_cnt))
-                    .i64(n as i64)
-                    .ptr(gpu.ptr(&spare.ptr))
-                    .ptr(gpu.ptr(&st.total)),
-            )
-        }?;
+        scan_counts(gpu, &st.new_cnt, n, &spare.ptr, &st.total)?;
         let total = gpu.download(&st.total, 1)?[0] as usize;
         if total > spare.room {
             let room = total + total / 4;

@@ -9,7 +9,11 @@
 //! `a_update` and `b_update` are its two Frank-Wolfe updates, the B update either by SpMM
 //! chunks or by the fused kernel of `b_fused` over the host layout of `b_layout`.
 
-use crate::device::LaunchShape;
+use cudarc::driver::CudaSlice;
+
+use crate::device::{Args, Gpu, LaunchShape};
+use crate::kernels::SEACELLS;
+use crate::Result;
 
 mod a_update;
 mod b_fused;
@@ -28,6 +32,28 @@ pub use solver::{b_chunk, kernel_products, BPath, Solver, B_CHUNK};
 
 pub(super) const BLOCK: u32 = 256;
 
+
+/// off[0..n] = the exclusive prefix sums of cnt[0..n], off[n] and total[0] their sum, by one
+/// block of `seacells_scan`.
+pub(super) fn scan_counts(
+    gpu: &Gpu,
+    cnt: &CudaSlice<i32>,
+    n: usize,
+    off: &CudaSlice<i64>,
+    total: &CudaSlice<i64>,
+) -> Result<()> {
+    unsafe {
+        gpu.launch(
+            &gpu.kernel(&SEACELLS, "seacells_scan")?,
+            LaunchShape::linear(1, 1024),
+            Args::new()
+                .ptr(gpu.ptr(cnt))
+                .i64(n as i64)
+                .ptr(gpu.ptr(off))
+                .ptr(gpu.ptr(total)),
+        )
+    }
+}
 
 pub(super) fn grid_for(items: usize) -> LaunchShape {
     LaunchShape::linear(

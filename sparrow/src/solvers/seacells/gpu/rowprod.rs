@@ -7,6 +7,7 @@
 use cudarc::driver::CudaSlice;
 
 use super::super::sparse::SpVec;
+use super::scan_counts;
 use super::solver::{Cols, Solver};
 use crate::device::{Args, LaunchShape};
 use crate::kernels::SEACELLS;
@@ -119,17 +120,7 @@ impl Solver<'_> {
         if nb > 0 {
             dense(0, (0, 0, 0))?;
         }
-        unsafe {
-            gpu.launch(
-                &gpu.kernel(&SEACELLS, "seacells_scan")?,
-                LaunchShape::linear(1, 1024),
-                Args::new()
-                    .ptr(gpu.ptr(&cnt))
-                    .i64(n as i64)
-                    .ptr(gpu.ptr(&off))
-                    .ptr(gpu.ptr(&total)),
-            )
-        }?;
+        scan_counts(gpu, &cnt, n, &off, &total)?;
         let nnz = gpu.download(&total, 1)?[0] as usize;
         gpu.ensure_fits((nnz * 12) as u64, "a sparse product with M")?;
         let col = gpu.alloc_zeroed::<i32>(nnz + 1)?;
