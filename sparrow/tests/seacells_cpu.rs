@@ -898,3 +898,23 @@ mod fit {
         assert!(e.to_string().contains("before its kernel stage"), "{e}");
     }
 }
+
+/// The summary's time by part names the products between updates and the B update's parts,
+/// each a finite, non-negative number of seconds.
+#[test]
+fn fit_summary_reports_seconds_by_part() {
+    use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
+    let (x, _) = gaussian_mixture(400, 5, 4, 3);
+    let fit = fit_on(&sparrow::Device::Cpu, &x, &Config::new(8), &mut |_| {}).unwrap();
+    let s = fit.summary(5, None).unwrap();
+    let by_part = s["fit_seconds_by_part"].as_object().unwrap();
+    for key in ["t1", "rss"] {
+        let v = by_part[key].as_f64().unwrap();
+        assert!(v.is_finite() && v >= 0.0, "{key}: {v}");
+    }
+    let b = s["b_update_seconds"].as_object().unwrap();
+    for key in ["prepare-aat", "prepare-layout", "gradient", "kb-blend"] {
+        let v = b[key].as_f64().unwrap_or(-1.0);
+        assert!(v.is_finite() && v >= 0.0, "{key}: {v}");
+    }
+}

@@ -7,7 +7,7 @@ use sparrow::matrix::{io, Dense};
 use sparrow::solvers::seacells::fit::{fit_on, gaussian_mixture, Config};
 use sparrow::solvers::seacells::fw::{kb_cols, update_a, update_b, update_b_with};
 use sparrow::solvers::seacells::gpu::GpuSteps;
-use sparrow::solvers::seacells::gpu::{knn_tiled, BPath, KatSource, Solver, B_CHUNK};
+use sparrow::solvers::seacells::gpu::{knn_tiled, BPath, KatSource, Solver, B_CHUNK, ROW_MAX_COLS};
 use sparrow::solvers::seacells::kernel::{kernel_from_knn, knn, Symmetrize};
 use sparrow::solvers::seacells::rows::transpose;
 use sparrow::solvers::seacells::sparse::SpVec;
@@ -198,10 +198,19 @@ fn seacells_row_products_are_the_cpus() {
             );
         }
     }
-    let wide = random_rows(n, 30_000, 60, 4);
-    match solver.m_m_times_rows(&wide, 30_000, None, 1.0) {
+    // At the bound the dense path holds ROW_MAX_COLS sums in shared memory; one past it is
+    // refused.
+    let at = random_rows(n, ROW_MAX_COLS, 60, 5);
+    let got = solver.m_m_times_rows(&at, ROW_MAX_COLS, None, 1.0).unwrap();
+    assert_bits(
+        &got,
+        &cpu_m_m_times(&m, &at, ROW_MAX_COLS, None, 1.0),
+        "at ROW_MAX_COLS",
+    );
+    let wide = random_rows(n, ROW_MAX_COLS + 1, 60, 4);
+    match solver.m_m_times_rows(&wide, ROW_MAX_COLS + 1, None, 1.0) {
         Err(sparrow::Error::Unsupported { .. }) => {}
-        other => panic!("30,000 columns: {:?}", other.map(|r| r.len())),
+        other => panic!("{} columns: {:?}", ROW_MAX_COLS + 1, other.map(|r| r.len())),
     }
 }
 
